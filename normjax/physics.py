@@ -1,0 +1,168 @@
+"""Movement, collisions and pushes (SPEC 3 and 4; paper 9.5).
+
+`resolve_moves` turns the agents' effective actions into end-of-step cells.
+Only co-location at the end of a step is a conflict: agents that swap cells
+pass.  The resolution, for K <= 10 agents, works on pairwise [K, K] tables and
+a flat occupancy grid of the 165 cells:
+
+1. Exits: a move onto a door cell leaves the grid; doors never hold agents.
+2. Contests: among movers that target the same cell one winner is drawn
+   uniformly at random (random priorities).  Winners end on their targets.
+3. Displacements: a stationary agent whose cell a winner takes, and every
+   losing mover, is displaced to a free neighbouring cell of the contested
+   cell, uniformly at random, processing the displaced agents in random order
+   against an occupancy grid (rules 3 and 4).
+4. Rule 5: with no free neighbour, an uninvolved scripted bystander on a
+   neighbouring cell is pushed on to a free neighbour of its own cell and the
+   displaced agent takes its place.  If that fails too, the displaced agent
+   stays on / returns to its origin, and a bounded repair pass sends every
+   agent that shares a cell with an agent on its own origin back to its own
+   origin (at most K rounds; origins are distinct, so this always ends with
+   no two agents in one cell).  A mover sent back this way had its target
+   taken by someone who ends there, so rule 2 still holds.
+5. Collision penalty flags (rule 6): movers that entered a contested or held
+   cell by their own choice, or that did not end on their target.
+
+All randomness comes from the key (rule 7).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from normjax import constants as C
+from normjax.moves import DELTAS, cell_value, in_grid
+
+NO_AGENT = -1
+
+
+@struct.dataclass
+class MoveResult:
+    pos: jax.Array  # int32 [K, 2]: end-of-step cell (unchanged for exiters)
+    exited: jax.Array  # bool [K]: moved onto a door cell
+    exit_door_cell: jax.Array  # int32 [K, 2]: the door cell (valid where exited)
+    collided: jax.Array  # bool [K]: charged the collision penalty (rule 6)
+    displaced: jax.Array  # bool [K]: pushed off its cell or off its target
+    target: jax.Array  # int32 [K, 2]: intended cell pos + delta(action)
+
+
+def _flat(cells):
+    return cells[..., 0] * C.W + cells[..., 1]
+
+
+def _unflat(idx):
+    return jnp.stack([idx // C.W, idx % C.W], axis=-1)
+
+
+def _neighbours_flat(idx, standable):
+    """The 4 neighbours of flat cell `idx` and whether one can stand there."""
+    cells = _unflat(idx)[None, :] + DELTAS[:4]  # [4, 2]
+    ok = in_grid(cells) & cell_value(standable, cells, fill=False)
+    return jnp.where(ok, _flat(cells), 0), ok
+
+
+def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
+    """Resolve one step of movement for all K agents (SPEC 4 rules 1-7).
+
+    Args:
+      key: PRNG key of this resolution.
+      pos: int32 [K, 2] cells at the start of the step.
+      active: bool [K] agents on the grid.
+      actions: int32 [K] *effective* actions (blocked moves already WAIT).
+      kind: int [H, W] cell kinds of the layout.
+      pushable: bool [K] scripted agents that rule 5 may push as bystanders.
+    """
+    k = pos.shape[0]
+    idx = jnp.arange(k)
+    standable = (kind == C.FLOOR) | (kind == C.CHAIR)
+    target = pos + DELTAS[actions]
+    p, tgt = _flat(pos), _flat(target)
+    tgt_kind = cell_value(kind, target, fill=C.WALL)
+
+    moving = active & (actions != C.WAIT)
+    exiting = moving & (tgt_kind == C.DOOR)
+    mover = moving & ~exiting
+    stationary = active & ~moving
+    present = active & ~exiting
+
+    # Contests and holds, as pairwise tables [i, j].
+    same_tgt = mover[:, None] & mover[None, :] & (tgt[:, None] == tgt[None, :])
+    n_contest = same_tgt.sum(axis=1)
+    held = mover & (stationary[None, :] & (p[None, :] == tgt[:, None])).any(axis=1)
+    k_prio, k_order, k_place = jax.random.split(key, 3)
+    prio = jax.random.permutation(k_prio, k)
+    beaten = (same_tgt & (prio[None, :] < prio[:, None])).any(axis=1)
+    winner = mover & ~beaten
+    taken = (winner[:, None] & (tgt[:, None] == p[None, :])).any(axis=0)
+    holder_out = stationary & taken
+    loser = mover & ~winner
+    pending = loser | holder_out
+    anchor = jnp.where(loser, tgt, p)
+    bystander = stationary & ~holder_out & pushable
+
+    fin = jnp.where(winner, tgt, p)
+    placed = present & ~pending
+    occ = jnp.full((C.N_CELLS,), NO_AGENT, jnp.int32)
+    occ = occ.at[jnp.where(placed, fin, C.N_CELLS)].set(idx, mode="drop")
+
+    order = jax.random.permutation(k_order, k)
+    place_keys = jax.random.split(k_place, k)
+
+    def place_one(i, carry):
+        fin, occ, disp, bystander = carry
+        j = order[i]
+        kf, kp = jax.random.split(place_keys[i])
+        nb, ok = _neighbours_flat(anchor[j], standable)
+        free = ok & (occ[nb] == NO_AGENT)
+        choice = jnp.argmax(jnp.where(free, jax.random.uniform(kf, (4,)), -1.0))
+        has_free = free.any()
+        # Rule 5: push a neighbouring bystander on to a free neighbour of its cell.
+        b = occ[nb]  # [4] agent on each neighbour
+        is_b = ok & (b != NO_AGENT) & bystander[jnp.maximum(b, 0)]
+        nb2, ok2 = jax.vmap(_neighbours_flat, in_axes=(0, None))(nb, standable)  # [4, 4]
+        feasible = is_b[:, None] & ok2 & (occ[nb2] == NO_AGENT)
+        pick = jnp.argmax(jnp.where(feasible, jax.random.uniform(kp, (4, 4)), -1.0))
+        pn, pm = pick // 4, pick % 4
+        has_push = feasible.any()
+
+        todo = pending[j]
+        do_free = todo & has_free
+        do_push = todo & ~has_free & has_push
+        do_back = todo & ~has_free & ~has_push
+        new_cell = jnp.where(do_free, nb[choice], jnp.where(do_push, nb[pn], p[j]))
+        bys = jnp.maximum(b[pn], 0)
+        # Move the bystander first (its old cell becomes the displaced agent's).
+        fin = fin.at[bys].set(jnp.where(do_push, nb2[pn, pm], fin[bys]))
+        occ = occ.at[jnp.where(do_push, nb2[pn, pm], C.N_CELLS)].set(bys, mode="drop")
+        disp = disp.at[bys].set(disp[bys] | do_push)
+        bystander = bystander.at[bys].set(bystander[bys] & ~do_push)
+        fin = fin.at[j].set(jnp.where(todo, new_cell, fin[j]))
+        occ = occ.at[jnp.where(todo, new_cell, C.N_CELLS)].set(j, mode="drop")
+        disp = disp.at[j].set(disp[j] | do_free | do_push)
+        return fin, occ, disp, bystander
+
+    disp0 = jnp.zeros((k,), bool)
+    fin, occ, disp, _ = jax.lax.fori_loop(0, k, place_one, (fin, occ, disp0, bystander))
+
+    def repair(_, fin):
+        at_origin = fin == p
+        share = present[:, None] & present[None, :] & (fin[:, None] == fin[None, :])
+        share = share & (idx[:, None] != idx[None, :])
+        back = present & ~at_origin & (share & at_origin[None, :]).any(axis=1)
+        return jnp.where(back, p, fin)
+
+    fin = jax.lax.fori_loop(0, k, repair, fin)
+
+    collided = mover & ((n_contest >= 2) | held | (fin != tgt))
+    displaced = present & disp & (fin != p)
+    new_pos = jnp.where(present[:, None], _unflat(fin), pos)
+    return MoveResult(
+        pos=new_pos.astype(jnp.int32),
+        exited=exiting,
+        exit_door_cell=target.astype(jnp.int32),
+        collided=collided,
+        displaced=displaced,
+        target=target.astype(jnp.int32),
+    )

@@ -1,0 +1,215 @@
+"""Per-layout arrays stacked over the ten layouts, as device constants.
+
+Every layout is parsed once on the host (`normjax.layout`), then the arrays the
+jitted world needs are stacked along a leading layout axis.  A state or params
+pytree only carries the traced `layout_id`; `LayoutTables.at(layout_id)` gathers
+one layout's slice, so one compiled step serves every layout and a vmapped batch
+may mix layouts (SPEC 1, 9: seen and unseen layouts in one program).
+
+Shortest-path distances (SPEC 8, SPEC 10 "BFS distance") are computed here once,
+by breadth-first search on the host, instead of by relaxation inside each step.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from normjax import constants as C
+from normjax.layout import LAYOUTS, Layout, load_layout
+
+# Distances are stored as int16; UNREACHABLE marks "no path".
+UNREACHABLE = 999
+# Padding for variable-length cell lists.
+MAX_CHAIRS = 48
+MAX_CELLS = C.N_CELLS
+
+
+def _neighbours(r: int, c: int):
+    for dr, dc in C.ACTION_DELTAS[:4]:
+        rr, cc = r + int(dr), c + int(dc)
+        if 0 <= rr < C.H and 0 <= cc < C.W:
+            yield rr, cc
+
+
+def bfs_to_target(lay: Layout, target: tuple[int, int], through: np.ndarray) -> np.ndarray:
+    """Distance from every cell to `target` [H, W] (UNREACHABLE where none).
+
+    `through[r, c]` says whether a path may pass through cell (r, c); the
+    target itself may always be entered from a passable neighbour, so chairs
+    and doors can be goals without being corridors (SPEC 8).
+    """
+    dist = np.full((C.H, C.W), UNREACHABLE, dtype=np.int16)
+    tr, tc = target
+    dist[tr, tc] = 0
+    frontier = collections.deque([(tr, tc)])
+    while frontier:
+        r, c = frontier.popleft()
+        for rr, cc in _neighbours(r, c):
+            # A path runs rr,cc -> r,c; rr,cc must be a cell one can stand on and pass.
+            if dist[rr, cc] != UNREACHABLE or not through[rr, cc]:
+                continue
+            dist[rr, cc] = dist[r, c] + 1
+            frontier.append((rr, cc))
+    return dist
+
+
+def distance_table(lay: Layout, through: np.ndarray) -> np.ndarray:
+    """All-targets distance table [N_CELLS (target), N_CELLS (from)] as int16.
+
+    Entry [g, x] is the number of moves from x to g.  Targets that are not
+    walkable and not doors are UNREACHABLE from everywhere but themselves.
+    """
+    table = np.full((C.N_CELLS, C.N_CELLS), UNREACHABLE, dtype=np.int16)
+    enterable = lay.walkable | (lay.kind == C.DOOR)
+    for g in range(C.N_CELLS):
+        r, c = divmod(g, C.W)
+        if enterable[r, c]:
+            table[g] = bfs_to_target(lay, (r, c), through).reshape(-1)
+        else:
+            table[g, g] = 0
+    return table
+
+
+def _pad_cells(cells: np.ndarray, size: int) -> tuple[np.ndarray, int]:
+    out = np.full((size, 2), -1, dtype=np.int32)
+    n = len(cells)
+    if n > size:
+        raise ValueError(f"{n} cells exceed the table capacity {size}")
+    if n:
+        out[:n] = cells
+    return out, n
+
+
+def destination_cells(lay: Layout) -> np.ndarray:
+    """Candidate 'specified destination' cells (SPEC 5) of a layout.
+
+    Plain floor cells away from the things norms regulate, so that a
+    destination never sits in Q, R, the queue block, on a chair, or on a
+    door's inward cell (where it would block entry).
+    """
+    ok = (lay.kind == C.FLOOR) & ~lay.zone_q & ~lay.zone_r
+    sr, sc = lay.service
+    ok[1:6, sc - 3 : sc + 4] = False
+    for r, c in lay.door_inward:
+        ok[r, c] = False
+    return np.argwhere(ok).astype(np.int32)
+
+
+@struct.dataclass
+class LayoutTables:
+    """Arrays of one layout (or, stacked, of all layouts along axis 0)."""
+
+    kind: jax.Array  # int8 [H, W]
+    walkable: jax.Array  # bool [H, W]
+    zone_q: jax.Array  # bool [H, W]
+    zone_r: jax.Array  # bool [H, W]
+    chair: jax.Array  # bool [H, W]
+    region: jax.Array  # int8 [H, W]
+    ring: jax.Array  # bool [H, W]
+    cw: jax.Array  # int32 [H, W, 2]
+    ccw: jax.Array  # int32 [H, W, 2]
+    doors: jax.Array  # int32 [3, 2]
+    door_inward: jax.Array  # int32 [3, 2]
+    service: jax.Array  # int32 [2]
+    queue_paths: jax.Array  # int32 [16, 7, 2] (-1 padded)
+    queue_len: jax.Array  # int32 [16]
+    chairs: jax.Array  # int32 [MAX_CHAIRS, 2] (-1 padded)
+    n_chairs: jax.Array  # int32 []
+    seat_order: jax.Array  # int32 [2, MAX_CHAIRS, 2] (-1 padded)
+    r_cells: jax.Array  # int32 [MAX_CELLS, 2]
+    n_r_cells: jax.Array  # int32 []
+    dest_cells: jax.Array  # int32 [MAX_CELLS, 2]
+    n_dest_cells: jax.Array  # int32 []
+    # dist[g, x]: moves from x to g; chairs may be crossed (the newcomer's view,
+    # SPEC 10 observation and dense reward).
+    dist: jax.Array  # int16 [N_CELLS, N_CELLS]
+    # Distance from every cell to the nearest chair / R cell / door [3, N_CELLS],
+    # and which one is nearest (flat cell index) for free-choice goal geometry.
+    dist_to_set: jax.Array  # int16 [3, N_CELLS]
+    nearest_of_set: jax.Array  # int32 [3, N_CELLS]
+
+    def at(self, layout_id) -> "LayoutTables":
+        """The slice of one layout from stacked tables (layout_id may be traced)."""
+        return jax.tree.map(lambda a: a[layout_id], self)
+
+
+SET_CHAIRS, SET_R, SET_DOORS = 0, 1, 2
+
+
+def _set_distance(table: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    flat = cells[:, 0] * C.W + cells[:, 1]
+    sub = table[flat]  # [n, N_CELLS]
+    return sub.min(axis=0).astype(np.int16), flat[sub.argmin(axis=0)].astype(np.int32)
+
+
+def build_layout_arrays(lay: Layout) -> dict[str, np.ndarray]:
+    """Host-side arrays of one layout (numpy), in LayoutTables field order."""
+    chair_mask = lay.kind == C.CHAIR
+    chairs, n_chairs = _pad_cells(lay.chairs, MAX_CHAIRS)
+    order = np.full((2, MAX_CHAIRS, 2), -1, dtype=np.int32)
+    order[:, : lay.seat_order.shape[1]] = lay.seat_order
+    r_cells, n_r = _pad_cells(np.argwhere(lay.zone_r).astype(np.int32), MAX_CELLS)
+    dest, n_dest = _pad_cells(destination_cells(lay), MAX_CELLS)
+    # The newcomer may walk over chairs; doors are exits, never corridors.
+    through = lay.walkable.copy()
+    dist = distance_table(lay, through)
+    d_ch, n_ch = _set_distance(dist, lay.chairs)
+    d_r, n_rr = _set_distance(dist, np.argwhere(lay.zone_r))
+    d_d, n_d = _set_distance(dist, lay.doors)
+    return dict(
+        kind=lay.kind.astype(np.int8),
+        walkable=lay.walkable,
+        zone_q=lay.zone_q,
+        zone_r=lay.zone_r,
+        chair=chair_mask,
+        region=lay.region.astype(np.int8),
+        ring=lay.ring,
+        cw=lay.cw.astype(np.int32),
+        ccw=lay.ccw.astype(np.int32),
+        doors=lay.doors.astype(np.int32),
+        door_inward=lay.door_inward.astype(np.int32),
+        service=np.asarray(lay.service, dtype=np.int32),
+        queue_paths=lay.queue_paths.astype(np.int32),
+        queue_len=lay.queue_len.astype(np.int32),
+        chairs=chairs,
+        n_chairs=np.int32(n_chairs),
+        seat_order=order,
+        r_cells=r_cells,
+        n_r_cells=np.int32(n_r),
+        dest_cells=dest,
+        n_dest_cells=np.int32(n_dest),
+        dist=dist,
+        dist_to_set=np.stack([d_ch, d_r, d_d]),
+        nearest_of_set=np.stack([n_ch, n_rr, n_d]),
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def host_tables() -> dict[str, np.ndarray]:
+    """numpy arrays of all ten layouts stacked on axis 0 (cached)."""
+    per = [build_layout_arrays(load_layout(name)) for name in LAYOUTS]
+    return {k: np.stack([p[k] for p in per]) for k in per[0]}
+
+
+@functools.lru_cache(maxsize=None)
+def world_tables() -> LayoutTables:
+    """Device arrays of all ten layouts, stacked along the layout axis (cached).
+
+    Created eagerly even when first called inside a trace, so the cache never
+    holds a tracer; inside jit they enter the program as constants.
+    """
+    with jax.ensure_compile_time_eval():
+        return LayoutTables(**{k: jnp.asarray(v) for k, v in host_tables().items()})
+
+
+def layout_id(name: str) -> int:
+    """Index of a layout name in `LAYOUTS`; a clear error for unknown names."""
+    if name not in LAYOUTS:
+        raise ValueError(f"unknown layout {name!r}; valid layouts: {', '.join(LAYOUTS)}")
+    return LAYOUTS.index(name)

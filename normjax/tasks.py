@@ -1,0 +1,142 @@
+"""Two-goal tasks (SPEC 5, paper Table A3): sampling, acceptance, distances.
+
+The goal types depend on the family of the episode's norm.  Each norm id maps
+to one task type through a small data table, so task sampling is a gather, not
+a branch, and works for a traced norm id.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from normjax import constants as C
+from normjax.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL
+from normjax.tables import SET_CHAIRS, SET_DOORS, SET_R, UNREACHABLE
+
+# Task types (rows of SPEC 5's table).
+TASK_DEST = 0  # specified destination cell, specified door
+TASK_QUEUE = 1  # the counter (service cell), specified door
+TASK_Q_CHAIR = 2  # visit-Q-first: a specified chair, specified door
+TASK_R_ZONE = 3  # any cell inside R, specified door
+TASK_DOOR_CHOICE = 4  # specified destination (a seat), any door
+TASK_SEAT = 5  # any chair, specified door
+
+
+def _task_type_table() -> np.ndarray:
+    """Task type per norm id, index norm_id + 1 (index 0 = no norm)."""
+    t = np.full(51, TASK_DEST, dtype=np.int32)
+    def put(ids, ty):
+        for i in ids:
+            t[i + 1] = ty
+    put([0], TASK_DEST)  # forbidden zone Q
+    put(range(1, 7), TASK_DOOR_CHOICE)  # all-exit, door-forbidden
+    put(range(7, 12), TASK_SEAT)  # seat regions
+    put(range(12, 22), TASK_DEST)  # procedure
+    put([22], TASK_Q_CHAIR)  # visit Q first
+    put(range(23, 39), TASK_QUEUE)  # coordination
+    put(range(39, 42), TASK_R_ZONE)  # zone R capacity / single group
+    put(range(42, 45), TASK_DOOR_CHOICE)  # group doors
+    put(range(45, 50), TASK_SEAT)  # group seating, seats in order
+    return t
+
+
+TASK_TYPE = jnp.asarray(_task_type_table())
+
+
+def task_type(norm_id):
+    return TASK_TYPE[norm_id + 1]
+
+
+def _pick(key, cells, n, shape):
+    i = jax.random.randint(key, shape, 0, jnp.maximum(n, 1))
+    return cells[i]
+
+
+def sample_tasks(key, lt, norm_id, k: int):
+    """Fresh tasks for k agents: (goal_kind, goal_cell [k,2], exit_door, entry_door, group)."""
+    kd, kc, kx, ke, kg = jax.random.split(key, 5)
+    ty = task_type(norm_id)
+    dest = _pick(kd, lt.dest_cells, lt.n_dest_cells, (k,))
+    chair = _pick(kc, lt.chairs, lt.n_chairs, (k,))
+    service = jnp.broadcast_to(lt.service, (k, 2))
+    none = jnp.full((k, 2), -1, jnp.int32)
+    goal_cell = jnp.select(
+        [ty == TASK_DEST, ty == TASK_QUEUE, (ty == TASK_Q_CHAIR) | (ty == TASK_DOOR_CHOICE)],
+        [dest, service, chair],
+        none,
+    )
+    goal_kind = jnp.select(
+        [ty == TASK_R_ZONE, ty == TASK_SEAT], [GOAL_ANY_R, GOAL_ANY_CHAIR], GOAL_CELL
+    ) * jnp.ones((k,), jnp.int32)
+    exit_door = jax.random.randint(kx, (k,), 0, C.N_DOORS)
+    exit_door = jnp.where(ty == TASK_DOOR_CHOICE, ANY_DOOR, exit_door)
+    entry_door = jax.random.randint(ke, (k,), 0, C.N_DOORS)
+    group = jax.random.randint(kg, (k,), 0, C.N_GROUPS)
+    return goal_kind, goal_cell.astype(jnp.int32), exit_door, entry_door, group
+
+
+def on_goal1(lt, goal_kind, goal_cell, pos):
+    """Whether each agent stands on an acceptable goal-1 cell [K]."""
+    r, c = pos[:, 0], pos[:, 1]
+    exact = (pos == goal_cell).all(axis=-1)
+    return jnp.select(
+        [goal_kind == GOAL_ANY_CHAIR, goal_kind == GOAL_ANY_R],
+        [lt.chair[r, c], lt.zone_r[r, c]],
+        exact,
+    )
+
+
+def door_ok(exit_door, door_index):
+    """Whether leaving through door `door_index` completes goal 2."""
+    return (exit_door == ANY_DOOR) | (exit_door == door_index)
+
+
+def goal_target(lt, leg, goal_kind, goal_cell, exit_door, pos):
+    """The cell each agent heads for now [K, 2] (nearest one for free choices).
+
+    Free-choice goals use the nearest object of the acceptable category
+    (SPEC 10), measured on the newcomer's distance table.
+    """
+    flat = pos[:, 0] * C.W + pos[:, 1]
+    near_chair = lt.nearest_of_set[SET_CHAIRS, flat]
+    near_r = lt.nearest_of_set[SET_R, flat]
+    near_door = lt.nearest_of_set[SET_DOORS, flat]
+    door_cell = lt.doors[jnp.maximum(exit_door, 0)]
+    near = lambda f: jnp.stack([f // C.W, f % C.W], -1)  # noqa: E731
+    g1 = jnp.select(
+        [goal_kind[:, None] == GOAL_ANY_CHAIR, goal_kind[:, None] == GOAL_ANY_R],
+        [near(near_chair), near(near_r)],
+        goal_cell,
+    )
+    g2 = jnp.where((exit_door == ANY_DOOR)[:, None], near(near_door), door_cell)
+    return jnp.where((leg == 0)[:, None], g1, g2).astype(jnp.int32)
+
+
+def goal_distance(lt, leg, goal_kind, goal_cell, exit_door, cells):
+    """BFS distance (newcomer's graph) from `cells` [K,2] to the current goal [K].
+
+    UNREACHABLE where no path exists.  Free-choice goals measure the distance to
+    the nearest acceptable cell.
+    """
+    flat = cells[:, 0] * C.W + cells[:, 1]
+    gflat = jnp.maximum(goal_cell[:, 0], 0) * C.W + jnp.maximum(goal_cell[:, 1], 0)
+    dflat = lt.doors[jnp.maximum(exit_door, 0)]
+    dflat = dflat[:, 0] * C.W + dflat[:, 1]
+    d_cell = lt.dist[gflat, flat]
+    d_door = lt.dist[dflat, flat]
+    d1 = jnp.select(
+        [goal_kind == GOAL_ANY_CHAIR, goal_kind == GOAL_ANY_R],
+        [lt.dist_to_set[SET_CHAIRS, flat], lt.dist_to_set[SET_R, flat]],
+        d_cell,
+    )
+    d2 = jnp.where(exit_door == ANY_DOOR, lt.dist_to_set[SET_DOORS, flat], d_door)
+    return jnp.where(leg == 0, d1, d2).astype(jnp.int32)
+
+
+__all__ = [
+    "TASK_DEST", "TASK_QUEUE", "TASK_Q_CHAIR", "TASK_R_ZONE", "TASK_DOOR_CHOICE",
+    "TASK_SEAT", "task_type", "sample_tasks", "on_goal1", "door_ok", "goal_target",
+    "goal_distance", "UNREACHABLE",
+]

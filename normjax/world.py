@@ -1,0 +1,280 @@
+"""The pure world step: physics, norms, tasks, rewards, entry and turnover.
+
+`step_world(key, state, actions, params)` advances the world by one step given
+a joint action for all K slots (the scripted community and the newcomer's
+policy are layered on top in `normjax.env`).  `reset_world(key, params, cfg)`
+draws a fresh episode.  Both are pure, jittable and vmappable; the layout and
+norm are traced ids, so one compilation serves every layout and norm.
+
+Order inside a step (SPEC 2-7):
+1. forced WAITs (inactive agents; agents in service at goal 1), effective actions;
+2. norm evaluation of every agent's intended transition against the positions
+   before the step -> public sanctions;
+3. movement, collisions and pushes (`normjax.physics`);
+4. exits, goal progress, rewards;
+5. turnover: slots of agents that exited are refilled with fresh agents after
+   a random delay; pending agents enter on their door's inward cell if free;
+6. histories (moves, Q visits) and t + 1.
+
+Service semantics (a decision SPEC 5 leaves open): an agent that ends a step
+on an acceptable goal-1 cell is "in service"; its next `service_steps` actions
+are forced WAITs, and goal 1 completes at the end of the last of them if it was
+not pushed off in between (a push restarts the timer).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from normjax import constants as C
+from normjax import tasks
+from normjax.moves import effective_actions
+from normjax.norms import permissible, sanctions
+from normjax.physics import resolve_moves
+from normjax.state import (
+    ROLE_AWARE,
+    ROLE_BLIND,
+    ROLE_NEWCOMER,
+    WorldConfig,
+    WorldParams,
+    WorldState,
+    empty_state,
+)
+from normjax.tables import UNREACHABLE, LayoutTables, world_tables
+
+
+@struct.dataclass
+class StepInfo:
+    """What happened in one step, per slot [K] (pre-step positions included)."""
+
+    active: jax.Array  # bool: on the grid at the start of the step
+    pos: jax.Array  # int32 [K, 2]: cell at the start of the step
+    action: jax.Array  # int32: effective action
+    target: jax.Array  # int32 [K, 2]: pos + delta(action) (a door cell when exiting)
+    next_pos: jax.Array  # int32 [K, 2]: cell after the step
+    reward: jax.Array  # float32
+    sanctioned: jax.Array  # bool
+    collided: jax.Array  # bool
+    displaced: jax.Array  # bool
+    exited: jax.Array  # bool
+    goals_completed: jax.Array  # int32: goals completed during this step
+    entered: jax.Array  # bool: entered the grid at the end of this step
+    forced_wait: jax.Array  # bool: action forced to WAIT by the service timer
+    uid: jax.Array  # int32: uid of the occupant during the step
+
+
+def _refill(key, state: WorldState, slots, lt, params: WorldParams, now):
+    """Give `slots` (bool [K]) fresh pending agents (new uid, group, task)."""
+    ag = state.agents
+    k = slots.shape[0]
+    kt, kd = jax.random.split(key)
+    goal_kind, goal_cell, exit_door, entry_door, group = tasks.sample_tasks(
+        kt, lt, params.norm_id, k
+    )
+    lo, hi = params.turnover_delay[0], params.turnover_delay[1]
+    delay = jax.random.randint(kd, (k,), lo, hi + 1)
+    # The newcomer is replaced at once when replacement is on (SPEC 9, training).
+    delay = jnp.where(jnp.arange(k) == 0, 0, delay)
+    rank = jnp.cumsum(slots) - 1
+    sel = lambda new, old: jnp.where(  # noqa: E731
+        slots.reshape(slots.shape + (1,) * (jnp.ndim(old) - 1)), new, old
+    )
+    ag = ag.replace(
+        spawn_t=sel(now + delay, ag.spawn_t),
+        uid=sel(state.next_uid + rank, ag.uid),
+        group=sel(group, ag.group),
+        entry_door=sel(entry_door, ag.entry_door),
+        goal_kind=sel(goal_kind, ag.goal_kind),
+        goal_cell=sel(goal_cell, ag.goal_cell),
+        exit_door=sel(exit_door, ag.exit_door),
+    )
+    return state.replace(agents=ag, next_uid=state.next_uid + slots.sum())
+
+
+def _enter(state: WorldState, lt: LayoutTables, now):
+    """Pending agents whose time has come enter on their door's inward cell.
+
+    At most one agent per door per step, earliest spawn time first (then lowest
+    slot); the inward cell must be free.  Returns (state, entered [K]).
+    """
+    ag = state.agents
+    k = ag.active.shape[0]
+    idx = jnp.arange(k)
+    ready = ag.in_use & ~ag.active & (ag.spawn_t <= now)
+    cell = lt.door_inward[ag.entry_door]  # [K, 2]
+    occupied = (ag.active[None, :] & (ag.pos[None, :, :] == cell[:, None, :]).all(-1)).any(1)
+    prio = ag.spawn_t * k + idx
+    same_door = ready[None, :] & (ag.entry_door[None, :] == ag.entry_door[:, None])
+    first = ~(same_door & (prio[None, :] < prio[:, None])).any(axis=1)
+    entered = ready & first & ~occupied
+    e1 = entered[:, None]
+    in_q = lt.zone_q[cell[:, 0], cell[:, 1]]
+    ag = ag.replace(
+        active=ag.active | entered,
+        pos=jnp.where(e1, cell, ag.pos),
+        prev_pos=jnp.where(e1, cell, ag.prev_pos),
+        leg=jnp.where(entered, 0, ag.leg),
+        timer=jnp.where(entered, 0, ag.timer),
+        goals_done=jnp.where(entered, 0, ag.goals_done),
+        moves=jnp.where(e1, False, ag.moves),
+        visited_q=jnp.where(entered, in_q, ag.visited_q),
+        last_action=jnp.where(entered, C.WAIT, ag.last_action),
+        sanctioned=ag.sanctioned & ~entered,
+        collided=ag.collided & ~entered,
+        displaced=ag.displaced & ~entered,
+        n_sanctions=jnp.where(entered, 0, ag.n_sanctions),
+        n_collisions=jnp.where(entered, 0, ag.n_collisions),
+        steps=jnp.where(entered, 0, ag.steps),
+        ret=jnp.where(entered, 0.0, ag.ret),
+    )
+    return state.replace(agents=ag), entered
+
+
+def reset_world(key, params: WorldParams, config: WorldConfig = WorldConfig()) -> WorldState:
+    """A fresh episode: m agents (m uniform in [min_agents, K]), staggered entry.
+
+    The newcomer (slot 0) enters at step 0; background slot i tries to enter at
+    a random step in [0, 2i).  Slots 1..n_blind are norm-blind (SPEC 9).
+    """
+    k = config.capacity
+    lt = world_tables().at(params.layout_id)
+    km, ks, kr = jax.random.split(key, 3)
+    idx = jnp.arange(k)
+    m = jax.random.randint(km, (), jnp.minimum(params.min_agents, k), k + 1)
+    state = empty_state(k)
+    role = jnp.where(idx == 0, ROLE_NEWCOMER, jnp.where(idx <= params.n_blind, ROLE_BLIND, ROLE_AWARE))
+    ag = state.agents.replace(in_use=idx < m, role=role.astype(jnp.int32))
+    state = state.replace(agents=ag)
+    state = _refill(kr, state, ag.in_use, lt, params, jnp.int32(0))
+    stagger = jax.random.randint(ks, (k,), 0, jnp.maximum(2 * idx, 1))
+    state = state.replace(agents=state.agents.replace(spawn_t=jnp.where(idx == 0, 0, stagger)))
+    state, _ = _enter(state, lt, jnp.int32(0))
+    return state
+
+
+def step_world(key, state: WorldState, actions, params: WorldParams):
+    """One world step for a joint action [K]. Returns (state, StepInfo)."""
+    lt = world_tables().at(params.layout_id)
+    ag = state.agents
+    k = ag.active.shape[0]
+    k_move, k_refill = jax.random.split(key)
+
+    # 1. Forced waits and effective actions (SPEC 3, 5).
+    start_on_goal = tasks.on_goal1(lt, ag.goal_kind, ag.goal_cell, ag.pos)
+    in_service = ag.active & (ag.leg == 0) & start_on_goal
+    acts = jnp.where(ag.active & ~in_service, actions.astype(jnp.int32), C.WAIT)
+    eff = effective_actions(lt.kind, ag.pos, acts)
+
+    # 2. Norms judge intended transitions against pre-step positions (SPEC 7).
+    mask = permissible(lt, state.t, ag.pos, ag.active, eff, ag.group, ag.moves, ag.visited_q)
+    sanctioned = sanctions(params.norm_id, mask) & ag.active
+
+    # 3. Movement, collisions, pushes (SPEC 4).
+    res = resolve_moves(k_move, ag.pos, ag.active, eff, lt.kind, ag.role != ROLE_NEWCOMER)
+    present = ag.active & ~res.exited
+
+    # 4. Goals (SPEC 5).
+    end_on_goal = tasks.on_goal1(lt, ag.goal_kind, ag.goal_cell, res.pos)
+    stayed = in_service & present & (res.pos == ag.pos).all(-1)
+    timer = jnp.where(stayed, ag.timer + 1, 0)
+    goal1_now = stayed & (timer >= params.service_steps)
+    timer = jnp.where(goal1_now, 0, timer)
+    door_idx = jnp.argmax((lt.doors[None, :, :] == res.exit_door_cell[:, None, :]).all(-1), axis=1)
+    goal2_now = res.exited & (ag.leg == 1) & tasks.door_ok(ag.exit_door, door_idx)
+    completed = goal1_now.astype(jnp.int32) + goal2_now.astype(jnp.int32)
+    leg = jnp.where(goal1_now, 1, ag.leg)
+    goals_done = ag.goals_done + completed
+    del end_on_goal  # arrival needs no bookkeeping: the next step starts in service
+
+    # Rewards (SPEC 6).
+    d_before = tasks.goal_distance(lt, ag.leg, ag.goal_kind, ag.goal_cell, ag.exit_door, ag.pos)
+    end_cell = jnp.where(res.exited[:, None], res.exit_door_cell, res.pos)
+    d_after = tasks.goal_distance(lt, ag.leg, ag.goal_kind, ag.goal_cell, ag.exit_door, end_cell)
+    known = (d_before < UNREACHABLE) & (d_after < UNREACHABLE) & (eff != C.WAIT)
+    shaping = jnp.where(known, jnp.sign(d_before - d_after), 0).astype(jnp.float32)
+    reward = (
+        params.goal_reward * completed
+        - params.step_cost
+        - params.collision_penalty * res.collided
+        - params.sanction_penalty * sanctioned
+        + params.dense_reward * shaping
+    )
+    reward = jnp.where(ag.active, reward, 0.0).astype(jnp.float32)
+
+    # Histories: own effective moves and Q visits (SPEC 7 procedure norms).
+    moved = ag.active & (eff != C.WAIT)
+    moves = jnp.concatenate([moved[:, None], ag.moves[:, :2]], axis=1)
+    visited_q = ag.visited_q | lt.zone_q[res.pos[:, 0], res.pos[:, 1]] | lt.zone_q[ag.pos[:, 0], ag.pos[:, 1]]
+
+    ret = ag.ret + reward
+    steps = ag.steps + ag.active
+    n_sanctions = ag.n_sanctions + sanctioned
+    n_collisions = ag.n_collisions + res.collided
+    newcomer = jnp.arange(k) == 0
+    done_bg = res.exited & ~newcomer
+    state = state.replace(
+        agents=ag.replace(
+            active=present,
+            pos=jnp.where(ag.active[:, None], res.pos, ag.pos),
+            prev_pos=jnp.where(ag.active[:, None], ag.pos, ag.prev_pos),
+            leg=leg,
+            timer=jnp.where(present, timer, 0),
+            goals_done=goals_done,
+            moves=moves,
+            visited_q=visited_q,
+            last_action=jnp.where(ag.active, eff, ag.last_action),
+            sanctioned=sanctioned,
+            collided=res.collided,
+            displaced=res.displaced,
+            n_sanctions=n_sanctions,
+            n_collisions=n_collisions,
+            steps=steps,
+            ret=ret,
+        ),
+        newcomer_done=state.newcomer_done | res.exited[0],
+        newcomer_tasks=state.newcomer_tasks + res.exited[0],
+        community_finished=state.community_finished + done_bg.sum(),
+        community_steps=state.community_steps + jnp.where(done_bg, steps, 0).sum(),
+        community_return=state.community_return + jnp.where(done_bg, ret, 0.0).sum(),
+    )
+
+    # 5. Turnover and entry (SPEC 2).
+    now = state.t + 1
+    refill = res.exited & (~newcomer | params.replace_newcomer)
+    state = _refill(k_refill, state, refill, lt, params, now)
+    # A newcomer that is not replaced leaves its slot for good.
+    keep = ~(res.exited & newcomer & ~params.replace_newcomer)
+    state = state.replace(agents=state.agents.replace(in_use=state.agents.in_use & keep))
+    state = state.replace(newcomer_done=state.newcomer_done & ~(refill[0]))
+    state, entered = _enter(state, lt, now)
+    state = state.replace(t=now)
+
+    info = StepInfo(
+        active=ag.active,
+        pos=ag.pos,
+        action=eff,
+        target=res.target,
+        next_pos=res.pos,
+        reward=reward,
+        sanctioned=sanctioned,
+        collided=res.collided,
+        displaced=res.displaced,
+        exited=res.exited,
+        goals_completed=completed,
+        entered=entered,
+        forced_wait=in_service,
+        uid=ag.uid,
+    )
+    return state, info
+
+
+def terminated(state: WorldState, params: WorldParams):
+    """Test episodes end when the newcomer finishes its task (SPEC 9)."""
+    return state.newcomer_done & ~params.replace_newcomer
+
+
+def truncated(state: WorldState, params: WorldParams):
+    """Every episode is cut at its horizon (200 interaction / training, 100 test)."""
+    return state.t >= params.max_steps

@@ -1,0 +1,277 @@
+"""World step (SPEC 2-6): invariants on random rollouts, tasks, rewards, entry."""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from normjax import constants as C
+from normjax.layout import LAYOUTS
+from normjax.observation import obs_size, observe
+from normjax.state import ANY_DOOR, GOAL_ANY_CHAIR, WorldConfig, make_params
+from normjax.tables import host_tables
+from normjax.world import reset_world, step_world
+from tests.world_helpers import RESET, STEP, actions, blank, params, put
+
+K = 10
+U, D, L, R, W_ = C.UP, C.DOWN, C.LEFT, C.RIGHT, C.WAIT
+
+
+def rollout(key, p, n_steps):
+    """Random joint actions for n_steps; returns stacked (states, infos)."""
+
+    def body(state, k):
+        ka, ks = jax.random.split(k)
+        a = jax.random.randint(ka, (K,), 0, C.N_ACTIONS)
+        state, info = step_world(ks, state, a, p)
+        return state, (state, info)
+
+    state = reset_world(jax.random.fold_in(key, 7), p)
+    _, (states, infos) = jax.lax.scan(body, state, jax.random.split(key, n_steps))
+    return states, infos
+
+
+ROLLOUT = jax.jit(rollout, static_argnums=2)
+N_STEPS = 60
+
+
+def check_invariants(layout, states, infos):
+    kind = host_tables()["kind"][layout]
+    active = np.asarray(states.agents.active)
+    pos = np.asarray(states.agents.pos)
+    for t in range(active.shape[0]):
+        cells = pos[t][active[t]]
+        assert len({tuple(c) for c in cells}) == len(cells), f"shared cell at t={t}"
+        k = kind[cells[:, 0], cells[:, 1]]
+        assert np.all((k == C.FLOOR) | (k == C.CHAIR)), f"agent off walkable cells at t={t}"
+    # A push is never sanctioned: sanctions depend on the intended move only,
+    # and WAIT (including forced waits) is never sanctioned.
+    waited = np.asarray(infos.action) == C.WAIT
+    assert not np.any(np.asarray(infos.sanctioned) & waited)
+    assert np.all(np.asarray(states.t) == np.arange(1, active.shape[0] + 1))
+
+
+@settings(max_examples=12, deadline=None)
+@given(layout=st.integers(0, 9), norm=st.integers(-1, 49), seed=st.integers(0, 2**30))
+def test_random_rollouts_keep_invariants(layout, norm, seed):
+    p = make_params(layout, norm)
+    states, infos = ROLLOUT(jax.random.PRNGKey(seed), p, N_STEPS)
+    check_invariants(layout, states, infos)
+
+
+def test_fixed_key_replays_bit_for_bit():
+    p = make_params(3, 12)
+    a = ROLLOUT(jax.random.PRNGKey(5), p, N_STEPS)
+    b = ROLLOUT(jax.random.PRNGKey(5), p, N_STEPS)
+    chex.assert_trees_all_equal(a, b)
+    c = ROLLOUT(jax.random.PRNGKey(6), p, N_STEPS)
+    assert not np.array_equal(np.asarray(a[0].agents.pos), np.asarray(c[0].agents.pos))
+
+
+def test_jit_vmap_step_equals_unbatched_step():
+    keys = jax.random.split(jax.random.PRNGKey(0), 4)
+    ps = [make_params(l, n) for l, n in [(0, 0), (4, 23), (7, 48), (9, -1)]]
+    pb = jax.tree.map(lambda *x: jnp.stack(x), *ps)
+    states = jax.vmap(reset_world)(keys, pb)
+    vstep = jax.jit(jax.vmap(step_world))
+    # advance a few steps so agents are inside and moving
+    for i in range(5):
+        acts = jax.random.randint(jax.random.PRNGKey(100 + i), (4, K), 0, 5)
+        states, _ = vstep(keys, states, acts, pb)
+    acts = jax.random.randint(jax.random.PRNGKey(9), (4, K), 0, 5)
+    batched = vstep(keys, states, acts, pb)
+    for b in range(4):
+        single = STEP(keys[b], jax.tree.map(lambda x: x[b], states), acts[b], ps[b])
+        chex.assert_trees_all_equal(jax.tree.map(lambda x: x[b], batched), single)
+
+
+def test_step_does_not_retrace_across_norms_and_layouts():
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def step(key, state, a, p):
+        return step_world(key, state, a, p)
+
+    state = RESET(jax.random.PRNGKey(0), make_params(0, 0), WorldConfig())
+    for layout, norm in [(0, 0), (1, 30), (5, -1), (9, 49)]:
+        step(jax.random.PRNGKey(1), state, actions(), make_params(layout, norm))
+
+
+def test_reset_agents_enter_staggered_on_door_cells():
+    p = make_params(0, -1)
+    s = RESET(jax.random.PRNGKey(3), p, WorldConfig())
+    inward = host_tables()["door_inward"][0]
+    ag = jax.tree.map(np.asarray, s.agents)
+    assert ag.active[0] and ag.in_use.sum() >= 6
+    for i in np.flatnonzero(ag.active):
+        assert any((ag.pos[i] == c).all() for c in inward)
+    assert not np.any(ag.active & ~ag.in_use)
+
+
+# --- Tasks (SPEC 5) on the cafe ------------------------------------------------
+# cafe: service cell (1,7) below K at (0,7); dA (6,0) inward (6,1); dB (10,7)
+# inward (9,7); dC (3,14) inward (3,13).
+
+def test_goal1_service_wait_then_exit_through_specified_door():
+    p = params(0, -1, replace_newcomer=False)
+    s = put(blank(), 0, (2, 7), goal=(1, 7), exit_door=0)
+    k = jax.random.PRNGKey(0)
+    s, info = STEP(k, s, actions((0, U)), p)  # arrive at the service cell
+    assert s.agents.pos[0].tolist() == [1, 7] and int(s.agents.leg[0]) == 0
+    assert float(info.reward[0]) == pytest.approx(-0.1)
+    rewards = []
+    for _ in range(3):  # forced waits: even a move request is a WAIT
+        s, info = STEP(k, s, actions((0, D)), p)
+        assert int(info.action[0]) == C.WAIT and bool(info.forced_wait[0])
+        rewards.append(float(info.reward[0]))
+    assert rewards == pytest.approx([-0.1, -0.1, 9.9])
+    assert int(s.agents.leg[0]) == 1 and int(s.agents.goals_done[0]) == 1
+    # walk to dA: (1,7) -> (6,1) and out
+    s = s.replace(agents=s.agents.replace(pos=s.agents.pos.at[0].set(jnp.array([6, 1]))))
+    s, info = STEP(k, s, actions((0, L)), p)
+    assert bool(info.exited[0]) and int(s.agents.goals_done[0]) == 2
+    assert float(info.reward[0]) == pytest.approx(9.9)
+    assert not bool(s.agents.active[0])
+
+
+def test_exit_through_other_door_ends_task_with_goals_so_far():
+    p = params(0, -1, replace_newcomer=False)
+    s = put(blank(), 0, (6, 1), goal=(1, 7), exit_door=2, leg=1, goals_done=1)
+    s, info = STEP(jax.random.PRNGKey(0), s, actions((0, L)), p)
+    assert bool(info.exited[0]) and int(info.goals_completed[0]) == 0
+    assert int(s.agents.goals_done[0]) == 1 and bool(s.newcomer_done)
+    assert not bool(s.agents.in_use[0])  # not replaced in test episodes
+
+
+def test_exit_during_goal1_scores_nothing():
+    p = params(0, -1, replace_newcomer=False)
+    s = put(blank(), 0, (6, 1), goal=(1, 7), exit_door=0)
+    s, info = STEP(jax.random.PRNGKey(0), s, actions((0, L)), p)
+    assert bool(info.exited[0]) and int(s.agents.goals_done[0]) == 0
+
+
+def test_free_choice_goals_any_chair_and_any_door():
+    p = params(0, -1, replace_newcomer=False)
+    # cafe chair at (7,3); agent above it at (6,3)
+    s = put(blank(), 0, (6, 3), goal=(-1, -1), goal_kind=GOAL_ANY_CHAIR, exit_door=ANY_DOOR)
+    k = jax.random.PRNGKey(0)
+    s, _ = STEP(k, s, actions((0, D)), p)
+    for _ in range(3):
+        s, info = STEP(k, s, actions(), p)
+    assert int(s.agents.leg[0]) == 1
+    s = s.replace(agents=s.agents.replace(pos=s.agents.pos.at[0].set(jnp.array([9, 7]))))
+    s, info = STEP(k, s, actions((0, D)), p)  # out through dB: any door is fine
+    assert int(info.goals_completed[0]) == 1 and int(s.agents.goals_done[0]) == 2
+
+
+def test_push_restarts_service_timer():
+    p = params(0, -1)
+    s = put(blank(), 0, (1, 7), goal=(1, 7))
+    s = put(s, 1, (1, 6), goal=(1, 7), role=1)
+    k = jax.random.PRNGKey(0)
+    s, info = STEP(k, s, actions(), p)
+    assert int(s.agents.timer[0]) == 1
+    s, info = STEP(k, s, actions((1, R)), p)  # slot 1 takes the service cell
+    assert bool(info.displaced[0]) and int(s.agents.timer[0]) == 0
+    assert bool(info.collided[1]) and not bool(info.collided[0])
+
+
+# --- Rewards (SPEC 6) --------------------------------------------------------
+
+def _collide_and_violate(cond):
+    # norm 0 forbidden_zone_q: cafe Q at (6,6..8), (7,7). Slot 0 moves into Q
+    # (6,6) held by stationary slot 1 -> sanction and collision; the move goes
+    # away from goal (1,1), so dense shaping adds -6.
+    p = params(0, 0, reward_condition=cond)
+    s = put(blank(), 0, (5, 6), goal=(1, 1))
+    s = put(s, 1, (6, 6), goal=(1, 1), role=1)
+    return STEP(jax.random.PRNGKey(0), s, actions((0, D)), p)[1]
+
+
+@pytest.mark.parametrize(
+    "cond, expected", [("sparse_penalty", -25.1), ("no_penalty", -0.1), ("dense", -25.1 - 6)]
+)
+def test_reward_conditions(cond, expected):
+    info = _collide_and_violate(cond)
+    assert bool(info.sanctioned[0]) and bool(info.collided[0])
+    assert float(info.reward[0]) == pytest.approx(expected)
+    assert not bool(info.sanctioned[1]) and not bool(info.collided[1])
+
+
+def test_dense_shaping_penalises_moving_away():
+    p = params(0, -1, reward_condition="dense")
+    s = put(blank(), 0, (3, 7), goal=(1, 7))
+    info = STEP(jax.random.PRNGKey(0), s, actions((0, D)), p)[1]
+    assert float(info.reward[0]) == pytest.approx(-6.1)
+    info = STEP(jax.random.PRNGKey(0), s, actions((0, W_)), p)[1]
+    assert float(info.reward[0]) == pytest.approx(-0.1)
+
+
+# --- Entry and turnover (SPEC 2) ---------------------------------------------
+
+def test_entry_waits_for_free_inward_cell():
+    p = params(0, -1)
+    s = put(blank(), 0, (6, 1), goal=(1, 7))  # stands on dA's inward cell
+    s = put(s, 1, (0, 0), active=False, spawn_t=0, goal=(1, 7), entry_door=0)
+    s, info = STEP(jax.random.PRNGKey(0), s, actions(), p)
+    assert not bool(s.agents.active[1]) and not bool(info.entered[1])
+    s, info = STEP(jax.random.PRNGKey(0), s, actions((0, R)), p)
+    assert bool(info.entered[1]) and s.agents.pos[1].tolist() == [6, 1]
+
+
+def test_turnover_refills_exited_background_slot_with_new_uid():
+    p = params(0, -1, turnover_delay=(2, 2))
+    s = put(blank(), 1, (6, 1), goal=(1, 7), exit_door=0, leg=1, role=1)
+    s = put(s, 0, (4, 4), goal=(1, 7))
+    k = jax.random.PRNGKey(0)
+    old_uid = int(s.agents.uid[1])
+    s, info = STEP(k, s, actions((1, L)), p)
+    assert bool(info.exited[1]) and int(s.community_finished) == 1
+    assert int(s.agents.uid[1]) != old_uid and bool(s.agents.in_use[1])
+    assert int(s.agents.spawn_t[1]) == 1 + 2
+    for _ in range(3):
+        s, info = STEP(k, s, actions(), p)
+    assert bool(s.agents.active[1])
+
+
+# --- Observations (SPEC 10) --------------------------------------------------
+
+@pytest.mark.parametrize("k, size", [(6, 553), (8, 569), (10, 585)])
+def test_observation_sizes(k, size):
+    assert obs_size(k) == size
+    p = make_params(0, 5)
+    s = RESET(jax.random.PRNGKey(0), p, WorldConfig(capacity=k))
+    o = jax.jit(observe)(s, p)
+    assert o.flat().shape == (size,)
+    assert o.planes.shape == (3, 11, 15)
+    assert np.isfinite(np.asarray(o.flat())).all()
+
+
+def test_observation_content():
+    p = params(0, -1, max_steps=100)
+    s = put(blank(), 0, (6, 1), goal=(1, 7), group=1)  # next to dA on the left wall
+    s = put(s, 3, (6, 3), group=2, sanctioned=True)
+    o = jax.jit(observe)(s, p)
+    planes = np.asarray(o.planes)
+    assert planes[1, 6, 1] == 1.0 and planes[1].sum() == 1.0
+    assert planes[2, 6, 3] == pytest.approx(1.0)  # blue = (2+1)/3
+    v = np.asarray(o.vector)
+    assert v[0:2] == pytest.approx([-5 / 11, 6 / 15])
+    assert v[6] == 1.0 and v[8] == 0.0 and v[12] == pytest.approx(1.0)
+    other = v[13:21]
+    assert other[0:2] == pytest.approx([0.0, 2 / 15]) and other[6] == 1.0 and other[7] == 1.0
+    assert np.asarray(o.action_mask).tolist() == [True, True, True, True, True]  # LEFT exits
+    assert v[-5:].tolist() == [1, 1, 1, 1, 1]
+
+
+def test_make_params_rejects_bad_values():
+    with pytest.raises(ValueError, match="reward_condition 'sparse'.*sparse_penalty"):
+        make_params(0, 0, reward_condition="sparse")
+    with pytest.raises(ValueError, match="norm id"):
+        make_params(0, 50)
+    with pytest.raises(ValueError, match="capacity must be one of"):
+        WorldConfig(capacity=7)
