@@ -1,0 +1,56 @@
+"""Shared benchmark utilities: timing with compile time excluded, result files."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import jax
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict:
+    """A short description of where a benchmark ran."""
+    dev = jax.devices()[0]
+    return {
+        "platform": dev.platform,
+        "device": getattr(dev, "device_kind", str(dev)),
+        "n_devices": jax.device_count(),
+        "cpu_count": os.cpu_count(),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+    }
+
+
+def block(tree):
+    return jax.block_until_ready(tree)
+
+
+def time_compiled(fn, *args, repeats: int = 3):
+    """Compile `fn(*args)` (timed separately), then time `repeats` runs.
+
+    Returns (compile_seconds, best_run_seconds, output).  `fn` must be jitted.
+    """
+    t0 = time.perf_counter()
+    compiled = fn.lower(*args).compile()
+    compile_s = time.perf_counter() - t0
+    out = block(compiled(*args))  # warm-up run
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = block(compiled(*args))
+        best = min(best, time.perf_counter() - t0)
+    return compile_s, best, out
+
+
+def save(name: str, payload: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    payload = {"machine": machine(), **payload}
+    path.write_text(json.dumps(payload, indent=2))
+    return path
