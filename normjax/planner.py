@@ -1,0 +1,209 @@
+"""Scripted agents: batched shortest-path planning with one-step prediction.
+
+Implements SPEC 8 (paper 9.4, Algorithm 1) for all K slots at once:
+
+1. Goal choice.  The current leg's goal is a specified cell or door, or a free
+   choice (any chair, any R cell, any door): the nearest acceptable one, and
+   for a norm-aware agent the nearest *permissible* one (allowed door / seat
+   region / group door or region, the first free seat in sigma).  Norm-aware
+   agents under visit_zone_q_first head for Q before sitting; under a queue
+   norm they head for the queue's tail, then step forward along the path.
+2. Prediction.  Every agent's next cell is predicted as its greedy step on the
+   static distance table (no collision cost).  An agent yields to the predicted
+   cells of agents that stay put and of agents with a higher random priority
+   this step, so two agents contesting one cell never wait for each other
+   forever.
+3. Action.  Each of the five actions costs the table distance from the cell it
+   leads to (WAIT: from the current cell, plus 0.5 so progress beats waiting
+   and waiting beats a sideways step), plus `COLLISION_COST` when another
+   agent is predicted to end on that cell.  A norm-aware agent gives infinite
+   cost to every action its norm forbids now (the per-action mask, SPEC 7):
+   timing, rhythm, capacity, queue order and seat order make it wait.  Random
+   tie-breaking comes from the key.  A norm-blind agent uses the base graph
+   and no mask.
+
+The static parts of norms are in the move graphs of `normjax.routes`
+(forbidden cells removed, ring edges directed, queue path cells kept clear).
+Cost under `vmap`: a few [K, 165] gathers and [K, 5] arithmetic per step, plus
+the per-action norm mask; no search runs inside the step.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from normjax import constants as C
+from normjax.moves import DELTAS, cell_value, effective_actions, in_grid
+from normjax.norms import context, permissible_per_action
+from normjax.norms import predicates as P
+from normjax.routes import VARIANT_OF_NORM, corridor_tables, route_tables
+from normjax.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, WorldParams, WorldState
+from normjax.tables import world_tables
+
+COLLISION_COST = 3.0
+WAIT_BIAS = 0.5
+INF = 1e6
+HABIT_NONE, HABIT_SAME_EXIT_DOOR, HABIT_MOVE1_WAIT1 = 0, 1, 2
+HABITS = ("none", "same_exit_door", "move1_wait1")
+
+NORM_VISIT_Q_FIRST = 22
+QUEUE_FIRST, QUEUE_LAST = 23, 38
+SEATS_IN_ORDER = (48, 49)
+
+
+def _allowed_doors() -> np.ndarray:
+    """bool [51 (norm+1), 3 groups, 3 doors]: doors a norm lets each group use."""
+    t = np.ones((51, C.N_GROUPS, C.N_DOORS), bool)
+    for i, d in enumerate(P.ALL_EXIT_DOOR):
+        t[1 + i + 1] = False
+        t[1 + i + 1, :, d] = True
+    for i, d in enumerate(P.FORBIDDEN_DOOR):
+        t[4 + i + 1, :, d] = False
+    for i, row in enumerate(P.GROUP_DOOR):
+        t[42 + i + 1] = False
+        for g, d in enumerate(row):
+            t[42 + i + 1, g, d] = True
+    return t
+
+
+def _allowed_regions() -> np.ndarray:
+    """bool [51, 3 groups, 3 regions]: seat regions a norm lets each group use."""
+    t = np.ones((51, C.N_GROUPS, 3), bool)
+    for i, row in enumerate(P.SEAT_REGION_ALLOWED):
+        t[7 + i + 1] = row[None, :]
+    for i, row in enumerate(P.GROUP_REGION):
+        t[45 + i + 1] = False
+        for g, r in enumerate(row):
+            t[45 + i + 1, g, r] = True
+    return t
+
+
+ALLOWED_DOORS = jnp.asarray(_allowed_doors())
+ALLOWED_REGIONS = jnp.asarray(_allowed_regions())
+VARIANT = jnp.asarray(VARIANT_OF_NORM)
+
+
+def _flat(cells):
+    return cells[..., 0] * C.W + cells[..., 1]
+
+
+def choose_goals(key, lt, ctx, state: WorldState, norm_id, aware, variant, dist_from):
+    """Flat goal cell per agent [K] for its current leg (step 1 above)."""
+    ag = state.agents
+    k = ag.active.shape[0]
+    cells = jnp.arange(C.N_CELLS)
+    x = _flat(ag.pos)
+    row = norm_id + 1
+    occ_other = (
+        ag.active[None, :, None]
+        & (x[None, :, None] == cells[None, None, :])
+        & (jnp.arange(k)[:, None, None] != jnp.arange(k)[None, :, None])
+    ).any(axis=1)  # [K, 165]
+    chair = lt.chair.reshape(-1)[None, :]
+    zone_r = lt.zone_r.reshape(-1)[None, :]
+    zone_q = lt.zone_q.reshape(-1)[None, :]
+    region = lt.region.reshape(-1)
+    reg_ok = ALLOWED_REGIONS[row][ag.group]  # [K, 3]
+    chair_region_ok = jnp.where(region[None, :] >= 0, reg_ok[:, jnp.maximum(region, 0)], False)
+    # seats in order: only the first free chair of sigma is permissible.
+    order_i = jnp.clip(norm_id - SEATS_IN_ORDER[0], 0, 1)
+    first = ctx.first_free[order_i]
+    in_order = (norm_id != SEATS_IN_ORDER[0]) & (norm_id != SEATS_IN_ORDER[1])
+    first_ok = in_order | (cells == _flat(first))[None, :] & (first[0] >= 0)
+    chair_aware = chair_region_ok & first_ok
+    free_chair = chair & ~occ_other & jnp.where(aware[:, None], chair_aware, True)
+
+    goal_onehot = cells[None, :] == _flat(ag.goal_cell)[:, None]
+    leg0 = jnp.select(
+        [ag.goal_kind[:, None] == GOAL_ANY_CHAIR, ag.goal_kind[:, None] == GOAL_ANY_R],
+        [free_chair, zone_r & ~occ_other],
+        goal_onehot,
+    )
+    # visit_zone_q_first: a norm-aware agent bound for a chair visits Q first.
+    to_chair = (ag.goal_kind == GOAL_ANY_CHAIR) | lt.chair.reshape(-1)[_flat(jnp.maximum(ag.goal_cell, 0))]
+    need_q = aware & (norm_id == NORM_VISIT_Q_FIRST) & ~ctx.ever_q & to_chair
+    leg0 = jnp.where(need_q[:, None], zone_q & ~occ_other, leg0)
+
+    door_flat = _flat(lt.doors)  # [3]
+    allowed = jnp.where(aware[:, None], ALLOWED_DOORS[row][ag.group], True)  # [K, 3]
+    entry_ok = jnp.take_along_axis(allowed, ag.entry_door[:, None], 1)[:, 0]
+    same = (ag.habit == HABIT_SAME_EXIT_DOOR) & entry_ok
+    allowed = jnp.where(same[:, None], jnp.arange(3)[None, :] == ag.entry_door[:, None], allowed)
+    spec = jnp.arange(3)[None, :] == ag.exit_door[:, None]
+    doors_ok = jnp.where((ag.exit_door == ANY_DOOR)[:, None], allowed, spec)  # [K, 3]
+    leg1 = (doors_ok[:, :, None] & (door_flat[None, :, None] == cells[None, None, :])).any(1)
+
+    cand = jnp.where((ag.leg == 0)[:, None], leg0, leg1)
+    noise = jax.random.uniform(key, (k, C.N_CELLS), maxval=0.01)
+    score = jnp.where(cand, dist_from.astype(jnp.float32) + noise, INF)
+    goal = jnp.argmin(score, axis=1)
+
+    # Queue norms: join at the tail, then step toward the head along the path.
+    j = jnp.clip(norm_id - QUEUE_FIRST, 0, C.N_QUEUE_PATHS - 1)
+    is_queue = (norm_id >= QUEUE_FIRST) & (norm_id <= QUEUE_LAST)
+    path = _flat(lt.queue_paths[j])  # [7]
+    length = lt.queue_len[j]
+    k_on = ctx.queue_src[j]  # [K] path index of the current cell or -1
+    tail = jnp.minimum(ctx.queue_tail[j], length - 1)
+    q_goal = jnp.where(k_on > 0, path[jnp.maximum(k_on - 1, 0)], jnp.where(k_on == 0, path[0], path[tail]))
+    to_service = (ag.leg == 0) & (ag.goal_kind == GOAL_CELL) & (_flat(ag.goal_cell) == path[0])
+    use_queue = aware & is_queue & to_service
+    return jnp.where(use_queue, q_goal, goal).astype(jnp.int32)
+
+
+def plan_actions(key, state: WorldState, params: WorldParams, aware):
+    """Actions [K] of the norm-aware (aware=True) / norm-blind planner per slot."""
+    lt = world_tables().at(params.layout_id)
+    table = route_tables()[params.layout_id]  # [V, 165, 165] uint8
+    corridor = corridor_tables()[params.layout_id]  # [V, 165]
+    ag = state.agents
+    k = ag.active.shape[0]
+    norm_id = params.norm_id
+    kg, ka = jax.random.split(key)
+    variant = jnp.where(aware, VARIANT[norm_id + 1], 0)
+    x = _flat(ag.pos)
+    dist_from = table[variant[:, None], jnp.arange(C.N_CELLS)[None, :], x[:, None]].astype(jnp.int32)
+    ctx = context(lt, ag.pos, ag.active, ag.group, ag.visited_q)
+    goal = choose_goals(kg, lt, ctx, state, norm_id, aware, variant, dist_from)
+
+    # Costs of the five actions.
+    acts = jnp.arange(C.N_ACTIONS)
+    nxt = ag.pos[:, None, :] + DELTAS[None, :, :]  # [K, 5, 2]
+    eff = effective_actions(lt.kind, ag.pos[:, None, :], acts[None, :])  # [K, 5]
+    y = jnp.where(in_grid(nxt), _flat(nxt), x[:, None])
+    d_y = table[variant[:, None], goal[:, None], y].astype(jnp.float32)
+    enter_ok = jnp.take_along_axis(corridor[variant], y, axis=1) | (y == goal[:, None])
+    moving = (eff == acts[None, :]) & (acts[None, :] != C.WAIT)
+    reach = d_y < 255
+    base = jnp.where(moving & enter_ok & reach, d_y, INF)
+    d_x = table[variant, goal, x].astype(jnp.float32)
+    base = base.at[:, C.WAIT].set(jnp.where(d_x < 255, d_x, 300.0) + WAIT_BIAS)
+
+    # One-step prediction of the others' next cells (greedy, no collision cost).
+    greedy = jnp.argmin(base, axis=1)
+    pred = jnp.where(ag.active, jnp.take_along_axis(y, greedy[:, None], 1)[:, 0], -1)
+    door_next = cell_value(lt.kind, nxt, fill=C.WALL) == C.DOOR
+    pred = jnp.where(door_next[jnp.arange(k), greedy], -1, pred)  # exiting: leaves the grid
+    # Yield only to agents predicted to stay, or of higher random priority this
+    # step: symmetric yielding would deadlock two agents that want one cell.
+    kp, ka = jax.random.split(ka)
+    prio = jax.random.permutation(kp, k)
+    stays = pred == x
+    yield_to = (jnp.arange(k)[:, None] != jnp.arange(k)[None, :]) & (
+        stays[None, :] | (prio[None, :] > prio[:, None])
+    )
+    hit = ((y[:, :, None] == pred[None, None, :]) & yield_to[:, None, :]).any(-1)  # [K, 5]
+    cost = base + COLLISION_COST * (hit & moving)
+
+    # Norm-aware: infinite cost for whatever the norm forbids now.
+    per_action = permissible_per_action(lt, state.t, ag.pos, ag.active, ag.group, ag.moves, ag.visited_q)
+    mask = per_action[jnp.clip(norm_id, 0, 49)]  # [K, 5]
+    ok = jnp.where(aware[:, None] & (norm_id >= 0), mask, True)
+    cost = jnp.where(ok, cost, INF)
+    # Habit move1_wait1: rest after every move (WAIT is always permissible).
+    rest = (ag.habit == HABIT_MOVE1_WAIT1) & ag.moves[:, 0]
+    cost = jnp.where(rest[:, None] & (acts[None, :] != C.WAIT), INF, cost)
+    cost = cost + jax.random.uniform(ka, cost.shape, maxval=1e-3)
+    return jnp.argmin(cost, axis=1).astype(jnp.int32)

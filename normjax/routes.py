@@ -1,0 +1,156 @@
+"""Shortest-path tables for the scripted agents' planner (SPEC 8).
+
+The paper's agents plan with A*; here every layout gets, once at import, a
+table of shortest-path distances to every target cell over each *move graph*
+a norm can shape.  Inside the jitted step a planner only gathers from these
+tables and adds dynamic costs (predicted collisions, the norm's per-action
+mask), which is what makes the community cheap under `vmap` (SPEC 8 allows
+"precomputed static tables combined with dynamic costs").
+
+Move graph: an agent standing on any walkable cell may step to a 4-neighbour
+that is a *corridor* cell, or to its target cell itself.  Corridors are floor
+cells (with or without Q/R marks); chairs and doors are never corridors, so
+scripted agents never route through chairs or doors other than their own goal
+(SPEC 8).  Graph variants (static parts of norms):
+
+  0 base             every floor cell is a corridor;
+  1 no_q             Q cells are not corridors (forbidden_zone_q);
+  2 cw, 3 ccw        moves between two ring cells only along cw / ccw;
+  4 + j              queue path j's cells are not corridors (queue norms):
+                     agents join at the tail and leave without cutting across.
+
+Distances are computed by vectorised Bellman-Ford relaxation on the host over
+all targets at once, stored as uint8 (255 = unreachable).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from normjax import constants as C
+from normjax.layout import LAYOUTS, Layout, load_layout
+
+UNREACHABLE_U8 = 255
+V_BASE, V_NO_Q, V_CW, V_CCW, V_QUEUE0 = 0, 1, 2, 3, 4
+N_VARIANTS = V_QUEUE0 + C.N_QUEUE_PATHS
+
+
+def variant_of_norm_table() -> np.ndarray:
+    """Graph variant per norm id, indexed by norm_id + 1 (0 = no norm)."""
+    v = np.full(51, V_BASE, dtype=np.int32)
+    v[0 + 1] = V_NO_Q
+    v[12 + 1] = V_CW
+    v[13 + 1] = V_CCW
+    for j in range(C.N_QUEUE_PATHS):
+        v[23 + j + 1] = V_QUEUE0 + j
+    return v
+
+
+VARIANT_OF_NORM = variant_of_norm_table()
+
+
+def _neighbour_index() -> np.ndarray:
+    """[N_CELLS, 4] flat index of each cell's neighbour per move (-1 off grid)."""
+    nb = np.full((C.N_CELLS, 4), -1, dtype=np.int64)
+    for x in range(C.N_CELLS):
+        r, c = divmod(x, C.W)
+        for a, (dr, dc) in enumerate(C.ACTION_DELTAS[:4]):
+            rr, cc = r + dr, c + dc
+            if 0 <= rr < C.H and 0 <= cc < C.W:
+                nb[x, a] = rr * C.W + cc
+    return nb
+
+
+def _edge_mask(lay: Layout, variant: int) -> np.ndarray:
+    """[N_CELLS, 4] static permission of the step x -> neighbour (ring direction)."""
+    nb = _neighbour_index()
+    ok = nb >= 0
+    if variant in (V_CW, V_CCW):
+        ring = lay.ring.reshape(-1)
+        step = (lay.cw if variant == V_CW else lay.ccw).reshape(-1, 2)
+        for x in np.flatnonzero(ring):
+            for a in range(4):
+                y = nb[x, a]
+                if y >= 0 and ring[y]:
+                    ok[x, a] = bool((C.ACTION_DELTAS[a] == step[x]).all())
+    return ok
+
+
+def _corridors(lay: Layout, variant: int) -> np.ndarray:
+    corridor = (lay.kind == C.FLOOR).reshape(-1).copy()
+    if variant == V_NO_Q:
+        corridor &= ~lay.zone_q.reshape(-1)
+    if variant >= V_QUEUE0:
+        j = variant - V_QUEUE0
+        for r, c in lay.queue_paths[j][: lay.queue_len[j]]:
+            corridor[r * C.W + c] = False
+    return corridor
+
+
+def distance_to_targets(lay: Layout, variant: int) -> np.ndarray:
+    """[N_CELLS (target), N_CELLS (from)] move counts under one graph variant."""
+    nb = _neighbour_index()
+    edge = _edge_mask(lay, variant)
+    corridor = _corridors(lay, variant)
+    standable = ((lay.kind == C.FLOOR) | (lay.kind == C.CHAIR)).reshape(-1)
+    enterable = standable | (lay.kind == C.DOOR).reshape(-1)
+    inf = np.int32(10_000)
+    targets = np.arange(C.N_CELLS)
+    dist = np.full((C.N_CELLS, C.N_CELLS), inf, dtype=np.int32)
+    dist[targets, targets] = 0
+    dist[~enterable, :] = inf
+    dist[~enterable, ~enterable] = inf
+    safe_nb = np.where(nb >= 0, nb, 0)
+    # allowed[g, x, a]: from x, the step a may be taken when heading for g.
+    step_ok = edge & standable[:, None]  # [X, 4]
+    for _ in range(C.N_CELLS):
+        best = dist.copy()
+        for a in range(4):
+            y = safe_nb[:, a]  # [X]
+            ok = step_ok[:, a][None, :] & (corridor[y][None, :] | (y[None, :] == targets[:, None]))
+            cand = np.where(ok, dist[:, y] + 1, inf)
+            best = np.minimum(best, cand)
+        best[targets, targets] = np.where(enterable, 0, inf)
+        if np.array_equal(best, dist):
+            break
+        dist = best
+    return np.where(dist >= inf, UNREACHABLE_U8, np.minimum(dist, 254)).astype(np.uint8)
+
+
+@functools.lru_cache(maxsize=None)
+def host_route_tables() -> np.ndarray:
+    """uint8 [n_layouts, N_VARIANTS, N_CELLS, N_CELLS] (cached; ~5 MB)."""
+    return np.stack(
+        [
+            np.stack([distance_to_targets(load_layout(name), v) for v in range(N_VARIANTS)])
+            for name in LAYOUTS
+        ]
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def host_corridors() -> np.ndarray:
+    """bool [n_layouts, N_VARIANTS, N_CELLS]: cells a path may pass through."""
+    return np.stack(
+        [
+            np.stack([_corridors(load_layout(name), v) for v in range(N_VARIANTS)])
+            for name in LAYOUTS
+        ]
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def corridor_tables() -> jax.Array:
+    with jax.ensure_compile_time_eval():
+        return jnp.asarray(host_corridors())
+
+
+@functools.lru_cache(maxsize=None)
+def route_tables() -> jax.Array:
+    """Device copy of `host_route_tables` (created outside any trace)."""
+    with jax.ensure_compile_time_eval():
+        return jnp.asarray(host_route_tables())
