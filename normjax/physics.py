@@ -107,11 +107,15 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     occ = jnp.full((C.N_CELLS,), NO_AGENT, jnp.int32)
     occ = occ.at[jnp.where(placed, fin, C.N_CELLS)].set(idx, mode="drop")
 
-    order = jax.random.permutation(k_order, k)
+    # Process only the pending agents, in random order.  A while_loop (not a
+    # K-step fori_loop): under vmap it runs as many rounds as the busiest
+    # environment of the batch needs, usually 0-3 instead of K.
+    order = jnp.argsort(jnp.where(pending, jax.random.uniform(k_order, (k,)), 2.0))
+    n_pending = pending.sum()
     place_keys = jax.random.split(k_place, k)
 
-    def place_one(i, carry):
-        fin, occ, disp, bystander = carry
+    def place_one(carry):
+        i, fin, occ, disp, bystander = carry
         j = order[i]
         kf, kp = jax.random.split(place_keys[i])
         nb, ok = _neighbours_flat(anchor[j], standable)
@@ -130,7 +134,6 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
         todo = pending[j]
         do_free = todo & has_free
         do_push = todo & ~has_free & has_push
-        do_back = todo & ~has_free & ~has_push
         new_cell = jnp.where(do_free, nb[choice], jnp.where(do_push, nb[pn], p[j]))
         bys = jnp.maximum(b[pn], 0)
         # Move the bystander first (its old cell becomes the displaced agent's).
@@ -141,19 +144,27 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
         fin = fin.at[j].set(jnp.where(todo, new_cell, fin[j]))
         occ = occ.at[jnp.where(todo, new_cell, C.N_CELLS)].set(j, mode="drop")
         disp = disp.at[j].set(disp[j] | do_free | do_push)
-        return fin, occ, disp, bystander
+        return i + 1, fin, occ, disp, bystander
 
     disp0 = jnp.zeros((k,), bool)
-    fin, occ, disp, _ = jax.lax.fori_loop(0, k, place_one, (fin, occ, disp0, bystander))
+    _, fin, occ, disp, _ = jax.lax.while_loop(
+        lambda c: c[0] < n_pending, place_one, (jnp.int32(0), fin, occ, disp0, bystander)
+    )
 
-    def repair(_, fin):
+    def conflicts(fin):
         at_origin = fin == p
         share = present[:, None] & present[None, :] & (fin[:, None] == fin[None, :])
         share = share & (idx[:, None] != idx[None, :])
-        back = present & ~at_origin & (share & at_origin[None, :]).any(axis=1)
-        return jnp.where(back, p, fin)
+        return present & ~at_origin & (share & at_origin[None, :]).any(axis=1)
 
-    fin = jax.lax.fori_loop(0, k, repair, fin)
+    def repair(carry):
+        i, fin = carry
+        return i + 1, jnp.where(conflicts(fin), p, fin)
+
+    # At most K rounds (each sends at least one agent home for good).
+    _, fin = jax.lax.while_loop(
+        lambda c: (c[0] < k) & conflicts(c[1]).any(), repair, (jnp.int32(0), fin)
+    )
 
     collided = mover & ((n_contest >= 2) | held | (fin != tgt))
     displaced = present & disp & (fin != p)

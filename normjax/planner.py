@@ -156,15 +156,18 @@ def choose_goals(key, lt, ctx, state: WorldState, norm_id, aware, variant, dist_
 def plan_actions(key, state: WorldState, params: WorldParams, aware):
     """Actions [K] of the norm-aware (aware=True) / norm-blind planner per slot."""
     lt = world_tables().at(params.layout_id)
-    table = route_tables()[params.layout_id]  # [V, 165, 165] uint8
-    corridor = corridor_tables()[params.layout_id]  # [V, 165]
+    # Gather single entries from the stacked tables: slicing one layout's
+    # [V, 165, 165] block would copy it per environment under vmap.
+    lid = params.layout_id
+    routes = route_tables()  # [L, V, 165, 165] uint8
+    corridors = corridor_tables()  # [L, V, 165]
     ag = state.agents
     k = ag.active.shape[0]
     norm_id = params.norm_id
     kg, ka = jax.random.split(key)
     variant = jnp.where(aware, VARIANT[norm_id + 1], 0)
     x = _flat(ag.pos)
-    dist_from = table[variant[:, None], jnp.arange(C.N_CELLS)[None, :], x[:, None]].astype(jnp.int32)
+    dist_from = routes[lid, variant[:, None], jnp.arange(C.N_CELLS)[None, :], x[:, None]].astype(jnp.int32)
     ctx = context(lt, ag.pos, ag.active, ag.group, ag.visited_q)
     goal = choose_goals(kg, lt, ctx, state, norm_id, aware, variant, dist_from)
 
@@ -173,12 +176,12 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware):
     nxt = ag.pos[:, None, :] + DELTAS[None, :, :]  # [K, 5, 2]
     eff = effective_actions(lt.kind, ag.pos[:, None, :], acts[None, :])  # [K, 5]
     y = jnp.where(in_grid(nxt), _flat(nxt), x[:, None])
-    d_y = table[variant[:, None], goal[:, None], y].astype(jnp.float32)
-    enter_ok = jnp.take_along_axis(corridor[variant], y, axis=1) | (y == goal[:, None])
+    d_y = routes[lid, variant[:, None], goal[:, None], y].astype(jnp.float32)
+    enter_ok = corridors[lid, variant[:, None], y] | (y == goal[:, None])
     moving = (eff == acts[None, :]) & (acts[None, :] != C.WAIT)
     reach = d_y < 255
     base = jnp.where(moving & enter_ok & reach, d_y, INF)
-    d_x = table[variant, goal, x].astype(jnp.float32)
+    d_x = routes[lid, variant, goal, x].astype(jnp.float32)
     base = base.at[:, C.WAIT].set(jnp.where(d_x < 255, d_x, 300.0) + WAIT_BIAS)
 
     # One-step prediction of the others' next cells (greedy, no collision cost).

@@ -134,9 +134,22 @@ class LayoutTables:
     dist_to_set: jax.Array  # int16 [3, N_CELLS]
     nearest_of_set: jax.Array  # int32 [3, N_CELLS]
 
+    # Index of the layout a sliced table belongs to (-1 while stacked).
+    layout_index: jax.Array = None  # type: ignore[assignment]
+
     def at(self, layout_id) -> "LayoutTables":
-        """The slice of one layout from stacked tables (layout_id may be traced)."""
-        return jax.tree.map(lambda a: a[layout_id], self)
+        """The slice of one layout from stacked tables (layout_id may be traced).
+
+        The big [165, 165] distance table is *not* sliced: under `vmap` a slice
+        would copy it for every environment and step.  It stays stacked and
+        `distance` gathers single entries with the layout index instead.
+        """
+        sliced = jax.tree.map(lambda a: a[layout_id], self.replace(dist=None, layout_index=None))
+        return sliced.replace(dist=self.dist, layout_index=jnp.asarray(layout_id, jnp.int32))
+
+    def distance(self, target_flat, from_flat):
+        """Moves from cell `from_flat` to cell `target_flat` (flat indices)."""
+        return self.dist[self.layout_index, target_flat, from_flat]
 
 
 SET_CHAIRS, SET_R, SET_DOORS = 0, 1, 2
@@ -205,7 +218,8 @@ def world_tables() -> LayoutTables:
     holds a tracer; inside jit they enter the program as constants.
     """
     with jax.ensure_compile_time_eval():
-        return LayoutTables(**{k: jnp.asarray(v) for k, v in host_tables().items()})
+        arrays = {k: jnp.asarray(v) for k, v in host_tables().items()}
+        return LayoutTables(**arrays, layout_index=jnp.int32(-1))
 
 
 def layout_id(name: str) -> int:

@@ -124,8 +124,8 @@ def goal_distance(lt, leg, goal_kind, goal_cell, exit_door, cells):
     gflat = jnp.maximum(goal_cell[:, 0], 0) * C.W + jnp.maximum(goal_cell[:, 1], 0)
     dflat = lt.doors[jnp.maximum(exit_door, 0)]
     dflat = dflat[:, 0] * C.W + dflat[:, 1]
-    d_cell = lt.dist[gflat, flat]
-    d_door = lt.dist[dflat, flat]
+    d_cell = lt.distance(gflat, flat)
+    d_door = lt.distance(dflat, flat)
     d1 = jnp.select(
         [goal_kind == GOAL_ANY_CHAIR, goal_kind == GOAL_ANY_R],
         [lt.dist_to_set[SET_CHAIRS, flat], lt.dist_to_set[SET_R, flat]],
