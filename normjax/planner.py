@@ -35,8 +35,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
+from normjax.hashrand import hash_uniform, seed_from_key
 from normjax.moves import DELTAS, cell_value, effective_actions, in_grid
-from normjax.norms import context, permissible_per_action
+from normjax.norms import context, episode_row, judge, single_queue_view
 from normjax.norms import predicates as P
 from normjax.routes import VARIANT_OF_NORM, corridor_tables, route_tables
 from normjax.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, WorldParams, WorldState
@@ -89,7 +90,7 @@ def _flat(cells):
     return cells[..., 0] * C.W + cells[..., 1]
 
 
-def choose_goals(key, lt, ctx, state: WorldState, norm_id, aware, variant, dist_from):
+def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, variant, dist_from):
     """Flat goal cell per agent [K] for its current leg (step 1 above)."""
     ag = state.agents
     k = ag.active.shape[0]
@@ -136,7 +137,7 @@ def choose_goals(key, lt, ctx, state: WorldState, norm_id, aware, variant, dist_
     leg1 = (doors_ok[:, :, None] & (door_flat[None, :, None] == cells[None, None, :])).any(1)
 
     cand = jnp.where((ag.leg == 0)[:, None], leg0, leg1)
-    noise = jax.random.uniform(key, (k, C.N_CELLS), maxval=0.01)
+    noise = 0.01 * hash_uniform(seed, (k, C.N_CELLS), salt=1)
     score = jnp.where(cand, dist_from.astype(jnp.float32) + noise, INF)
     goal = jnp.argmin(score, axis=1)
 
@@ -145,12 +146,32 @@ def choose_goals(key, lt, ctx, state: WorldState, norm_id, aware, variant, dist_
     is_queue = (norm_id >= QUEUE_FIRST) & (norm_id <= QUEUE_LAST)
     path = _flat(lt.queue_paths[j])  # [7]
     length = lt.queue_len[j]
-    k_on = ctx.queue_src[j]  # [K] path index of the current cell or -1
-    tail = jnp.minimum(ctx.queue_tail[j], length - 1)
+    k_on = ctx.queue_src[0]  # [K] path index of the current cell or -1 (ctx has one path)
+    tail = jnp.minimum(ctx.queue_tail[0], length - 1)
     q_goal = jnp.where(k_on > 0, path[jnp.maximum(k_on - 1, 0)], jnp.where(k_on == 0, path[0], path[tail]))
     to_service = (ag.leg == 0) & (ag.goal_kind == GOAL_CELL) & (_flat(ag.goal_cell) == path[0])
     use_queue = aware & is_queue & to_service
     return jnp.where(use_queue, q_goal, goal).astype(jnp.int32)
+
+
+def episode_norm_per_action(lt1, ctx, state: WorldState, norm_id):
+    """[K, 5] per-action permissibility under the episode's norm only.
+
+    Same predicates as `permissible_per_action`, but the queue block is
+    evaluated for the episode's one queue path instead of all 16 (the queue
+    block dominates the cost of the full [50, K, 5] mask under vmap); the
+    other 34 rows are cheap and kept.  Row layout: 0-22 as the norm ids, 23 =
+    the episode's queue norm, 24-34 = norms 39-49.
+    """
+    ag = state.agents
+    k = ag.active.shape[0]
+
+    def one(a):
+        action = effective_actions(lt1.kind, ag.pos, jnp.full((k,), a, jnp.int32))
+        return judge(lt1, ctx, state.t, ag.pos, ag.active, action, ag.group, ag.moves)
+
+    rows = jax.vmap(one, out_axes=2)(jnp.arange(C.N_ACTIONS, dtype=jnp.int32))  # [35, K, 5]
+    return rows[episode_row(norm_id)]
 
 
 def plan_actions(key, state: WorldState, params: WorldParams, aware):
@@ -164,12 +185,13 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware):
     ag = state.agents
     k = ag.active.shape[0]
     norm_id = params.norm_id
-    kg, ka = jax.random.split(key)
+    seed = seed_from_key(key)  # one threefry draw; tie-breaks are hashed from it
     variant = jnp.where(aware, VARIANT[norm_id + 1], 0)
     x = _flat(ag.pos)
     dist_from = routes[lid, variant[:, None], jnp.arange(C.N_CELLS)[None, :], x[:, None]].astype(jnp.int32)
-    ctx = context(lt, ag.pos, ag.active, ag.group, ag.visited_q)
-    goal = choose_goals(kg, lt, ctx, state, norm_id, aware, variant, dist_from)
+    lt1 = single_queue_view(lt, norm_id)
+    ctx = context(lt1, ag.pos, ag.active, ag.group, ag.visited_q)
+    goal = choose_goals(seed, lt, ctx, state, norm_id, aware, variant, dist_from)
 
     # Costs of the five actions.
     acts = jnp.arange(C.N_ACTIONS)
@@ -191,22 +213,25 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware):
     pred = jnp.where(door_next[jnp.arange(k), greedy], -1, pred)  # exiting: leaves the grid
     # Yield only to agents predicted to stay, or of higher random priority this
     # step: symmetric yielding would deadlock two agents that want one cell.
-    kp, ka = jax.random.split(ka)
-    prio = jax.random.permutation(kp, k)
+    prio = jnp.argsort(hash_uniform(seed, (k,), salt=2))
     stays = pred == x
-    yield_to = (jnp.arange(k)[:, None] != jnp.arange(k)[None, :]) & (
+    # Nobody yields to an agent that stands still because its goal is
+    # unreachable now (e.g. a queue tail with no off-path neighbour): it would
+    # never move, and an agent whose only way out is its cell would wait
+    # forever.  Moving in pushes it aside instead (SPEC 4 rule 3).
+    stuck = ag.active & (d_x >= 255)
+    yield_to = (jnp.arange(k)[:, None] != jnp.arange(k)[None, :]) & ~stuck[None, :] & (
         stays[None, :] | (prio[None, :] > prio[:, None])
     )
     hit = ((y[:, :, None] == pred[None, None, :]) & yield_to[:, None, :]).any(-1)  # [K, 5]
     cost = base + COLLISION_COST * (hit & moving)
 
     # Norm-aware: infinite cost for whatever the norm forbids now.
-    per_action = permissible_per_action(lt, state.t, ag.pos, ag.active, ag.group, ag.moves, ag.visited_q)
-    mask = per_action[jnp.clip(norm_id, 0, 49)]  # [K, 5]
+    mask = episode_norm_per_action(lt1, ctx, state, norm_id)  # [K, 5]
     ok = jnp.where(aware[:, None] & (norm_id >= 0), mask, True)
     cost = jnp.where(ok, cost, INF)
     # Habit move1_wait1: rest after every move (WAIT is always permissible).
     rest = (ag.habit == HABIT_MOVE1_WAIT1) & ag.moves[:, 0]
     cost = jnp.where(rest[:, None] & (acts[None, :] != C.WAIT), INF, cost)
-    cost = cost + jax.random.uniform(ka, cost.shape, maxval=1e-3)
+    cost = cost + 1e-3 * hash_uniform(seed, cost.shape, salt=3)
     return jnp.argmin(cost, axis=1).astype(jnp.int32)

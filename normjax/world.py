@@ -31,7 +31,7 @@ from flax import struct
 from normjax import constants as C
 from normjax import tasks
 from normjax.moves import effective_actions
-from normjax.norms import permissible, sanctions
+from normjax.norms import episode_sanctions
 from normjax.physics import resolve_moves
 from normjax.state import (
     ROLE_AWARE,
@@ -168,8 +168,8 @@ def step_world(key, state: WorldState, actions, params: WorldParams):
     eff = effective_actions(lt.kind, ag.pos, acts)
 
     # 2. Norms judge intended transitions against pre-step positions (SPEC 7).
-    mask = permissible(lt, state.t, ag.pos, ag.active, eff, ag.group, ag.moves, ag.visited_q)
-    sanctioned = sanctions(params.norm_id, mask) & ag.active
+    sanctioned = episode_sanctions(lt, state.t, ag.pos, ag.active, eff, ag.group, ag.moves,
+                                   ag.visited_q, params.norm_id)
 
     # 3. Movement, collisions, pushes (SPEC 4).
     res = resolve_moves(k_move, ag.pos, ag.active, eff, lt.kind, ag.role != ROLE_NEWCOMER)

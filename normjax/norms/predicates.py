@@ -302,6 +302,37 @@ def permissible_per_action(lt, t, pos, active, group, moves, visited_q):
     return jax.vmap(one, out_axes=2)(jnp.arange(C.N_ACTIONS, dtype=jnp.int32))
 
 
+def single_queue_view(lt, norm_id):
+    """Tables holding only the episode's queue path, as a block of one path.
+
+    With it, `context` and `judge` evaluate the queue block for one path
+    instead of 16 (the queue block dominates the cost of the full mask) and
+    return 35 rows: 0-22 as the norm ids, 23 the episode's queue norm, 24-34
+    norms 39-49.  `episode_row` maps a norm id to that row.
+    """
+    j = jnp.clip(jnp.asarray(norm_id) - reg.QUEUE_IDS[0], 0, C.N_QUEUE_PATHS - 1)
+    return lt.replace(queue_paths=lt.queue_paths[j][None], queue_len=lt.queue_len[j][None])
+
+
+def episode_row(norm_id):
+    """Row of `norm_id` in the 35-row mask of a `single_queue_view`."""
+    first, last = reg.QUEUE_IDS[0], reg.QUEUE_IDS[-1]
+    nid = jnp.asarray(norm_id, jnp.int32)
+    row = jnp.where(nid < first, nid, jnp.where(nid <= last, first, nid - (last - first)))
+    return jnp.clip(row, 0, 34)
+
+
+def episode_sanctions(lt, t, pos, active, action, group, moves, visited_q, norm_id):
+    """Sanctions [K] under the episode's norm only (equal to `sanctions` of the
+    full mask at that norm, at a fraction of the cost; -1 = no norm)."""
+    lt1 = single_queue_view(lt, norm_id)
+    action = effective_actions(lt.kind, pos, action)
+    ctx = context(lt1, pos, active, group, visited_q)
+    rows = judge(lt1, ctx, t, pos, active, action, group, moves)
+    nid = jnp.asarray(norm_id, jnp.int32)
+    return (nid >= 0) & ~rows[episode_row(nid)]
+
+
 def sanctions(norm_id, mask):
     """Public sanctions omega = 1 - w of the episode's norm -> bool mask.shape[1:].
 

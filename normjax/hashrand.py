@@ -1,0 +1,36 @@
+"""Cheap counter-based random numbers for tie-breaking inside the step.
+
+Drawing many threefry numbers per step (e.g. one per agent and cell for tie
+breaks) dominated the planner's cost on CPU.  Here a step draws one 32-bit
+seed from its PRNG key and derives any number of uniform values by hashing
+(seed, index) with the `lowbias32` integer hash (C. Wellons).  Everything
+still comes from the step's key, so a fixed key replays exactly.  Quality is
+ample for breaking ties; it is not used where statistics matter more.
+"""
+
+import jax
+import jax.numpy as jnp
+
+
+def seed_from_key(key) -> jax.Array:
+    """One uint32 seed from a PRNG key."""
+    return jax.random.bits(key, (), jnp.uint32)
+
+
+def _lowbias32(x):
+    x = x ^ (x >> 16)
+    x = x * jnp.uint32(0x7FEB352D)
+    x = x ^ (x >> 15)
+    x = x * jnp.uint32(0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def hash_uniform(seed, shape, salt: int = 0) -> jax.Array:
+    """float32 uniform [0, 1) of `shape`, a pure function of (seed, salt, index)."""
+    n = 1
+    for d in shape:
+        n *= d
+    idx = jnp.arange(n, dtype=jnp.uint32).reshape(shape)
+    x = _lowbias32(idx * jnp.uint32(0x9E3779B9) + seed + jnp.uint32(salt * 0x85EBCA6B % 2**32))
+    x = _lowbias32(x ^ seed)
+    return (x >> 8).astype(jnp.float32) * (1.0 / (1 << 24))

@@ -1,0 +1,74 @@
+"""The single-norm fast paths equal the full 50-norm masks (SPEC 7)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from normjax.norms import (
+    context,
+    episode_sanctions,
+    permissible,
+    permissible_per_action,
+    sanctions,
+    single_queue_view,
+)
+from normjax.planner import episode_norm_per_action
+from normjax.state import WorldConfig, make_params
+from normjax.tables import host_tables, world_tables
+from normjax.world import reset_world
+
+K = 10
+
+
+def _random_agents(rng, layout):
+    kind = host_tables()["kind"][layout]
+    cells = np.argwhere((kind == 1) | (kind == 3))
+    # bias positions toward the queue block so queue norms are exercised
+    pick = rng.choice(len(cells), size=K, replace=False)
+    pos = cells[pick].astype(np.int32)
+    service = host_tables()["service"][layout]
+    pos[:4] = service + np.array([[0, 0], [0, 1], [1, 1], [1, 0]])
+    pos[:4] = np.where(kind[pos[:4, 0], pos[:4, 1]][:, None] == 1, pos[:4], cells[pick[:4]])
+    if len({tuple(p) for p in pos}) < K:
+        pos = cells[pick].astype(np.int32)
+    return dict(
+        pos=jnp.asarray(pos),
+        active=jnp.asarray(rng.random(K) < 0.85),
+        group=jnp.asarray(rng.integers(0, 3, K), dtype=jnp.int32),
+        moves=jnp.asarray(rng.random((K, 3)) < 0.5),
+        visited_q=jnp.asarray(rng.random(K) < 0.3),
+    )
+
+
+@jax.jit
+def _both(lt_all, layout, norm, t, pos, active, action, group, moves, visited_q):
+    lt = lt_all.at(layout)
+    full = sanctions(norm, permissible(lt, t, pos, active, action, group, moves, visited_q))
+    fast = episode_sanctions(lt, t, pos, active, action, group, moves, visited_q, norm)
+    pa_full = permissible_per_action(lt, t, pos, active, group, moves, visited_q)[jnp.clip(norm, 0, 49)]
+    state = reset_world(jax.random.PRNGKey(0), make_params(0, 0), WorldConfig()).replace(t=t)
+    state = state.replace(agents=state.agents.replace(
+        pos=pos, active=active, group=group, moves=moves, visited_q=visited_q))
+    lt1 = single_queue_view(lt, norm)
+    ctx = context(lt1, pos, active, group, visited_q)
+    pa_fast = episode_norm_per_action(lt1, ctx, state, norm)
+    return full, fast, pa_full, pa_fast
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), layout=st.integers(0, 9), norm=st.integers(-1, 49),
+       t=st.integers(0, 200))
+def test_episode_norm_paths_equal_full_mask(seed, layout, norm, t):
+    rng = np.random.default_rng(seed)
+    ag = _random_agents(rng, layout)
+    action = jnp.asarray(rng.integers(0, 5, K), dtype=jnp.int32)
+    full, fast, pa_full, pa_fast = _both(world_tables(), layout, jnp.int32(norm), jnp.int32(t),
+                                         ag["pos"], ag["active"], action, ag["group"],
+                                         ag["moves"], ag["visited_q"])
+    assert np.array_equal(np.asarray(full), np.asarray(fast))
+    if norm >= 0:
+        assert np.array_equal(np.asarray(pa_full), np.asarray(pa_fast))
