@@ -40,7 +40,7 @@ from normjax.moves import DELTAS, cell_value, effective_actions, in_grid
 from normjax.norms import context, episode_row, judge, single_queue_view
 from normjax.norms import predicates as P
 from normjax.routes import VARIANT_OF_NORM, corridor_tables, route_tables
-from normjax.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, WorldParams, WorldState
+from normjax.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, ROLE_AWARE, WorldParams, WorldState
 from normjax.tables import world_tables
 
 COLLISION_COST = 3.0
@@ -52,6 +52,7 @@ HABITS = ("none", "same_exit_door", "move1_wait1")
 NORM_VISIT_Q_FIRST = 22
 QUEUE_FIRST, QUEUE_LAST = 23, 38
 SEATS_IN_ORDER = (48, 49)
+TIMED_FIRST, TIMED_LAST = 14, 21  # turn-parity and rhythm norms
 
 
 def _allowed_doors() -> np.ndarray:
@@ -206,8 +207,29 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware):
     d_x = routes[lid, variant, goal, x].astype(jnp.float32)
     base = base.at[:, C.WAIT].set(jnp.where(d_x < 255, d_x, 300.0) + WAIT_BIAS)
 
-    # One-step prediction of the others' next cells (greedy, no collision cost).
-    greedy = jnp.argmin(base, axis=1)
+    # Norm-aware: infinite cost for whatever the norm forbids now.
+    mask = episode_norm_per_action(lt1, ctx, state, norm_id)  # [K, 5]
+    ok = jnp.where(aware[:, None] & (norm_id >= 0), mask, True)
+    # Habit move1_wait1: rest after every move (WAIT is always permissible).
+    rest = (ag.habit == HABIT_MOVE1_WAIT1) & ag.moves[:, 0]
+    resting = rest[:, None] & (acts[None, :] != C.WAIT)
+    ok = ok & ~resting
+
+    # One-step prediction of the others' next cells (greedy, no collision
+    # cost).  Short, timed waits are predicted: an agent known to follow the
+    # norm (norm-aware background agents, and the agents planned here as
+    # norm-aware) that must wait this turn under a turn-parity or rhythm norm
+    # (14-21), or rests by habit, is predicted to stay.  Predicting its
+    # unmasked step made neighbours move into a resting agent's cell and push
+    # it away, which under rhythm norms could repeat forever at a one-cell
+    # door approach.  Open-ended waits (queue order, capacity, seat order)
+    # stay unpredicted on purpose: yielding to an agent that waits for the
+    # queue to move, e.g. on the only exit of the head cell, would deadlock.
+    # The newcomer's policy is unknown to the community: predicted unmasked.
+    follows = (ag.role == ROLE_AWARE) | aware
+    timed = (norm_id >= TIMED_FIRST) & (norm_id <= TIMED_LAST)
+    pred_ok = jnp.where(follows[:, None] & timed, mask, True) & ~resting
+    greedy = jnp.argmin(jnp.where(pred_ok, base, INF), axis=1)
     pred = jnp.where(ag.active, jnp.take_along_axis(y, greedy[:, None], 1)[:, 0], -1)
     door_next = cell_value(lt.kind, nxt, fill=C.WALL) == C.DOOR
     pred = jnp.where(door_next[jnp.arange(k), greedy], -1, pred)  # exiting: leaves the grid
@@ -226,12 +248,6 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware):
     hit = ((y[:, :, None] == pred[None, None, :]) & yield_to[:, None, :]).any(-1)  # [K, 5]
     cost = base + COLLISION_COST * (hit & moving)
 
-    # Norm-aware: infinite cost for whatever the norm forbids now.
-    mask = episode_norm_per_action(lt1, ctx, state, norm_id)  # [K, 5]
-    ok = jnp.where(aware[:, None] & (norm_id >= 0), mask, True)
     cost = jnp.where(ok, cost, INF)
-    # Habit move1_wait1: rest after every move (WAIT is always permissible).
-    rest = (ag.habit == HABIT_MOVE1_WAIT1) & ag.moves[:, 0]
-    cost = jnp.where(rest[:, None] & (acts[None, :] != C.WAIT), INF, cost)
     cost = cost + 1e-3 * hash_uniform(seed, cost.shape, salt=3)
     return jnp.argmin(cost, axis=1).astype(jnp.int32)
