@@ -1,0 +1,215 @@
+"""Env-steps per second of the FULL environment step (issue: export + benchmarks).
+
+One env-step here is everything an agent-environment loop pays per step:
+
+* the scripted community planner for all K slots (`normjax.env.community_actions`:
+  one-step prediction, norm-aware goal choice, per-action norm masks),
+* the world step (`step_world`: forced waits, the 50-norm evaluation and the
+  episode's sanctions, physics with collisions and pushes, tasks, rewards,
+  turnover and entry),
+* the newcomer's DQN observation (`observe`, SPEC 10, flattened),
+
+with uniformly random newcomer actions (slot 0), K = 10, training-phase params
+on the cafe (200-step horizon, newcomer replaced), and the 50 norms mixed across
+the batch (env i gets norm i % 50).  Each timed call is a jit(vmap) of
+`--steps` steps scanned from a fresh reset; the reset is outside the timed
+region.  Compile time is excluded from throughput and reported separately.
+
+    python benchmarks/env_throughput.py --batches 1 64 1024 4096
+    python benchmarks/env_throughput.py --protocol      # also time normjax.protocol.evaluate
+
+Results: benchmarks/results/env_throughput.json and env_throughput.png.
+
+`--protocol`: when `normjax.protocol.evaluate` exists, the whole protocol run
+(50 norms x 6 test episodes = 300 episodes, each a fixed 100-step scan) is
+timed for a jittable policy (the norm-aware planner, `oracle_policy`), compile
+time separate (from `evaluate`'s own `timing` dict when it offers one).  When
+the module or function is missing the JSON says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import RESULTS, block, save, time_compiled  # noqa: E402
+from normjax import constants as C  # noqa: E402
+from normjax.env import community_actions, oracle_policy, phase_params  # noqa: E402
+from normjax.observation import observe  # noqa: E402
+from normjax.state import WorldConfig  # noqa: E402
+from normjax.world import reset_world, step_world  # noqa: E402
+
+CAPACITY = 10
+
+
+def batch_params(batch: int):
+    """Training-phase params on the cafe, norm i % 50 for env i."""
+    p = phase_params("train", 0, 0)
+    p = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + jnp.shape(x)), p)
+    return p.replace(norm_id=(jnp.arange(batch) % 50).astype(jnp.int32))
+
+
+@jax.jit
+def batch_reset(keys, params):
+    return jax.vmap(lambda k, p: reset_world(k, p, WorldConfig(capacity=CAPACITY)))(keys, params)
+
+
+def env_step(key, state, action, params):
+    """The full environment step seen by a learner: community + world + observation."""
+    k_comm, k_world = jax.random.split(key)
+    joint = community_actions(k_comm, state, params).astype(jnp.int32).at[0].set(action)
+    state, info = step_world(k_world, state, joint, params)
+    obs = observe(state, params).flat()
+    return obs, state, info.reward[0]
+
+
+def make_rollout(n_steps: int):
+    """jit(vmap) of n_steps full env steps with random newcomer actions."""
+
+    def one_env(key, state, params):
+        def body(carry, _):
+            state, key, acc = carry
+            key, ka, ks = jax.random.split(key, 3)
+            action = jax.random.randint(ka, (), 0, C.N_ACTIONS)
+            obs, state, r = env_step(ks, state, action, params)
+            # Consume the observation so it is not dead code.
+            return (state, key, acc + r + obs[0] * 0.0), None
+
+        (state, _, acc), _ = jax.lax.scan(body, (state, key, jnp.float32(0.0)), None, length=n_steps)
+        return acc, state.t
+
+    return jax.jit(jax.vmap(one_env))
+
+
+def bench_env(batches, steps_for):
+    rows = []
+    fns = {}
+    for batch in batches:
+        n_steps = steps_for(batch)
+        fn = fns.setdefault(n_steps, make_rollout(n_steps))
+        keys = jax.random.split(jax.random.PRNGKey(0), batch)
+        params = batch_params(batch)
+        state = block(batch_reset(keys, params))
+        run_keys = jax.random.split(jax.random.PRNGKey(1), batch)
+        t0 = time.perf_counter()
+        compile_s, run_s, _ = time_compiled(fn, run_keys, state, params, repeats=2)
+        total = time.perf_counter() - t0
+        sps = batch * n_steps / run_s
+        rows.append(dict(batch=batch, steps=n_steps, compile_s=round(compile_s, 3), run_s=round(run_s, 4),
+                         steps_per_s=round(sps, 1), us_per_env_step=round(1e6 / sps, 3),
+                         wall_s=round(total, 2)))
+        print(f"batch {batch:>6}  {sps:>12,.0f} env-steps/s  ({1e6 / sps:8.2f} us/env-step; "
+              f"{n_steps} steps in {run_s:.3f}s; compile {compile_s:.1f}s)", flush=True)
+    return rows
+
+
+def bench_protocol(repeats: int = 1):
+    """Time normjax.protocol.evaluate (300 episodes) for the oracle policy, if it exists.
+
+    When `evaluate` accepts a `timing` dict it reports its own compile / run
+    split (compile = lower + compile of the vmapped program, run = the 300
+    episodes); otherwise compile time is the first call minus the best later one.
+    """
+    try:
+        mod = importlib.import_module("normjax.protocol")
+    except ImportError as e:
+        return {"available": False, "reason": f"normjax.protocol not importable: {e}"}
+    evaluate = getattr(mod, "evaluate", None)
+    if evaluate is None:
+        return {"available": False, "reason": "normjax.protocol has no evaluate"}
+    params = inspect.signature(evaluate).parameters
+    kwargs = {"capacity": CAPACITY} if "capacity" in params else {}
+    has_timing = "timing" in params
+
+    def run_once():
+        timing = {}
+        extra = {"timing": timing} if has_timing else {}
+        t0 = time.perf_counter()
+        out = evaluate(oracle_policy, **kwargs, **extra)
+        return time.perf_counter() - t0, timing, out
+
+    first, timing, out = run_once()
+    result = {"available": True, "policy": "oracle_policy", "first_call_wall_s": round(first, 3)}
+    if has_timing and "compile_s" in timing:
+        result.update(
+            source="evaluate(timing=...)",
+            episodes=int(timing.get("n_episodes", 300)),
+            compile_s=round(timing["compile_s"], 3),
+            run_s=round(timing["run_s"], 3),
+        )
+    else:
+        later = min(run_once()[0] for _ in range(max(1, repeats)))
+        result.update(source="first call minus later call", episodes=300,
+                      compile_s=round(max(first - later, 0.0), 3), run_s=round(later, 3))
+    result["episodes_per_s"] = round(result["episodes"] / result["run_s"], 2)
+    result["env_steps_per_s_upper"] = round(result["episodes"] * 100 / result["run_s"], 1)
+    if isinstance(out, dict) and "seen" in out:
+        result["seen_overall"] = out["seen"].get("overall")
+        result["unseen_overall"] = out.get("unseen", {}).get("overall")
+    print(f"protocol ({result['episodes']} episodes, oracle): run {result['run_s']:.2f}s, "
+          f"compile {result['compile_s']:.1f}s", flush=True)
+    return result
+
+
+def plot(rows, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.loglog([r["batch"] for r in rows], [r["steps_per_s"] for r in rows], "o-", label="full env step")
+    for r in rows:
+        ax.annotate(f"{r['steps_per_s']:,.0f}", (r["batch"], r["steps_per_s"]), fontsize=7,
+                    textcoords="offset points", xytext=(4, -10))
+    ax.set_xlabel("batch (environments)")
+    ax.set_ylabel("env-steps / s")
+    ax.set_title("normjax full env step (community+world+obs), K=10", fontsize=10)
+    ax.legend()
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 64, 1024, 4096, 16384])
+    ap.add_argument("--steps", type=int, default=100, help="steps per timed rollout at small batches")
+    ap.add_argument("--max-env-steps", type=int, default=200_000,
+                    help="cap on batch x steps per timed call (large batches scan fewer steps)")
+    ap.add_argument("--protocol", action="store_true", help="also time normjax.protocol.evaluate")
+    ap.add_argument("--name", default="env_throughput", help="result file name (without extension)")
+    args = ap.parse_args(argv)
+
+    def steps_for(batch):
+        return max(5, min(args.steps, args.max_env_steps // batch))
+
+    rows = bench_env(args.batches, steps_for)
+    payload = {
+        "what": "full env step: community_actions + step_world (50 norms) + observe; random newcomer; "
+                "K=10; cafe; train-phase params; norms mixed (env i -> norm i % 50)",
+        "rows": rows,
+    }
+    if args.protocol:
+        payload["protocol"] = bench_protocol()
+    path = save(args.name, payload)
+    print(f"saved {path}")
+    try:
+        plot(rows, RESULTS / f"{args.name}.png")
+        print(f"saved {RESULTS / (args.name + '.png')}")
+    except Exception as e:  # plotting is optional; the JSON is the result
+        print(f"plot skipped: {e}")
+
+
+if __name__ == "__main__":
+    main()

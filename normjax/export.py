@@ -1,0 +1,515 @@
+"""Trajectory export (SPEC 11): one episode as a JSON Lines file readable without normjax.
+
+    rollout(key, layout_id, norm_id, phase, policy)  -> (states, infos, params)
+    trajectory_records(states, infos, params, header_info) -> [header, step, step, ...]
+    write_jsonl(path, records)
+    export_episode(norm, phase, seed, policy_name, out_path, frames_dir=None, layout=None)
+
+and the `normjax export` command (`add_export_parser`).
+
+Episodes (SPEC 9).  `rollout` runs the full environment in one jitted
+`lax.scan`: the scripted community (`normjax.env.community_actions`) drives
+slots 1..K-1 and a state policy `policy(key, state, params) -> action` drives
+slot 0 (the newcomer).
+
+* ``interaction``: the cafe (unless another layout is given), 200 steps, one
+  norm-blind background slot, the newcomer replaced when it finishes
+  (`phase_params('interaction', ...)`).
+* ``train``: as interaction, with every background agent norm-aware.
+* ``seen`` / ``unseen``: one test episode (<= 100 steps) on the cafe / on the
+  norm's unseen layout, built by `normjax.scenarios.build_test_episode` when
+  that module provides it; the export falls back to a plain test reset
+  (`reset_world` with `phase_params('test', ...)`, the newcomer's group set to
+  the requested one) when scenario construction is unavailable.  With the
+  scenarios module the community is the scenario's
+  (`scenario_community_actions`, holders released by `release_holds`) and the
+  keys are split exactly as in `normjax.protocol.run_episode`, so
+  `export_episode(..., episode=e)` writes the very episode the protocol scores.
+  The scan keeps a fixed length (the horizon); recording is cut on the host
+  after the step in which the newcomer exits.
+
+Decisions where SPEC 11 leaves room (documented here and in the issue note):
+
+* ``states`` returned by `rollout` has T + 1 entries: ``states[t]`` is the world
+  at the start of step t and ``states[T]`` the world after the last step.  Step
+  line t describes step t (``t`` is ``states[t].t``, the global index the norms
+  use).  Rendered frames ``frame_<t>.png`` show ``states[t]``; one extra frame
+  ``frame_<T>.png`` shows the final world.
+* An inactive slot carries no agent on that line: ``uid``, ``group``, ``leg``,
+  ``pos``, ``target``, ``next`` and ``goal`` are null, ``action`` is 4 (WAIT,
+  the effective action of an inactive slot), flags are false and ``reward`` 0.
+  An agent that enters during step t is first active on line t + 1.
+* ``goal`` is the goal of the agent's current leg (``leg`` at the start of the
+  step): goal 1's cell when it is a specified cell (the service cell for queue
+  tasks), the specified exit door's cell on leg 1, null for a free choice
+  (any chair, any cell of R, any door).
+* ``next`` is null for an agent that exited during the step (its ``target`` is
+  the door cell and the extra field ``exited`` is true).
+* ``reward`` is rounded to 6 decimals (the world computes float32).
+* ``seed`` is the integer seed of the episode key ``jax.random.PRNGKey(seed)``.
+  By default it is the seed given to `export_episode` and a test newcomer's
+  group is ``seed % 3``; with ``episode`` it is the protocol's episode seed
+  (SPEC 9: base seed s for interaction, s+1..s+3 seen, s+4..s+6 unseen) and the
+  group is the protocol's (header fields ``protocol_seed``, ``episode``,
+  ``newcomer_group``).
+* Extra fields: header ``policy``, ``newcomer_group``, ``max_steps``,
+  ``n_steps``, ``action_names``, ``group_names``, ``scenario`` (how the test
+  episode was built), ``norm.description`` / ``condition`` / ``held_out``,
+  ``cells.counter`` and ``cells.door_inward``; per agent ``action_name``,
+  ``role`` (newcomer / aware / blind), ``exited``, ``goals_completed`` and
+  ``forced_wait`` (a service WAIT).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from normjax import constants as C
+from normjax.env import STATE_POLICIES, community_actions, phase_params
+from normjax.layout import LAYOUTS, QUEUE_NAMES, load_layout
+from normjax.norms import NORMS, QUEUE_IDS, get_norm
+from normjax.state import ANY_DOOR, GOAL_CELL, ROLE_AWARE, ROLE_BLIND, ROLE_NEWCOMER, WorldConfig
+from normjax.world import reset_world, step_world
+
+FORMAT = "normjax.trajectory/1"
+EXPORT_PHASES = ("interaction", "seen", "unseen", "train")
+INTERACTION_STEPS = 200
+TEST_STEPS = 100
+ROLE_NAMES = {ROLE_NEWCOMER: "newcomer", ROLE_AWARE: "aware", ROLE_BLIND: "blind"}
+POLICIES: dict[str, Callable] = dict(STATE_POLICIES)
+
+
+# ---------------------------------------------------------------------------
+# Rollout
+# ---------------------------------------------------------------------------
+
+
+@functools.partial(jax.jit, static_argnames=("policy", "steps", "scenario"))
+def _scan(key, state, params, policy, steps, scenario=False):
+    """`steps` environment steps; returns (states [steps + 1], infos [steps]).
+
+    Key use per step matches `normjax.protocol.run_episode` (community, policy,
+    world = split(k, 3)); with `scenario` the community is the test scenario's
+    (`scenarios.scenario_community_actions`, holders) and holders are released
+    after each step (`scenarios.release_holds`), as in the protocol.
+    """
+    if scenario:
+        from normjax.scenarios import release_holds, scenario_community_actions
+
+        comm = scenario_community_actions
+    else:
+        comm, release_holds = community_actions, None
+
+    def body(state, k):
+        k_comm, k_pol, k_world = jax.random.split(k, 3)
+        joint = comm(k_comm, state, params)
+        a0 = jnp.asarray(policy(k_pol, state, params), jnp.int32)
+        joint = joint.astype(jnp.int32).at[0].set(a0)
+        new, info = step_world(k_world, state, joint, params)
+        if scenario:
+            new = release_holds(new, params)
+        return new, (state, info)
+
+    final, (states, infos) = jax.lax.scan(body, state, jax.random.split(key, steps))
+    states = jax.tree.map(lambda s, f: jnp.concatenate([s, f[None]], axis=0), states, final)
+    return states, infos
+
+
+def _scenarios():
+    """The `normjax.scenarios` module if it provides `build_test_episode`, else None."""
+    try:
+        mod = importlib.import_module("normjax.scenarios")
+    except ImportError:
+        return None
+    return mod if hasattr(mod, "build_test_episode") else None
+
+
+def _set_newcomer_group(state, group):
+    ag = state.agents
+    return state.replace(agents=ag.replace(group=ag.group.at[0].set(jnp.int32(group))))
+
+
+def _test_start(key, layout_id: int, norm_id: int, group: int, capacity: int):
+    """(state, params, how) of a test episode's start (SPEC 9)."""
+    mod = _scenarios()
+    cfg = WorldConfig(capacity=capacity)
+    if mod is not None:
+        out = mod.build_test_episode(key, layout_id, norm_id, group, cfg)
+        if isinstance(out, tuple) and len(out) == 2:
+            state, params = out
+        else:
+            state, params = out, phase_params("test", layout_id, norm_id)
+        return state, params, "scenarios.build_test_episode"
+    params = phase_params("test", layout_id, norm_id)
+    state = reset_world(key, params, cfg)
+    return _set_newcomer_group(state, group), params, "plain_test_reset"
+
+
+def _start(key, layout_id, norm_id, phase, capacity, newcomer_group):
+    if phase in ("interaction", "train"):
+        params = phase_params(phase, layout_id, norm_id)
+        return reset_world(key, params, WorldConfig(capacity=capacity)), params, "reset_world"
+    if phase in ("seen", "unseen"):
+        group = 0 if newcomer_group is None else int(newcomer_group)
+        return _test_start(key, layout_id, norm_id, group, capacity)
+    raise ValueError(f"unknown phase {phase!r}; valid: {', '.join(EXPORT_PHASES)}")
+
+
+def rollout(key, layout_id, norm_id, phase, policy, capacity=10, steps=None, newcomer_group=None,
+            return_scenario=False):
+    """Simulate one episode of the full environment (SPEC 9).
+
+    `policy(key, state, params) -> action` drives slot 0 (a jittable function;
+    `normjax.env.oracle_policy`, `blind_policy`, `random_policy`, or a name of
+    `POLICIES`).  Returns (states, infos, params): `states` is the time-stacked
+    WorldState with T + 1 entries (start of each step, then the final world),
+    `infos` the time-stacked StepInfo with T entries.  T is `steps` (default
+    200 for interaction / train, 100 for tests), cut for test phases after the
+    step in which the newcomer exits.  With `return_scenario` a fourth value
+    says how the start state was built.
+    """
+    if isinstance(policy, str):
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r}; valid: {', '.join(POLICIES)}")
+        policy = POLICIES[policy]
+    WorldConfig(capacity=capacity)
+    k_reset, k_run = jax.random.split(key)
+    state, params, how = _start(k_reset, int(layout_id), int(norm_id), phase, capacity, newcomer_group)
+    if steps is None:
+        steps = int(params.max_steps)
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    # The scenario community equals `community_actions` outside test scenarios
+    # (no holders there), so every phase uses it when available: one compiled
+    # scan serves interaction and test exports alike.
+    scenario = hasattr(_scenarios(), "release_holds")
+    states, infos = _scan(k_run, state, params, policy, int(steps), scenario)
+    n = int(steps)
+    if phase in ("seen", "unseen"):
+        exited = np.asarray(infos.exited[:, 0])
+        if exited.any():
+            n = int(np.argmax(exited)) + 1
+    if n < steps:
+        states = jax.tree.map(lambda x: x[: n + 1], states)
+        infos = jax.tree.map(lambda x: x[:n], infos)
+    if return_scenario:
+        return states, infos, params, how
+    return states, infos, params
+
+
+# ---------------------------------------------------------------------------
+# Records (SPEC 11)
+# ---------------------------------------------------------------------------
+
+
+def _cell(x) -> list[int]:
+    return [int(x[0]), int(x[1])]
+
+
+def _cells(xs) -> list[list[int]]:
+    return [_cell(x) for x in np.asarray(xs).reshape(-1, 2)]
+
+
+def layout_cells(layout_name: str, norm_id: int | None) -> dict:
+    """The header's `cells` object of a layout (SPEC 11); `queue_path` needs a queue norm."""
+    lay = load_layout(layout_name)
+    chairs = np.asarray(lay.chairs)
+    regions = {
+        name: _cells([c for c in chairs if int(lay.region[c[0], c[1]]) == i])
+        for i, name in enumerate(C.REGION_NAMES)
+    }
+    queue_path = None
+    if norm_id is not None and int(norm_id) in QUEUE_IDS:
+        queue_path = _cells(lay.queue_path(QUEUE_NAMES[int(norm_id) - QUEUE_IDS.start]))
+    ring = [
+        {"cell": [int(r), int(c)], "cw": [int(lay.cw[r, c, 0]), int(lay.cw[r, c, 1])]}
+        for r, c in np.argwhere(lay.ring)
+    ]
+    return {
+        "doors": {name: _cell(lay.doors[i]) for i, name in enumerate(C.DOOR_NAMES)},
+        "chairs": _cells(chairs),
+        "regions": regions,
+        "Q": _cells(np.argwhere(lay.zone_q)),
+        "R": _cells(np.argwhere(lay.zone_r)),
+        "service": _cell(lay.service),
+        "queue_path": queue_path,
+        "ring": ring,
+        "seat_order": {"l2r": _cells(lay.seat_order[0]), "r2l": _cells(lay.seat_order[1])},
+        "counter": _cell(lay.counter),
+        "door_inward": {name: _cell(lay.door_inward[i]) for i, name in enumerate(C.DOOR_NAMES)},
+    }
+
+
+def _norm_object(norm_id: int):
+    if norm_id < 0:
+        return None
+    n = NORMS[norm_id]
+    return {
+        "id": n.id,
+        "name": n.name,
+        "family": n.family,
+        "description": n.description,
+        "condition": n.condition,
+        "held_out": bool(n.held_out),
+    }
+
+
+def header_record(params, header_info: dict, capacity: int, n_steps: int) -> dict:
+    """Line 1 of a trajectory file (SPEC 11)."""
+    layout_name = LAYOUTS[int(params.layout_id)]
+    nid = int(params.norm_id)
+    lay = load_layout(layout_name)
+    header = {
+        "format": FORMAT,
+        "layout": layout_name,
+        "grid": list(lay.grid),
+        "norm": _norm_object(nid),
+        "seed": header_info.get("seed"),
+        "phase": header_info.get("phase"),
+        "capacity": int(capacity),
+        "cells": layout_cells(layout_name, nid if nid >= 0 else None),
+        "max_steps": int(params.max_steps),
+        "n_steps": int(n_steps),
+        "action_names": list(C.ACTION_NAMES),
+        "group_names": list(C.GROUP_NAMES),
+    }
+    for k, v in header_info.items():
+        if k not in header:
+            header[k] = v
+    return header
+
+
+def trajectory_records(states, infos, params, header_info: dict) -> list[dict]:
+    """Header and one record per step (SPEC 11) from a rollout's arrays.
+
+    `states` holds at least T entries (the start of each step; a final extra
+    entry is ignored), `infos` T entries.  `header_info` gives `seed`, `phase`
+    and any extra header fields (e.g. `policy`).
+    """
+    to_np = lambda tree: jax.tree.map(np.asarray, tree)  # noqa: E731
+    st, inf = to_np(states), to_np(infos)
+    n_steps, capacity = inf.active.shape
+    layout_name = LAYOUTS[int(params.layout_id)]
+    doors = np.asarray(load_layout(layout_name).doors)
+    ag = st.agents
+    records = [header_record(params, header_info, capacity, n_steps)]
+    for t in range(n_steps):
+        agents = []
+        for k in range(capacity):
+            active = bool(inf.active[t, k])
+            rec: dict[str, Any] = {"slot": k, "active": active}
+            if not active:
+                rec.update(
+                    uid=None, group=None, pos=None, action=int(C.WAIT), action_name="WAIT",
+                    target=None, next=None, displaced=False, collided=False, sanctioned=False,
+                    leg=None, goal=None, reward=0.0, role=ROLE_NAMES[int(ag.role[t, k])],
+                    exited=False, goals_completed=0, forced_wait=False,
+                )
+                agents.append(rec)
+                continue
+            leg = int(ag.leg[t, k])
+            if leg == 0:
+                goal = _cell(ag.goal_cell[t, k]) if int(ag.goal_kind[t, k]) == GOAL_CELL else None
+            else:
+                door = int(ag.exit_door[t, k])
+                goal = None if door == ANY_DOOR else _cell(doors[door])
+            exited = bool(inf.exited[t, k])
+            action = int(inf.action[t, k])
+            rec.update(
+                uid=int(inf.uid[t, k]),
+                group=int(ag.group[t, k]),
+                pos=_cell(inf.pos[t, k]),
+                action=action,
+                action_name=C.ACTION_NAMES[action],
+                target=_cell(inf.target[t, k]),
+                next=None if exited else _cell(inf.next_pos[t, k]),
+                displaced=bool(inf.displaced[t, k]),
+                collided=bool(inf.collided[t, k]),
+                sanctioned=bool(inf.sanctioned[t, k]),
+                leg=leg,
+                goal=goal,
+                reward=round(float(inf.reward[t, k]), 6),
+                role=ROLE_NAMES[int(ag.role[t, k])],
+                exited=exited,
+                goals_completed=int(inf.goals_completed[t, k]),
+                forced_wait=bool(inf.forced_wait[t, k]),
+            )
+            agents.append(rec)
+        records.append({"t": int(st.t[t]), "agents": agents})
+    return records
+
+
+def write_jsonl(path, records) -> Path:
+    """One JSON object per line (standard-library `json`, no NaN)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for rec in records:
+            f.write(json.dumps(rec, separators=(",", ":"), allow_nan=False))
+            f.write("\n")
+    return path
+
+
+def read_jsonl(path) -> list[dict]:
+    """The records of a trajectory file (standard-library `json`)."""
+    with Path(path).open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def write_frames(states, params, frames_dir, cell_px: int = 32) -> list[Path]:
+    """PNG frames named by step (`frame_000.png`, ...) of a time-stacked state."""
+    from normjax.render import render_rollout, save_png
+
+    frames = np.asarray(render_rollout(states, params, cell_px=cell_px))
+    width = max(3, len(str(len(frames) - 1)))
+    out = Path(frames_dir)
+    return [save_png(f, out / f"frame_{t:0{width}d}.png") for t, f in enumerate(frames)]
+
+
+# ---------------------------------------------------------------------------
+# End to end
+# ---------------------------------------------------------------------------
+
+
+def resolve_layout(norm, phase: str, layout: str | None) -> str:
+    """The layout of an export: given, else the cafe, or the norm's unseen layout."""
+    if layout is not None:
+        if layout not in LAYOUTS:
+            raise ValueError(f"unknown layout {layout!r}; valid layouts: {', '.join(LAYOUTS)}")
+        return layout
+    if phase == "unseen":
+        if norm is None:
+            raise ValueError("the unseen phase needs a norm (or an explicit layout)")
+        return norm.unseen_layout
+    return "cafe"
+
+
+def protocol_episode(norm_id: int, phase: str, episode: int, seed: int = 0) -> tuple[int, int | None]:
+    """(key seed, newcomer group) of the protocol's episode (SPEC 9 seeds).
+
+    Interaction uses the norm's base seed s; seen episode e uses s + 1 + e and
+    unseen episode e uses s + 4 + e, with the group order of
+    `normjax.scenarios.group_orders` (`seed` shifts the base seed as in
+    `normjax.protocol.evaluate`).  Needs `normjax.scenarios`.
+    """
+    mod = importlib.import_module("normjax.scenarios")
+    if phase in ("interaction", "train"):
+        return mod.base_seed(norm_id, seed), None
+    if not 0 <= int(episode) < 3:
+        raise ValueError(f"episode must be 0, 1 or 2, got {episode!r}")
+    return mod.episode_seeds(norm_id, seed)[phase][episode], mod.group_orders(norm_id, seed)[phase][episode]
+
+
+def export_episode(norm, phase: str, seed: int, policy_name: str, out_path, frames_dir=None,
+                   layout: str | None = None, capacity: int = 10, newcomer_group: int | None = None,
+                   steps: int | None = None, cell_px: int = 32, episode: int | None = None) -> dict:
+    """Simulate one episode and write it as SPEC 11 JSON Lines (and PNG frames).
+
+    `norm` is a norm name or id (None / "none" for no norm); names and values
+    are validated before anything is traced.  By default the episode key is
+    `PRNGKey(seed)` and a test newcomer's group is `seed % 3` (or
+    `newcomer_group`).  With `episode` (0..2) the episode is the protocol's
+    own (`protocol_episode`: `seed` is then the protocol seed, 0 = canonical),
+    so an exported seen / unseen episode is the one `normjax.protocol.evaluate`
+    scores.  Returns a small summary dict.
+    """
+    spec = None if norm is None or norm == "none" else get_norm(norm)
+    if phase not in EXPORT_PHASES:
+        raise ValueError(f"unknown phase {phase!r}; valid: {', '.join(EXPORT_PHASES)}")
+    if policy_name not in POLICIES:
+        raise ValueError(f"unknown policy {policy_name!r}; valid: {', '.join(POLICIES)}")
+    layout_name = resolve_layout(spec, phase, layout)
+    WorldConfig(capacity=capacity)
+    key_seed, group = int(seed), None
+    info: dict[str, Any] = {}
+    if episode is not None:
+        if spec is None:
+            raise ValueError("--episode (protocol seeds) needs a norm")
+        key_seed, group = protocol_episode(spec.id, phase, int(episode), int(seed))
+        info.update(protocol_seed=int(seed), episode=int(episode))
+    if phase in ("seen", "unseen"):
+        if newcomer_group is not None:
+            group = int(newcomer_group)
+        elif group is None:
+            group = key_seed % C.N_GROUPS
+        if not 0 <= group < C.N_GROUPS:
+            raise ValueError(f"newcomer_group must be in 0..2, got {newcomer_group!r}")
+    states, infos, params, how = rollout(
+        jax.random.PRNGKey(key_seed), LAYOUTS.index(layout_name), -1 if spec is None else spec.id,
+        phase, POLICIES[policy_name], capacity=capacity, steps=steps, newcomer_group=group,
+        return_scenario=True,
+    )
+    info = {"seed": key_seed, "phase": phase, "policy": policy_name, "scenario": how, **info}
+    if group is not None:
+        info["newcomer_group"] = group
+    records = trajectory_records(states, infos, params, info)
+    path = write_jsonl(out_path, records)
+    frames = write_frames(states, params, frames_dir, cell_px) if frames_dir is not None else []
+    return {
+        "out": str(path),
+        "layout": layout_name,
+        "norm": None if spec is None else spec.name,
+        "phase": phase,
+        "seed": key_seed,
+        "newcomer_group": group,
+        "policy": policy_name,
+        "steps": len(records) - 1,
+        "newcomer_exited": bool(np.asarray(infos.exited[:, 0]).any()),
+        "newcomer_goals": int(np.asarray(infos.goals_completed[:, 0]).sum()),
+        "newcomer_sanctions": int(np.asarray(infos.sanctioned[:, 0]).sum()),
+        "sanctions": int(np.asarray(infos.sanctioned).sum()),
+        "collisions": int(np.asarray(infos.collided).sum()),
+        "frames": len(frames),
+        "scenario": how,
+    }
+
+
+# ---------------------------------------------------------------------------
+# CLI
+# ---------------------------------------------------------------------------
+
+
+def cmd_export(args) -> int:
+    summary = export_episode(
+        args.norm, args.phase, args.seed, args.policy, args.out, frames_dir=args.frames,
+        layout=args.layout, capacity=args.capacity, newcomer_group=args.group,
+        steps=args.steps, cell_px=args.cell_px, episode=args.episode,
+    )
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def add_export_parser(subparsers):
+    """Add `export` to an argparse subparsers object (the lead hooks it into the CLI)."""
+    e = subparsers.add_parser("export", help="write one episode as SPEC 11 JSON Lines")
+    e.add_argument("--norm", required=True, help="norm name (see normjax.norms.NORM_NAMES), or 'none'")
+    e.add_argument("--phase", choices=("interaction", "seen", "unseen"), default="interaction")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--policy", choices=tuple(POLICIES), default="oracle")
+    e.add_argument("--out", required=True, help="output .jsonl file")
+    e.add_argument("--frames", default=None, help="directory for PNG frames (frame_000.png, ...)")
+    e.add_argument("--layout", default=None, help="override the phase's layout")
+    e.add_argument("--capacity", type=int, default=10, choices=C.CAPACITIES)
+    e.add_argument("--group", type=int, default=None, choices=(0, 1, 2),
+                   help="newcomer group in test phases (default: seed %% 3)")
+    e.add_argument("--episode", type=int, default=None, choices=(0, 1, 2),
+                   help="export the protocol's episode (SPEC 9 seeds: --seed is then the protocol seed)")
+    e.add_argument("--steps", type=int, default=None, help="override the episode length")
+    e.add_argument("--cell-px", type=int, default=32)
+    e.set_defaults(fn=cmd_export)
+    return e
+
+
+__all__ = [
+    "FORMAT", "EXPORT_PHASES", "POLICIES", "rollout", "trajectory_records", "header_record",
+    "layout_cells", "protocol_episode", "write_jsonl", "read_jsonl", "write_frames", "export_episode",
+    "add_export_parser", "cmd_export",
+]
