@@ -1,7 +1,11 @@
 """The `normjax` command line.
 
-    normjax rollout --layout cafe --norm forbidden_zone_q --steps 60 --gif out.gif
-    normjax render  --layout bank --out bank.png
+    normjax train    --config configs/cpu_default [key=value ...] [--out runs/NAME]
+    normjax report   runs/NAME
+    normjax evaluate --policy oracle --out oracle.json
+    normjax export   --norm bend_right_1 --phase seen --seed 0 --policy blind --out ep.jsonl
+    normjax rollout  --layout cafe --norm forbidden_zone_q --steps 60 --gif out.gif
+    normjax render   --layout bank --out bank.png
 
 Names are checked before anything is traced, and an unknown layout or norm
 lists the valid ones.
@@ -86,6 +90,30 @@ def cmd_render(args) -> int:
     return 0
 
 
+def cmd_train(args) -> int:
+    from train.config import load_config
+
+    config = load_config(args.config, args.overrides)  # validated before anything compiles
+    if args.distributed:
+        import jax
+
+        jax.distributed.initialize()
+    from train.report import report
+    from train.run import train_population
+
+    out = Path(args.out) if args.out else Path("runs") / config.name
+    result = train_population(config, out, resume=not args.no_resume, progress=not args.no_progress)
+    print(report(out))
+    return 0 if "results" in result or "stopped_at" in result else 1
+
+
+def cmd_report(args) -> int:
+    from train.report import report
+
+    print(report(args.run_dir))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="normjax", description="NormGym in JAX")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -109,6 +137,24 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--cell-px", type=int, default=40)
     d.add_argument("--out", default="frame.png")
     d.set_defaults(fn=cmd_render)
+    t = sub.add_parser("train", help="train a DQN population (SPEC 10), then run the final tests")
+    t.add_argument("--config", required=True, help="a JSON file in configs/ (suffix optional)")
+    t.add_argument("overrides", nargs="*", help="key=value config overrides")
+    t.add_argument("--out", default=None, help="run directory (default runs/<config name>)")
+    t.add_argument("--no-resume", action="store_true", help="ignore existing checkpoints")
+    t.add_argument("--no-progress", action="store_true")
+    t.add_argument("--distributed", action="store_true", help="call jax.distributed.initialize() first")
+    t.set_defaults(fn=cmd_train)
+
+    rp = sub.add_parser("report", help="tables and figures of a training run")
+    rp.add_argument("run_dir")
+    rp.set_defaults(fn=cmd_report)
+
+    from normjax.export import add_export_parser
+    from normjax.protocol_cli import add_evaluate_parser
+
+    add_evaluate_parser(sub)
+    add_export_parser(sub)
     return ap
 
 

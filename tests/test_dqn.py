@@ -1,0 +1,148 @@
+"""DQN mechanics (SPEC 10): TD target, target copies, epsilon, learning starts,
+replay wrap-around, truncation bootstrapping, config validation."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from agents.networks import action_mask, epsilon_greedy, functional, masked_argmax
+from train import replay as rp
+from train.config import DQNConfig, load_config, make_config
+from train.dqn import epsilon_at, make_train, td_loss
+
+TINY = dict(norms=("forbidden_zone_q", "bend_right_1"), total_steps=800, buffer_size=400,
+            learning_starts=100, target_update=200, validation_at=(400, 800), progress_every=200)
+
+
+def test_td_target_uses_masked_max_and_bootstraps_on_truncation():
+    # A "network" that returns fixed Q-values: obs[..., :5] (mask in the last 5).
+    apply = lambda params, obs: obs[..., :5] * params  # noqa: E731
+    obs = jnp.zeros((2, 20)).at[:, :5].set(jnp.array([1.0, 2.0, 3.0, 4.0, 5.0])).at[:, -5:].set(1.0)
+    next_obs = jnp.zeros((2, 20)).at[:, :5].set(jnp.array([10.0, 0.0, 0.0, 0.0, 99.0]))
+    next_obs = next_obs.at[:, -5:].set(jnp.array([1.0, 1.0, 1.0, 1.0, 0.0]))  # action 4 impossible
+    batch = {"obs": obs, "action": jnp.array([1, 3]), "reward": jnp.array([1.0, -1.0]),
+             "next_obs": next_obs, "terminated": jnp.array([0.0, 1.0])}
+    loss, _ = td_loss(apply, 1.0, 1.0, batch, gamma=0.5)
+    # run 0: target 1 + 0.5 * 10 (masked max ignores 99) = 6; q = 2 -> huber(4) = 3.5
+    # run 1: terminated: target -1; q = 4 -> huber(5) = 4.5
+    assert float(loss) == pytest.approx((3.5 + 4.5) / 2)
+    assert float(optax.huber_loss(2.0, 6.0)) == pytest.approx(3.5)
+
+
+def test_epsilon_schedule():
+    cfg = DQNConfig(**TINY)
+    t = cfg.total_steps
+    assert float(epsilon_at(cfg, 0)) == pytest.approx(1.0)
+    assert float(epsilon_at(cfg, int(0.15 * t))) == pytest.approx(0.525, abs=1e-3)
+    assert float(epsilon_at(cfg, int(0.3 * t))) == pytest.approx(0.05)
+    assert float(epsilon_at(cfg, t)) == pytest.approx(0.05)
+
+
+def test_greedy_is_masked_and_exploration_covers_all_actions():
+    q = jnp.array([5.0, 1.0, 0.0, 0.0, 0.0])
+    mask = jnp.array([False, True, True, True, True])
+    assert int(masked_argmax(q, mask)) == 1
+    acts = jax.vmap(lambda k: epsilon_greedy(k, q, mask, 1.0))(jax.random.split(jax.random.PRNGKey(0), 500))
+    assert set(np.asarray(acts).tolist()) == {0, 1, 2, 3, 4}
+    obs = jnp.zeros(585).at[-5:].set(jnp.array([1, 0, 1, 0, 1.0]))
+    assert np.asarray(action_mask(obs)).tolist() == [True, False, True, False, True]
+
+
+def test_replay_wraps_around():
+    rb = rp.init(runs=2, capacity=8, obs_size=3)
+    for i in range(3):  # 3 blocks of 4 = 12 > 8
+        block = jnp.full((2, 4), i, jnp.int32)
+        rb = rp.add_block(rb, obs=jnp.zeros((2, 4, 3)), action=block, reward=block.astype(jnp.float32),
+                          next_obs=jnp.zeros((2, 4, 3)), terminated=jnp.zeros((2, 4)))
+    assert int(rb.size) == 8 and int(rb.index) == 4
+    # the oldest block (0) was overwritten by block 2
+    assert np.asarray(rb.action[0]).tolist() == [2, 2, 2, 2, 1, 1, 1, 1]
+    batch = rp.sample(rb, jax.random.split(jax.random.PRNGKey(0), 2), 64)
+    assert set(np.asarray(batch["action"]).ravel().tolist()) <= {1, 2}
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    cfg = DQNConfig(**TINY)
+    tr = make_train(cfg)
+    # One compiled block of 5 chunks (20 transitions per run), reused everywhere.
+    block = jax.jit(lambda c, s: tr.run_chunks(c, s, 5))
+
+    def run(carry, specs, n_chunks):
+        assert n_chunks % 5 == 0
+        for _ in range(n_chunks // 5):
+            carry = block(carry, specs)
+        return carry
+
+    return cfg, tr, run
+
+
+def test_learning_starts_and_target_copies_on_schedule(tiny):
+    cfg, tr, run = tiny
+    carry = tr.init_population(jax.random.PRNGKey(0))
+    q0 = carry[0].q_params
+    carry = run(carry, tr.specs, 20)  # 80 transitions < learning_starts = 100
+    same = jax.tree.map(lambda a, b: bool(jnp.array_equal(a, b)), q0, carry[0].q_params)
+    assert all(jax.tree.leaves(same)), "parameters changed before learning starts"
+    carry = run(carry, tr.specs, 30)  # 200 transitions: updates ran, and a copy at 200
+    r = carry[0]
+    assert int(r.step[0]) == 200
+    assert not all(jax.tree.leaves(jax.tree.map(lambda a, b: bool(jnp.array_equal(a, b)), q0, r.q_params)))
+    assert all(jax.tree.leaves(jax.tree.map(lambda a, b: bool(jnp.array_equal(a, b)), r.q_params, r.target_params)))
+    carry = run(carry, tr.specs, 5)  # 220: more updates, no copy
+    r = carry[0]
+    assert not all(jax.tree.leaves(jax.tree.map(lambda a, b: bool(jnp.array_equal(a, b)), r.q_params, r.target_params)))
+
+
+def test_truncation_keeps_bootstrapping_and_stores_final_obs(tiny):
+    cfg, tr, run = tiny
+    carry = tr.init_population(jax.random.PRNGKey(1))
+    carry = run(carry, tr.specs, 60)  # 240 transitions: crosses the 200-step time limit
+    runners, rb = carry
+    assert int(runners.episode[0]) == 1  # a new episode started
+    assert float(rb.terminated.sum()) == 0.0  # time-limit cuts never stop bootstrapping
+    # transition 199 (the last of episode 0) stores the final observation: 0% budget left
+    budget_left = np.asarray(rb.next_obs[:, 199, 495 + 12])
+    assert np.allclose(budget_left, 0.0)
+    # and transition 200 starts from the reset observation: full budget left
+    assert np.allclose(np.asarray(rb.obs[:, 200, 495 + 12]), 1.0)
+
+
+def test_every_run_has_its_own_key_and_seed_block(tiny):
+    cfg, tr, run = tiny
+    runners, _ = tr.init_population(jax.random.PRNGKey(0))
+    keys = np.asarray(runners.key)
+    assert len({tuple(k) for k in keys}) == keys.shape[0]
+    assert [r["seed_base"] for r in tr.rows] == [10**6 + 10**5 * 0, 10**6 + 10**5 * 23]
+
+
+def test_config_errors_name_the_bad_value():
+    with pytest.raises(ValueError, match="unknown config key.*lr.*valid keys"):
+        make_config({"lr": 1e-3})
+    with pytest.raises(ValueError, match="arch='transformer'.*mlp, cnn"):
+        make_config({"arch": "transformer"})
+    with pytest.raises(ValueError, match="unknown norm 'queue_jumping'"):
+        make_config({"norms": ["queue_jumping"]})
+    with pytest.raises(ValueError, match="reward_conditions='sparse'"):
+        make_config({"reward_conditions": ["sparse"]})
+    with pytest.raises(ValueError, match="does not exist"):
+        load_config("configs/no_such_config")
+    cfg = load_config("configs/cpu_default", ["total_steps=40000", "arch=cnn"])
+    assert cfg.total_steps == 40000 and cfg.arch == "cnn"
+
+
+def test_networks_have_the_paper_shapes():
+    init, apply = functional("mlp", 585)
+    p = init(jax.random.PRNGKey(0))
+    kernels = sorted(x.shape for x in jax.tree.leaves(p) if x.ndim == 2)
+    assert kernels == sorted([(585, 64), (64, 64), (64, 5)])
+    init, apply = functional("cnn", 585)
+    p = init(jax.random.PRNGKey(0))
+    shapes = sorted(x.shape for x in jax.tree.leaves(p) if x.ndim >= 2)
+    assert (3, 3, 3, 16) in shapes and (3, 3, 16, 32) in shapes
+    assert (32 * 11 * 15 + 90, 256) in shapes and (256, 64) in shapes
+    assert apply(p, jnp.ones((7, 585))).shape == (7, 5)

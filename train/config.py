@@ -1,0 +1,136 @@
+"""DQN configuration (SPEC 10, paper A14): every hyperparameter as data.
+
+Configs are JSON files in `configs/`; `load_config(path, overrides)` reads one,
+applies `key=value` overrides, and validates everything before anything is
+traced: an unknown key, a bad value or a norm name that does not exist is an
+error naming it and the allowed values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from normjax.layout import LAYOUTS
+from normjax.norms import NORMS, get_norm
+from normjax.state import REWARD_CONDITIONS
+from agents.networks import ARCHITECTURES
+
+PAPER_VALIDATION = (100_000, 250_000, 500_000, 750_000, 1_000_000)
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNConfig:
+    name: str = "dqn"
+    arch: str = "mlp"  # mlp | cnn
+    reward_conditions: tuple[str, ...] = ("sparse_penalty",)
+    norms: tuple[str, ...] = ("all",)  # norm names, or ("all",)
+    seeds_per_norm: int = 1
+    total_steps: int = 1_000_000  # transitions per run
+    buffer_size: int = 100_000
+    learning_starts: int = 1_000
+    batch_size: int = 32
+    train_freq: int = 4
+    target_update: int = 10_000
+    learning_rate: float = 1e-4
+    gamma: float = 0.99
+    max_grad_norm: float = 10.0
+    eps_start: float = 1.0
+    eps_end: float = 0.05
+    eps_fraction: float = 0.3
+    episode_steps: int = 200
+    capacity: int = 10
+    layout: str = "cafe"
+    validation_at: tuple[int, ...] = PAPER_VALIDATION
+    seed: int = 0
+    progress_every: int = 5_000  # transitions between progress-bar updates
+
+    def __post_init__(self):
+        def bad(field, value, allowed):
+            raise ValueError(f"config {field}={value!r} is invalid; allowed: {allowed}")
+
+        if self.arch not in ARCHITECTURES:
+            bad("arch", self.arch, ", ".join(ARCHITECTURES))
+        for rc in self.reward_conditions:
+            if rc not in REWARD_CONDITIONS:
+                bad("reward_conditions", rc, ", ".join(REWARD_CONDITIONS))
+        if self.layout not in LAYOUTS:
+            bad("layout", self.layout, ", ".join(LAYOUTS))
+        if tuple(self.norms) != ("all",):
+            for n in self.norms:
+                get_norm(n)  # raises, listing the valid names
+        if self.capacity not in (6, 8, 10):
+            bad("capacity", self.capacity, "6, 8, 10")
+        for field in ("total_steps", "buffer_size", "batch_size", "train_freq", "target_update",
+                      "episode_steps", "seeds_per_norm", "progress_every"):
+            if int(getattr(self, field)) < 1:
+                bad(field, getattr(self, field), "a positive integer")
+        if self.learning_starts < 0 or self.learning_starts > self.total_steps:
+            bad("learning_starts", self.learning_starts, f"0..total_steps ({self.total_steps})")
+        if self.target_update % self.train_freq:
+            bad("target_update", self.target_update, f"a multiple of train_freq ({self.train_freq})")
+        if self.buffer_size % self.train_freq:
+            bad("buffer_size", self.buffer_size, f"a multiple of train_freq ({self.train_freq})")
+        if self.episode_steps % self.train_freq:
+            bad("episode_steps", self.episode_steps, f"a multiple of train_freq ({self.train_freq})")
+        if self.total_steps % self.train_freq:
+            bad("total_steps", self.total_steps, f"a multiple of train_freq ({self.train_freq})")
+        if not 0 < self.gamma <= 1:
+            bad("gamma", self.gamma, "0 < gamma <= 1")
+        if not 0 <= self.eps_end <= self.eps_start <= 1 or not 0 < self.eps_fraction <= 1:
+            bad("eps_*", (self.eps_start, self.eps_end, self.eps_fraction), "0 <= end <= start <= 1, 0 < fraction <= 1")
+        for v in self.validation_at:
+            if v % self.train_freq or not 0 < v <= self.total_steps:
+                bad("validation_at", v, f"multiples of train_freq in 1..total_steps ({self.total_steps})")
+
+    @property
+    def norm_ids(self) -> tuple[int, ...]:
+        if tuple(self.norms) == ("all",):
+            return tuple(range(len(NORMS)))
+        return tuple(get_norm(n).id for n in self.norms)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+_TUPLES = {f.name for f in dataclasses.fields(DQNConfig) if str(f.type).startswith("tuple")}
+
+
+def _coerce(field: str, raw, current):
+    if field in _TUPLES:
+        items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
+        conv = int if field == "validation_at" else str
+        return tuple(conv(x) for x in items if str(x) != "")
+    if isinstance(raw, str) and not isinstance(current, str):
+        try:
+            return type(current)(float(raw)) if isinstance(current, int) and "e" in raw.lower() else type(current)(raw)
+        except ValueError:
+            raise ValueError(f"config {field}={raw!r}: expected {type(current).__name__}") from None
+    return raw
+
+
+def make_config(values: dict) -> DQNConfig:
+    known = {f.name for f in dataclasses.fields(DQNConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown config key(s) {', '.join(unknown)}; valid keys: {', '.join(sorted(known))}")
+    defaults = DQNConfig()
+    return DQNConfig(**{k: _coerce(k, v, getattr(defaults, k)) for k, v in values.items()})
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> DQNConfig:
+    """Read a JSON config; `overrides` are 'key=value' strings."""
+    path = Path(path)
+    if not path.suffix:
+        path = path.with_suffix(".json")
+    if not path.exists():
+        raise ValueError(f"config file {str(path)!r} does not exist")
+    values = json.loads(path.read_text())
+    values.pop("_comment", None)
+    for item in overrides or []:
+        if "=" not in item:
+            raise ValueError(f"override {item!r} must look like key=value")
+        k, v = item.split("=", 1)
+        values[k.strip()] = v.strip()
+    return make_config(values)

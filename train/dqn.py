@@ -1,0 +1,271 @@
+"""In-graph DQN for NormGym: one population of runs trained under one `jit`.
+
+PureJaxRL style: `make_train(config)` returns pure functions, and training is
+a single `lax.scan` carrying the runner state of every run of the population
+(norms x reward conditions x seeds), `vmap`ped inside the scan body.  Every
+run has its own PRNG key (exploration, replay sampling, initialisation); the
+environment episodes of norm i use the paper's seed block 10^6 + 10^5 i
+(episode e resets with seed 10^6 + 10^5 i + e), shared across conditions.
+
+One scan iteration ("chunk") = `train_freq` environment steps, then one
+gradient update (SPEC 10: one update every 4 env steps), so updates are not
+computed-and-discarded on the other steps under `vmap`.  Hyperparameters
+follow SPEC 10: Huber TD loss with the physically-masked max in the target,
+Adam 1e-4 with global-norm clipping 10, replay 100k (`train.replay`),
+learning starts at 1,000, batch 32, hard target copies every 10,000 steps,
+epsilon 1.0 -> 0.05 linearly over the first 30% then flat.  Training episodes
+are 200 steps with turnover (the newcomer is replaced when it finishes and
+keeps collecting transitions); the time-limit cut is a truncation, so the TD
+target keeps bootstrapping (only `terminated` stops it, and it never fires in
+training).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from agents.networks import action_mask, epsilon_greedy, functional, masked_argmax, masked_max
+from normjax import constants as C
+from normjax.env import community_actions
+from normjax.observation import obs_size, observe
+from normjax.state import WorldConfig, WorldParams, make_params
+from normjax.tables import layout_id
+from normjax.world import reset_world, step_world, terminated, truncated
+from train import replay as rp
+from train.config import DQNConfig
+
+
+@struct.dataclass
+class RunSpec:
+    """Per-run data of the population (leading axis = run)."""
+
+    norm_id: jax.Array
+    seed_base: jax.Array  # first episode seed of the run's block
+    params: WorldParams
+
+
+@struct.dataclass
+class Metrics:
+    """Running sums since the last report, per run."""
+
+    loss: jax.Array
+    q_mean: jax.Array
+    updates: jax.Array
+    reward: jax.Array
+    sanctions: jax.Array
+    collisions: jax.Array
+    goals: jax.Array
+    waits: jax.Array
+    steps: jax.Array
+    episodes: jax.Array
+    episode_return: jax.Array  # sum of returns of completed episodes
+
+
+@struct.dataclass
+class Runner:
+    q_params: Any
+    target_params: Any
+    opt_state: Any
+    env_state: Any
+    obs: jax.Array
+    key: jax.Array
+    step: jax.Array  # transitions collected so far
+    episode: jax.Array  # index of the current episode within the run's seed block
+    ep_return: jax.Array
+    metrics: Metrics
+
+
+def population(config: DQNConfig) -> tuple[RunSpec, list[dict]]:
+    """The runs of a config: (norm, reward condition, seed) triples, batched."""
+    lid = layout_id(config.layout)
+    specs, rows = [], []
+    for cond in config.reward_conditions:
+        for nid in config.norm_ids:
+            for s in range(config.seeds_per_norm):
+                p = make_params(lid, nid, max_steps=config.episode_steps, reward_condition=cond,
+                                replace_newcomer=True, n_blind=0)
+                base = 10**6 + 10**5 * nid + s * 10**4
+                specs.append(RunSpec(norm_id=jnp.int32(nid), seed_base=jnp.int32(base), params=p))
+                rows.append({"norm_id": nid, "reward_condition": cond, "seed": s, "seed_base": base})
+    return jax.tree.map(lambda *x: jnp.stack(x), *specs), rows
+
+
+def epsilon_at(config: DQNConfig, step):
+    frac = jnp.clip(step / (config.eps_fraction * config.total_steps), 0.0, 1.0)
+    return config.eps_start + frac * (config.eps_end - config.eps_start)
+
+
+def td_loss(apply, q_params, target_params, batch, gamma):
+    """Huber TD loss; the target's max runs over physically possible actions."""
+    q = apply(q_params, batch["obs"])
+    q_a = jnp.take_along_axis(q, batch["action"][:, None], axis=1)[:, 0]
+    q_next = apply(target_params, batch["next_obs"])
+    nxt = masked_max(q_next, action_mask(batch["next_obs"]))
+    target = batch["reward"] + gamma * (1.0 - batch["terminated"]) * nxt
+    loss = optax.huber_loss(q_a, jax.lax.stop_gradient(target)).mean()
+    return loss, q_a.mean()
+
+
+def make_train(config: DQNConfig):
+    """Returns an object with `init(key, spec)`, `chunk(runner, spec)` and `train(key)`."""
+    cfg = WorldConfig(capacity=config.capacity)
+    n_obs = obs_size(config.capacity)
+    init_net, apply = functional(config.arch, n_obs)
+    tx = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
+    spec_all, rows = population(config)
+
+    def env_reset(spec: RunSpec, episode):
+        key = jax.random.PRNGKey(spec.seed_base + episode)
+        state = reset_world(key, spec.params, cfg)
+        return state, observe(state, spec.params).flat()
+
+    def init(key, spec: RunSpec) -> Runner:
+        k_net, k_run = jax.random.split(key)
+        q_params = init_net(k_net)
+        state, obs = env_reset(spec, jnp.int32(0))
+        zero = jnp.float32(0)
+        return Runner(
+            q_params=q_params, target_params=jax.tree.map(jnp.copy, q_params), opt_state=tx.init(q_params),
+            env_state=state, obs=obs, key=k_run,
+            step=jnp.int32(0), episode=jnp.int32(0), ep_return=zero,
+            metrics=Metrics(*([zero] * 11)),
+        )
+
+    def env_step(runner: Runner, spec: RunSpec):
+        key, k_act, k_comm, k_world = jax.random.split(runner.key, 4)
+        q = apply(runner.q_params, runner.obs)
+        eps = epsilon_at(config, runner.step)
+        action = epsilon_greedy(k_act, q, action_mask(runner.obs), eps).astype(jnp.int32)
+        p = spec.params
+        joint = community_actions(k_comm, runner.env_state, p).at[0].set(action)
+        state, info = step_world(k_world, runner.env_state, joint, p)
+        next_obs = observe(state, p).flat()
+        term = terminated(state, p)
+        reward = info.reward[0]
+        item = {"obs": runner.obs, "action": action, "reward": reward,
+                "next_obs": next_obs, "terminated": term.astype(jnp.float32)}
+        m = runner.metrics
+        m = m.replace(
+            reward=m.reward + reward,
+            sanctions=m.sanctions + info.sanctioned[0],
+            collisions=m.collisions + info.collided[0],
+            goals=m.goals + info.goals_completed[0],
+            waits=m.waits + (info.action[0] == C.WAIT) * info.active[0],
+            steps=m.steps + 1,
+        )
+        runner = runner.replace(env_state=state, obs=next_obs, key=key,
+                                step=runner.step + 1, ep_return=runner.ep_return + reward, metrics=m)
+        return runner, item
+
+    def maybe_reset(runner: Runner, spec: RunSpec) -> Runner:
+        """Start the next episode of the seed block after the time limit.
+
+        Checked once per chunk: episodes last a multiple of train_freq steps
+        and training episodes never terminate early (the newcomer is replaced),
+        so a reset can only be due at a chunk's end; computing it once per
+        chunk instead of every step halves the environment cost under vmap.
+        """
+        p = spec.params
+        done = terminated(runner.env_state, p) | truncated(runner.env_state, p)
+        new_state, new_obs = env_reset(spec, runner.episode + 1)
+        m = runner.metrics
+        m = m.replace(episodes=m.episodes + done,
+                      episode_return=m.episode_return + jnp.where(done, runner.ep_return, 0.0))
+        return runner.replace(
+            env_state=jax.tree.map(lambda a, b: jnp.where(done, a, b), new_state, runner.env_state),
+            obs=jnp.where(done, new_obs, runner.obs),
+            episode=runner.episode + done,
+            ep_return=jnp.where(done, 0.0, runner.ep_return),
+            metrics=m,
+        )
+
+    def update(runner: Runner, batch: dict):
+        """One gradient step on a replay minibatch (skipped before learning starts)."""
+        (loss, q_mean), grads = jax.value_and_grad(
+            lambda qp: td_loss(apply, qp, runner.target_params, batch, config.gamma), has_aux=True
+        )(runner.q_params)
+        updates, opt_state = tx.update(grads, runner.opt_state, runner.q_params)
+        new_params = optax.apply_updates(runner.q_params, updates)
+        learn = runner.step >= config.learning_starts
+        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(learn, a, b), new, old)  # noqa: E731
+        q_params = keep(new_params, runner.q_params)
+        opt_state = keep(opt_state, runner.opt_state)
+        # Hard target copy every `target_update` transitions (step is a multiple of train_freq).
+        copy = (runner.step % config.target_update) == 0
+        target = jax.tree.map(lambda a, b: jnp.where(copy, a, b), q_params, runner.target_params)
+        m = runner.metrics
+        m = m.replace(loss=m.loss + jnp.where(learn, loss, 0.0), q_mean=m.q_mean + jnp.where(learn, q_mean, 0.0),
+                      updates=m.updates + learn)
+        return runner.replace(q_params=q_params, opt_state=opt_state, target_params=target, metrics=m)
+
+    def collect(runner: Runner, spec: RunSpec):
+        """`train_freq` environment steps of one run -> (runner, items [train_freq])."""
+        return jax.lax.scan(lambda r, _: env_step(r, spec), runner, None, length=config.train_freq)
+
+    def chunk(runners: Runner, rb: rp.Replay, specs: RunSpec):
+        """Population chunk: `train_freq` env steps per run, store, one update each."""
+        runners, items = jax.vmap(collect)(runners, specs)
+        rb = rp.add_block(rb, **items)
+        keys = jax.vmap(lambda k: jax.random.split(k))(runners.key)
+        batch = rp.sample(rb, keys[:, 1], config.batch_size)
+        runners = jax.vmap(update)(runners.replace(key=keys[:, 0]), batch)
+        return jax.vmap(maybe_reset)(runners, specs), rb
+
+    def run_chunks(carry, specs: RunSpec, n_chunks: int, callback: Callable | None = None):
+        """Scan `n_chunks` population chunks; carry = (runners, replay)."""
+
+        def body(c, _):
+            c = chunk(*c, specs)
+            if callback is not None:
+                jax.debug.callback(callback, c[0].step[0], ordered=False)
+            return c, None
+
+        carry, _ = jax.lax.scan(body, carry, None, length=n_chunks)
+        return carry
+
+    def init_population(key, specs: RunSpec = spec_all):
+        """(runners, replay) of the population; every run gets its own key."""
+        n = specs.norm_id.shape[0]
+        runners = jax.vmap(init)(jax.random.split(key, n), specs)
+        return runners, rp.init(n, config.buffer_size, n_obs)
+
+    def train(key):
+        """The whole run in one program (no validation or checkpoints)."""
+        return run_chunks(init_population(key), spec_all, config.total_steps // config.train_freq)
+
+    def greedy_policy(q_params):
+        def policy(obs, key):
+            return masked_argmax(apply(q_params, obs), action_mask(obs))
+        return policy
+
+    return _Train(config=config, init=init, chunk=chunk, env_step=env_step, update=update,
+                  run_chunks=run_chunks, init_population=init_population, train=train,
+                  apply=apply, specs=spec_all, rows=rows, greedy_policy=greedy_policy,
+                  collect=collect, maybe_reset=maybe_reset, tx=tx)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Train:
+    """The pure functions of one config (hashed by identity, for caches)."""
+
+    config: DQNConfig
+    init: Callable
+    chunk: Callable
+    env_step: Callable
+    update: Callable
+    run_chunks: Callable
+    init_population: Callable
+    train: Callable
+    apply: Callable
+    specs: RunSpec
+    rows: list
+    greedy_policy: Callable
+    collect: Callable
+    maybe_reset: Callable
+    tx: Any

@@ -1,0 +1,74 @@
+"""Evaluation of a trained DQN population with the protocol's test episodes.
+
+Each run's greedy policy (masked argmax of its own Q-network) plays its norm's
+test episodes (`normjax.scenarios`), all runs and episodes in one vmapped
+program, through `normjax.protocol.run_episode`.  Final tests use the
+canonical protocol (3 seen + 3 unseen episodes per norm, protocol seed 0);
+validation uses seen-layout episodes of other protocol seeds (disjoint from
+the final tests).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from normjax.env import obs_policy
+from normjax.protocol import run_episode, summarize
+from normjax.scenarios import test_episodes
+from normjax.state import WorldConfig
+
+
+def episodes_for(norm_ids, seeds=(0,), conditions=("seen", "unseen")) -> list[list[dict]]:
+    """Per run: its norm's test episodes over the protocol seeds and conditions."""
+    out = []
+    for nid in norm_ids:
+        eps = [e for s in seeds for e in test_episodes([int(nid)], s) if e["condition"] in conditions]
+        out.append(eps)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _program(tr, capacity: int):
+    cfg = WorldConfig(capacity=capacity)
+
+    def one_run(q_params, keys, lay, nid, grp):
+        policy = obs_policy(tr.greedy_policy(q_params))
+        return jax.vmap(lambda k, l, n, g: run_episode(policy, k, l, n, g, cfg))(keys, lay, nid, grp)
+
+    return jax.jit(jax.vmap(one_run))
+
+
+def run_population(tr, q_params, per_run: list[list[dict]]) -> dict[str, np.ndarray]:
+    """Raw per-episode metrics [runs, episodes] for every run's own episodes."""
+    arr = lambda f, dt=jnp.int32: jnp.asarray([[f(e) for e in eps] for eps in per_run], dt)  # noqa: E731
+    keys = jnp.stack([jnp.stack([jax.random.PRNGKey(e["seed"]) for e in eps]) for eps in per_run])
+    out = _program(tr, tr.config.capacity)(
+        q_params, keys, arr(lambda e: e["layout_id"]), arr(lambda e: e["norm_id"]), arr(lambda e: e["group"])
+    )
+    return {k: np.asarray(v) for k, v in jax.block_until_ready(out).items()}
+
+
+def summarize_groups(rows: list[dict], per_run: list[list[dict]], raw: dict, key: str) -> dict:
+    """Protocol summaries per value of `rows[i][key]` (e.g. reward condition)."""
+    result = {}
+    for value in sorted({r[key] for r in rows}):
+        idx = [i for i, r in enumerate(rows) if r[key] == value]
+        eps = [e for i in idx for e in per_run[i]]
+        flat = {k: np.concatenate([v[i] for i in idx]) for k, v in raw.items()}
+        summary = summarize(eps, flat)
+        if "waits" in flat:
+            active = np.maximum(flat["path_length"], 1)
+            share = flat["waits"] / active
+            for cond in ("seen", "unseen"):
+                sel = np.array([e["condition"] == cond for e in eps])
+                if sel.any():
+                    summary[cond]["overall"]["wait_share"] = 100.0 * float(share[sel].mean())
+                    summary[cond]["overall"]["all_wait_episodes"] = 100.0 * float(
+                        (flat["waits"][sel] >= flat["path_length"][sel]).mean()
+                    )
+        result[value] = summary
+    return result

@@ -1,0 +1,222 @@
+"""Driver for a DQN population run: segments, validation, checkpoints, logs.
+
+`train_population(config, out_dir)` runs the population of `train.dqn` in
+fixed-size compiled blocks of chunks.  Between blocks (outside the compiled
+program) it writes metrics as JSON lines, runs validation at the configured
+transition counts, and saves the whole runner state (networks, optimiser,
+replay memory, environments, keys, counters) with orbax.  A killed run
+resumes from its last checkpoint and, because every block is the same pure
+function of the carried state, ends with exactly the parameters and metrics
+of an uninterrupted run.  At the end the frozen policies play the protocol's
+final tests (3 seen + 3 unseen per norm) and `results.json` is written.
+
+Scale-out: with several devices the population axis is sharded over a 1-D
+`jax.sharding.Mesh` ("runs") with `NamedSharding`; the runs are independent,
+so the compiled program needs no communication.  Multi-host: call
+`jax.distributed.initialize()` first (`--distributed` in the CLI); the mesh
+then spans every process's devices.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from normjax.norms import NORMS
+from train import evaluate as ev
+from train.config import DQNConfig
+from train.dqn import Metrics, make_train
+
+VALIDATION_SEEDS = (101, 102, 103, 104)  # 4 x 3 seen episodes = 12 per norm
+
+
+def population_mesh(n_runs: int):
+    """A 1-D mesh over all devices if the population divides evenly, else None."""
+    devices = jax.devices()
+    if len(devices) < 2 or n_runs % len(devices):
+        return None
+    return Mesh(np.array(devices), ("runs",))
+
+
+def shard(tree, mesh):
+    """Place the leading (run) axis of every leaf across the mesh."""
+    if mesh is None:
+        return tree
+
+    def put(x):
+        if getattr(x, "ndim", 0) == 0:
+            return jax.device_put(x, NamedSharding(mesh, PartitionSpec()))
+        return jax.device_put(x, NamedSharding(mesh, PartitionSpec("runs")))
+
+    return jax.tree.map(put, tree)
+
+
+def block_size(config: DQNConfig, max_chunks: int = 2_500) -> int:
+    """Chunks per compiled block: divides every validation point and the total."""
+    points = sorted(set(config.validation_at) | {config.total_steps})
+    g = 0
+    for p in points:
+        g = math.gcd(g, p // config.train_freq)
+    best = 1
+    for d in range(1, min(g, max_chunks) + 1):
+        if g % d == 0:
+            best = d
+    return best
+
+
+def _metric_rows(rows, runners, step):
+    m = jax.tree.map(np.asarray, runners.metrics)
+    out = []
+    for i, r in enumerate(rows):
+        steps = max(float(m.steps[i]), 1.0)
+        upd = max(float(m.updates[i]), 1.0)
+        out.append(dict(
+            step=int(step), run=i, norm=NORMS[r["norm_id"]].name, family=NORMS[r["norm_id"]].family,
+            reward_condition=r["reward_condition"], seed=r["seed"],
+            td_loss=float(m.loss[i]) / upd if m.updates[i] else None,
+            q_mean=float(m.q_mean[i]) / upd if m.updates[i] else None,
+            reward_per_step=float(m.reward[i]) / steps,
+            sanctions_per_step=float(m.sanctions[i]) / steps,
+            collisions_per_step=float(m.collisions[i]) / steps,
+            goals_per_step=float(m.goals[i]) / steps,
+            wait_share=float(m.waits[i]) / steps,
+            episodes=int(m.episodes[i]),
+            episode_return=(float(m.episode_return[i]) / float(m.episodes[i])) if m.episodes[i] else None,
+        ))
+    return out
+
+
+def _append_jsonl(path: Path, rows):
+    with path.open("a") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+def _zero_metrics(runners):
+    return runners.replace(metrics=jax.tree.map(jnp.zeros_like, runners.metrics))
+
+
+def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progress: bool = True,
+                     stop_after: int | None = None, checkpoint_every: int = 1, final_test: bool = True,
+                     log=print) -> dict:
+    """Train (or resume) the population of `config` into `out_dir`.
+
+    stop_after: stop (as if killed) once this many transitions are done.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
+    tr = make_train(config)
+    (out / "population.json").write_text(json.dumps(tr.rows, indent=2))
+    n_runs = len(tr.rows)
+    mesh = population_mesh(n_runs)
+    block = block_size(config)
+    log(f"population: {n_runs} runs ({config.arch}), {config.total_steps:,} transitions each, "
+        f"blocks of {block * config.train_freq:,}; devices: {jax.device_count()}"
+        + (f", sharded over mesh {dict(mesh.shape)}" if mesh is not None else ""))
+
+    specs = shard(tr.specs, mesh)
+    carry = shard(tr.init_population(jax.random.PRNGKey(config.seed)), mesh)
+    ckpt = ocp.CheckpointManager(
+        (out / "checkpoints").resolve(), options=ocp.CheckpointManagerOptions(max_to_keep=2)
+    )
+    if resume and ckpt.latest_step() is not None:
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, carry)
+        carry = ckpt.restore(ckpt.latest_step(), args=ocp.args.StandardRestore(abstract))
+        log(f"resumed from checkpoint at {ckpt.latest_step():,} transitions")
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=config.total_steps, unit="tr", desc=f"{config.name}", mininterval=1.0)
+        bar.update(int(np.asarray(carry[0].step)[0]))
+    every = max(1, config.progress_every // config.train_freq)
+    last = {"step": int(np.asarray(carry[0].step)[0])}
+
+    def on_chunk(step):
+        step = int(step)
+        if bar is not None and step - last["step"] >= every * config.train_freq:
+            bar.update(step - last["step"])
+            last["step"] = step
+
+    run = jax.jit(lambda c, s: tr.run_chunks(c, s, block, on_chunk if progress else None), donate_argnums=0)
+    t_start = time.perf_counter()
+    blocks_done = 0
+    step = int(np.asarray(carry[0].step)[0])
+    while step < config.total_steps:
+        carry = run(carry, specs)
+        step = int(np.asarray(carry[0].step)[0])
+        blocks_done += 1
+        if bar is not None:
+            bar.update(step - last["step"])
+            last["step"] = step
+        runners = carry[0]
+        _append_jsonl(out / "metrics.jsonl", _metric_rows(tr.rows, runners, step))
+        carry = (_zero_metrics(runners), carry[1])
+        if step in config.validation_at:
+            per_run = ev.episodes_for([r["norm_id"] for r in tr.rows], VALIDATION_SEEDS, ("seen",))
+            raw = ev.run_population(tr, carry[0].q_params, per_run)
+            val = [dict(step=step, run=i, norm=NORMS[r["norm_id"]].name, family=NORMS[r["norm_id"]].family,
+                        reward_condition=r["reward_condition"],
+                        task=float(np.mean(raw["goals"][i] / 2.0)),
+                        joint=float(np.mean((raw["goals"][i] == 2) & (raw["sanctions"][i] == 0))))
+                   for i, r in enumerate(tr.rows)]
+            _append_jsonl(out / "validation.jsonl", val)
+            log(f"validation at {step:,}: task {100 * np.mean([v['task'] for v in val]):.1f}% "
+                f"joint {100 * np.mean([v['joint'] for v in val]):.1f}%")
+        if blocks_done % checkpoint_every == 0 or step >= config.total_steps:
+            ckpt.save(step, args=ocp.args.StandardSave(carry))
+            ckpt.wait_until_finished()
+        if stop_after is not None and step >= stop_after and step < config.total_steps:
+            if bar is not None:
+                bar.close()
+            return {"stopped_at": step, "carry": carry}
+    train_s = time.perf_counter() - t_start
+    if bar is not None:
+        bar.close()
+
+    (out / "timing.json").write_text(json.dumps({"train_seconds": train_s, "n_runs": n_runs}))
+    result = {"config": config.to_dict(), "train_seconds": train_s, "carry": carry}
+    if final_test:
+        result["results"] = write_final_tests(tr, carry[0].q_params, out, train_s)
+    return result
+
+
+def write_final_tests(tr, q_params, out: Path, train_s: float | None) -> dict:
+    """Final tests of the frozen policies (protocol seed 0) -> results.json."""
+    per_run = ev.episodes_for([r["norm_id"] for r in tr.rows])
+    raw = ev.run_population(tr, q_params, per_run)
+    tables = ev.summarize_groups(tr.rows, per_run, raw, "reward_condition")
+    summary = {cond: {k: v for k, v in t.items() if k != "episodes"} for cond, t in tables.items()}
+    payload = {"config": tr.config.to_dict(), "train_seconds": train_s, "n_runs": len(tr.rows),
+               "results": summary, "episodes": {c: t["episodes"] for c, t in tables.items()}}
+    (out / "results.json").write_text(json.dumps(payload, indent=2))
+    return summary
+
+
+def final_tests_from_checkpoint(run_dir) -> dict:
+    """Re-run the final tests of a finished run from its last checkpoint."""
+    from train.config import make_config
+
+    out = Path(run_dir)
+    values = json.loads((out / "config.json").read_text())
+    config = make_config(values)
+    tr = make_train(config)
+    ckpt = ocp.CheckpointManager((out / "checkpoints").resolve())
+    step = ckpt.latest_step()
+    if step is None or step < config.total_steps:
+        raise ValueError(f"{run_dir}: no final checkpoint (latest: {step})")
+    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, tr.init_population(jax.random.PRNGKey(config.seed)))
+    carry = ckpt.restore(step, args=ocp.args.StandardRestore(abstract))
+    timing = out / "timing.json"
+    train_s = json.loads(timing.read_text())["train_seconds"] if timing.exists() else None
+    return write_final_tests(tr, carry[0].q_params, out, train_s)
