@@ -41,6 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from normjax import constants as C
 from normjax.norms import FAMILIES, N_NORMS, norm_id as _norm_id
 from normjax.scenarios import (
     CONDITIONS,
@@ -84,21 +85,24 @@ def run_episode(policy: Callable, key, layout_id, norm_id, group, config: WorldC
         return (s.community_finished, s.community_steps, s.community_return.astype(f32))
 
     def body(carry, k):
-        s, done, frozen = carry
+        s, done, frozen, waits = carry
         kc, kp, kw = jax.random.split(k, 3)
         joint = scenario_community_actions(kc, s, params)
         joint = joint.at[0].set(jnp.asarray(policy(kp, s, params), jnp.int32))
-        s2, _ = step_world(kw, s, joint, params)
+        s2, info = step_world(kw, s, joint, params)
         s2 = release_holds(s2, params)
+        # The newcomer's own WAITs (forced service waits excluded), for the
+        # paper's wait statistics of DQN policies (A14).
+        waited = info.active[0] & (info.action[0] == C.WAIT) & ~info.forced_wait[0] & ~done
         # Once the newcomer has finished, the world keeps running but nothing
         # of the episode's metrics changes: keep the state at termination.
         s2 = jax.tree.map(lambda a, b: jnp.where(done, a, b), s, s2)
         new_done = done | terminated(s2, params)
         frozen = jax.tree.map(lambda a, b: jnp.where(done, a, b), frozen, snap(s2))
-        return (s2, new_done, frozen), None
+        return (s2, new_done, frozen, waits + waited), None
 
-    init = (state, jnp.bool_(False), snap(state))
-    (final, done, (fin, steps, ret)), _ = jax.lax.scan(body, init, jax.random.split(k_run, TEST_STEPS))
+    init = (state, jnp.bool_(False), snap(state), jnp.int32(0))
+    (final, done, (fin, steps, ret), waits), _ = jax.lax.scan(body, init, jax.random.split(k_run, TEST_STEPS))
     ag = final.agents
     goals = ag.goals_done[0]
     return dict(
@@ -111,6 +115,7 @@ def run_episode(policy: Callable, key, layout_id, norm_id, group, config: WorldC
         community_finished=fin,
         community_steps=steps,
         community_return=ret,
+        waits=waits,
     )
 
 

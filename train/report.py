@@ -70,10 +70,8 @@ def _read_jsonl(path: Path):
 
 
 def figures(run_dir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # The object-oriented API: no pyplot backend switch in the caller's process.
+    from matplotlib.figure import Figure
 
     metrics = _read_jsonl(run_dir / "metrics.jsonl")
     val = _read_jsonl(run_dir / "validation.jsonl")
@@ -85,7 +83,8 @@ def figures(run_dir: Path) -> list[Path]:
         for key in ("reward_per_step", "td_loss", "q_mean", "wait_share", "sanctions_per_step"):
             if r.get(key) is not None:
                 series[(key, r["reward_condition"], r["family"])][r["step"]].append(r[key])
-    fig, axes = plt.subplots(2, 3, figsize=(14, 7))
+    fig = Figure(figsize=(14, 7))
+    axes = fig.subplots(2, 3)
     for ax, key, title in zip(axes.flat, ("reward_per_step", "td_loss", "q_mean", "wait_share", "sanctions_per_step"),
                               ("reward per step", "TD loss", "mean Q(s,a)", "WAIT share", "sanctions per step")):
         for (k, cond, fam), pts in sorted(series.items()):
@@ -112,7 +111,6 @@ def figures(run_dir: Path) -> list[Path]:
     fig.tight_layout()
     path = run_dir / "report.png"
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     out.append(path)
     return out
 
