@@ -37,6 +37,22 @@ class MLPQNetwork(nnx.Module):
         return self.out(x)
 
 
+def conv3x3_same(x, kernel, bias):
+    """A padded 3x3 convolution as patches x matrix ([..., H, W, C] -> [..., H, W, O]).
+
+    Numerically the same cross-correlation as `nnx.Conv(padding="SAME")`, but
+    written as one einsum: under `vmap` over a population's kernels it stays a
+    batched matrix product, whereas a vmapped `conv_general_dilated` became a
+    grouped convolution that XLA:CPU ran many times slower.
+    """
+    h, w = x.shape[-3], x.shape[-2]
+    pad = [(0, 0)] * (x.ndim - 3) + [(1, 1), (1, 1), (0, 0)]
+    xp = jnp.pad(x, pad)
+    patches = jnp.stack([xp[..., i : i + h, j : j + w, :] for i in range(3) for j in range(3)], axis=-2)
+    k = kernel.reshape((9,) + kernel.shape[2:])  # [9, C, O]
+    return jnp.einsum("...hwkc,kco->...hwo", patches, k) + bias
+
+
 class CNNQNetwork(nnx.Module):
     """DQN-CNN: conv16-conv32 on the planes, concat vector, 256, 64-64, 5."""
 
@@ -53,8 +69,8 @@ class CNNQNetwork(nnx.Module):
         lead = obs.shape[:-1]
         planes = obs[..., :N_PLANE].reshape(lead + (3, C.H, C.W))
         planes = jnp.moveaxis(planes, -3, -1)  # NHWC for nnx.Conv
-        x = nnx.relu(self.conv1(planes))
-        x = nnx.relu(self.conv2(x))
+        x = nnx.relu(conv3x3_same(planes, self.conv1.kernel[...], self.conv1.bias[...]))
+        x = nnx.relu(conv3x3_same(x, self.conv2.kernel[...], self.conv2.bias[...]))
         x = x.reshape(lead + (-1,))
         x = jnp.concatenate([x, obs[..., N_PLANE:]], axis=-1)
         x = nnx.relu(self.l0(x))

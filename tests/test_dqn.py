@@ -146,3 +146,15 @@ def test_networks_have_the_paper_shapes():
     assert (3, 3, 3, 16) in shapes and (3, 3, 16, 32) in shapes
     assert (32 * 11 * 15 + 90, 256) in shapes and (256, 64) in shapes
     assert apply(p, jnp.ones((7, 585))).shape == (7, 5)
+
+
+def test_patch_convolution_equals_nnx_conv():
+    from flax import nnx
+
+    from agents.networks import conv3x3_same
+
+    conv = nnx.Conv(3, 16, kernel_size=(3, 3), padding="SAME", rngs=nnx.Rngs(0))
+    x = jax.random.normal(jax.random.PRNGKey(1), (2, 11, 15, 3))
+    ref = conv(x)
+    out = conv3x3_same(x, conv.kernel[...], conv.bias[...])
+    np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-5, atol=1e-5)
