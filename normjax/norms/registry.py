@@ -21,22 +21,14 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 
+from normjax.layout import LAYOUTS
+
 FAMILIES = ("access", "procedure", "coordination", "allocation")
 ACCESS, PROCEDURE, COORDINATION, ALLOCATION = range(4)
 
 # The nine non-cafe layouts, in SPEC 1 order; norm i's unseen layout is
 # UNSEEN_LAYOUTS[i % 9].
-UNSEEN_LAYOUTS = (
-    "bank",
-    "barbershop",
-    "clothing_store",
-    "grocery_store",
-    "hospital",
-    "library",
-    "movie_theater",
-    "pharmacy",
-    "post_office",
-)
+UNSEEN_LAYOUTS = tuple(name for name in LAYOUTS if name != "cafe")
 
 N_NORMS = 50
 NO_NORM = -1
