@@ -176,7 +176,6 @@ def step_world(key, state: WorldState, actions, params: WorldParams):
     present = ag.active & ~res.exited
 
     # 4. Goals (SPEC 5).
-    end_on_goal = tasks.on_goal1(lt, ag.goal_kind, ag.goal_cell, res.pos)
     stayed = in_service & present & (res.pos == ag.pos).all(-1)
     timer = jnp.where(stayed, ag.timer + 1, 0)
     goal1_now = stayed & (timer >= params.service_steps)
@@ -186,7 +185,7 @@ def step_world(key, state: WorldState, actions, params: WorldParams):
     completed = goal1_now.astype(jnp.int32) + goal2_now.astype(jnp.int32)
     leg = jnp.where(goal1_now, 1, ag.leg)
     goals_done = ag.goals_done + completed
-    del end_on_goal  # arrival needs no bookkeeping: the next step starts in service
+    # Arrival needs no bookkeeping: the next step starts in service.
 
     # Rewards (SPEC 6).
     d_before = tasks.goal_distance(lt, ag.leg, ag.goal_kind, ag.goal_cell, ag.exit_door, ag.pos)
