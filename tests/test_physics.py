@@ -82,18 +82,11 @@ def check_rules_1_2_6(kind, pos, actions, active, res):
     assert not np.any(res.collided & ~mover)
 
 
+@pytest.mark.parametrize("crowded", [False, True], ids=["open_room", "crowd"])
 @settings(max_examples=150, deadline=None)
-@given(scenes())
-def test_rules_hold_on_random_scenes(scene):
-    kind, pos, actions, active, pushable, seed = scene
-    res = run(kind, pos, actions, active, pushable, seed)
-    check_rules_1_2_6(kind, pos, actions, active, res)
-
-
-@settings(max_examples=150, deadline=None)
-@given(scenes(crowded=True))
-def test_rules_hold_in_crowds(scene):
-    kind, pos, actions, active, pushable, seed = scene
+@given(data=st.data())
+def test_rules_hold_on_random_scenes(crowded, data):
+    kind, pos, actions, active, pushable, seed = data.draw(scenes(crowded=crowded))
     res = run(kind, pos, actions, active, pushable, seed)
     check_rules_1_2_6(kind, pos, actions, active, res)
 
