@@ -9,6 +9,13 @@ one gradient update per 4 transitions (SPEC 10).
 
     python benchmarks/train_throughput.py                 # mlp and cnn, 50 runs
     python benchmarks/train_throughput.py --archs mlp --chunks 200
+    python benchmarks/train_throughput.py --archs mlp --breakdown   # + env-only and update-only
+
+`--breakdown` times the two halves of a chunk on their own: acting and
+stepping the environment (community, world, observation, epsilon-greedy
+forward pass, episode resets) and the learning step (replay sampling and one
+gradient update per run).  Their projected minutes for 50 runs x 1M
+transitions show which half bounds the whole.
 """
 
 from __future__ import annotations
@@ -24,28 +31,69 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import save  # noqa: E402
 from train.config import DQNConfig  # noqa: E402
+from train import replay as rp  # noqa: E402
 from train.dqn import make_train  # noqa: E402
 
 
-def measure(arch: str, chunks: int, buffer_size: int, runs_norms: int):
+def _setup(arch: str, buffer_size: int, runs_norms: int):
     cfg = DQNConfig(arch=arch, norms=("all",) if runs_norms == 50 else tuple(
         __import__("normjax").NORMS[i].name for i in range(runs_norms)),
         total_steps=1_000_000, buffer_size=buffer_size, learning_starts=0)
     tr = make_train(cfg)
-    carry = tr.init_population(jax.random.PRNGKey(0))
-    fn = jax.jit(lambda c, s: tr.run_chunks(c, s, chunks), donate_argnums=0)
+    return cfg, tr, tr.init_population(jax.random.PRNGKey(0))
+
+
+def _time(fn, carry, specs):
+    """(compile seconds, seconds of the second call) of fn(carry, specs), carry donated."""
     t0 = time.perf_counter()
-    compiled = fn.lower(carry, tr.specs).compile()
+    compiled = jax.jit(fn, donate_argnums=0).lower(carry, specs).compile()
     compile_s = time.perf_counter() - t0
-    carry = jax.block_until_ready(compiled(carry, tr.specs))  # warm-up block
+    carry = jax.block_until_ready(compiled(carry, specs))  # warm-up block
     t0 = time.perf_counter()
-    carry = jax.block_until_ready(compiled(carry, tr.specs))
-    run_s = time.perf_counter() - t0
+    jax.block_until_ready(compiled(carry, specs))
+    return compile_s, time.perf_counter() - t0
+
+
+def measure(arch: str, chunks: int, buffer_size: int, runs_norms: int):
+    cfg, tr, carry = _setup(arch, buffer_size, runs_norms)
+    compile_s, run_s = _time(lambda c, s: tr.run_chunks(c, s, chunks), carry, tr.specs)
     n_runs = len(tr.rows)
     transitions = n_runs * chunks * cfg.train_freq
     return dict(arch=arch, runs=n_runs, chunks=chunks, transitions=transitions, run_s=run_s,
                 compile_s=compile_s, transitions_per_s=transitions / run_s,
                 projected_minutes_for_1M_each=n_runs * 1_000_000 / (transitions / run_s) / 60)
+
+
+def measure_parts(arch: str, chunks: int, buffer_size: int, runs_norms: int):
+    """Env-only and update-only blocks of `chunks` chunks (see the module docstring)."""
+    cfg, tr, carry = _setup(arch, buffer_size, runs_norms)
+    n_runs = len(tr.rows)
+
+    def env_only(c, specs):
+        def body(runners, _):
+            runners, _items = jax.vmap(tr.collect)(runners, specs)
+            return jax.vmap(tr.maybe_reset)(runners, specs), None
+
+        return jax.lax.scan(body, c[0], None, length=chunks)[0], c[1]
+
+    def update_only(c, specs):
+        def body(runners, _):
+            keys = jax.vmap(lambda k: jax.random.split(k))(runners.key)
+            batch = rp.sample(c[1], keys[:, 1], cfg.batch_size)
+            return jax.vmap(tr.update)(runners.replace(key=keys[:, 0]), batch), None
+
+        return jax.lax.scan(body, c[0], None, length=chunks)[0], c[1]
+
+    out = {}
+    for name, fn in (("env", env_only), ("update", update_only)):
+        compile_s, run_s = _time(fn, carry, tr.specs)
+        carry = tr.init_population(jax.random.PRNGKey(0))
+        per_s = n_runs * chunks * (cfg.train_freq if name == "env" else 1) / run_s
+        total = 1_000_000 * n_runs / (1 if name == "env" else cfg.train_freq)
+        out[name] = dict(run_s=run_s, compile_s=compile_s, per_s=per_s,
+                         unit="transitions" if name == "env" else "updates",
+                         projected_minutes_for_1M_each=total / per_s / 60)
+    return dict(arch=arch, runs=n_runs, chunks=chunks, parts=out)
 
 
 def main(argv=None):
@@ -54,6 +102,7 @@ def main(argv=None):
     ap.add_argument("--chunks", type=int, default=250, help="chunks (4 transitions per run) per timed block")
     ap.add_argument("--buffer-size", type=int, default=10_000)
     ap.add_argument("--norms", type=int, default=50, help="population size (first N norms)")
+    ap.add_argument("--breakdown", action="store_true", help="also time env-only and update-only blocks")
     args = ap.parse_args(argv)
     rows = []
     for arch in args.archs:
@@ -63,6 +112,12 @@ def main(argv=None):
         print(f"{arch}: {r['transitions_per_s']:,.0f} transitions/s for {r['runs']} runs "
               f"(compile {r['compile_s']:.1f}s); 1M each would take {r['projected_minutes_for_1M_each']:.0f} min",
               flush=True)
+        if args.breakdown:
+            parts = measure_parts(arch, chunks, args.buffer_size, args.norms)
+            r["parts"] = parts["parts"]
+            for name, p in parts["parts"].items():
+                print(f"  {name} only: {p['per_s']:,.0f} {p['unit']}/s -> {p['projected_minutes_for_1M_each']:.0f} min "
+                      f"of the 1M-each budget (compile {p['compile_s']:.1f}s)", flush=True)
     print(f"saved {save('train_throughput', {'rows': rows})}")
 
 

@@ -3,6 +3,8 @@ replay wrap-around, truncation bootstrapping, config validation."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,7 +14,8 @@ import pytest
 from agents.networks import action_mask, epsilon_greedy, functional, masked_argmax
 from train import replay as rp
 from train.config import DQNConfig, load_config, make_config
-from train.dqn import epsilon_at, make_train, td_loss
+from train.dqn import epsilon_at, make_population, make_train, td_loss
+from train.report import format_results
 
 TINY = dict(norms=("forbidden_zone_q", "bend_right_1"), total_steps=800, buffer_size=400,
             learning_starts=100, target_update=200, validation_at=(400, 800), progress_every=200)
@@ -133,6 +136,48 @@ def test_config_errors_name_the_bad_value():
         load_config("configs/no_such_config")
     cfg = load_config("configs/cpu_default", ["total_steps=40000", "arch=cnn"])
     assert cfg.total_steps == 40000 and cfg.arch == "cnn"
+    with pytest.raises(ValueError, match="arch='mlp,mlp'.*distinct"):
+        make_config({"arch": "mlp,mlp"})
+    with pytest.raises(ValueError, match="arch='mlp,rnn'"):
+        make_config({"arch": ["mlp", "rnn"]})
+    assert make_config({"arch": ["mlp", "cnn"]}).archs == ("mlp", "cnn")
+    assert load_config("configs/cpu_default", ["arch=cnn,mlp"]).archs == ("cnn", "mlp")
+    with pytest.raises(ValueError, match="make_population"):
+        make_train(make_config({"arch": "mlp,cnn"}))
+
+
+def test_mixed_population_trains_both_architectures_in_one_scan(tiny):
+    """The ablation grid is one population: MLP and CNN members step in one scan.
+
+    The MLP member starts from the population key itself, so it must match an
+    MLP-only population with the same seed; the CNN member must learn too.
+    """
+    cfg, tr, run = tiny
+    pop = make_population(DQNConfig(**TINY, arch="mlp,cnn"))
+    assert [r["arch"] for r in pop.rows] == ["mlp", "mlp", "cnn", "cnn"]
+    block = jax.jit(lambda c, s: pop.run_chunks(c, s, 5))
+    mixed = pop.init_population(jax.random.PRNGKey(0))
+    q_cnn0 = mixed[1][0].q_params
+    for _ in range(30):  # 600 transitions per run: past learning_starts and two target copies
+        mixed = block(mixed, pop.specs)
+    alone = run(tr.init_population(jax.random.PRNGKey(0)), tr.specs, 150)
+    for a, b in zip(jax.tree.leaves(mixed[0]), jax.tree.leaves(alone)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+    cnn_runners = mixed[1][0]
+    assert np.asarray(cnn_runners.step).tolist() == [600, 600]
+    assert float(np.asarray(cnn_runners.metrics.updates).min()) > 0
+    changed = jax.tree.map(lambda a, b: not np.array_equal(np.asarray(a), np.asarray(b)), q_cnn0, cnn_runners.q_params)
+    assert all(jax.tree.leaves(changed))
+
+
+def test_report_reads_mixed_and_single_architecture_results():
+    table = {"seen": {"overall": {"joint": 10.0, "task": 20.0, "wait_share": 5.0, "all_wait_episodes": 0.0}},
+             "unseen": {"overall": {"joint": 0.0, "task": 1.0, "wait_share": 5.0, "all_wait_episodes": 0.0}}}
+    mixed = format_results({"mlp": {"no_penalty": table}, "cnn": {"no_penalty": table}}, "mlp,cnn")
+    assert "DQN-MLP no_penalty" in mixed and "DQN-CNN no_penalty" in mixed
+    assert " 98.3" in mixed and "100.0" in mixed  # the paper's task numbers of each architecture
+    old = format_results({"no_penalty": table}, "cnn")  # results.json written before mixed populations
+    assert "DQN-CNN no_penalty" in old and "MLP" not in old
 
 
 def test_networks_have_the_paper_shapes():
@@ -158,3 +203,11 @@ def test_patch_convolution_equals_nnx_conv():
     ref = conv(x)
     out = conv3x3_same(x, conv.kernel[...], conv.bias[...])
     np.testing.assert_allclose(np.asarray(out), np.asarray(ref), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.json")),
+                         ids=lambda p: p.stem)
+def test_every_shipped_config_is_valid(path):
+    cfg = load_config(path)
+    assert cfg.name == path.stem
+    assert all(v <= cfg.total_steps for v in cfg.validation_at)

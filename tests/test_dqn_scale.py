@@ -48,7 +48,7 @@ SHARD_SCRIPT = textwrap.dedent(
         "norms=forbidden_zone_q,clockwise_circulation,bend_right_1,zone_r_capacity_1"])
     out = sys.argv[1]
     sharded = run.train_population(cfg, out + "/sharded", progress=False, final_test=False, log=print)
-    leaf = jax.tree.leaves(sharded["carry"][0].q_params)[0]
+    leaf = jax.tree.leaves(sharded["carry"][0][0].q_params)[0]
     n_shards = len(leaf.sharding.device_set)
     run.population_mesh = lambda n: None  # the same population on one device
     single = run.train_population(cfg, out + "/single", progress=False, final_test=False, log=print)

@@ -23,7 +23,7 @@ PAPER_VALIDATION = (100_000, 250_000, 500_000, 750_000, 1_000_000)
 @dataclasses.dataclass(frozen=True)
 class DQNConfig:
     name: str = "dqn"
-    arch: str = "mlp"  # mlp | cnn
+    arch: str = "mlp"  # mlp | cnn | "mlp,cnn" (both as one population; a JSON list works too)
     reward_conditions: tuple[str, ...] = ("sparse_penalty",)
     norms: tuple[str, ...] = ("all",)  # norm names, or ("all",)
     seeds_per_norm: int = 1
@@ -50,8 +50,9 @@ class DQNConfig:
         def bad(field, value, allowed):
             raise ValueError(f"config {field}={value!r} is invalid; allowed: {allowed}")
 
-        if self.arch not in ARCHITECTURES:
-            bad("arch", self.arch, ", ".join(ARCHITECTURES))
+        archs = self.arch.split(",") if isinstance(self.arch, str) else [self.arch]
+        if not archs or any(a not in ARCHITECTURES for a in archs) or len(set(archs)) != len(archs):
+            bad("arch", self.arch, ", ".join(ARCHITECTURES) + " or a comma-separated list of distinct ones")
         for rc in self.reward_conditions:
             if rc not in REWARD_CONDITIONS:
                 bad("reward_conditions", rc, ", ".join(REWARD_CONDITIONS))
@@ -85,6 +86,11 @@ class DQNConfig:
                 bad("validation_at", v, f"multiples of train_freq in 1..total_steps ({self.total_steps})")
 
     @property
+    def archs(self) -> tuple[str, ...]:
+        """The architectures of the population, in config order."""
+        return tuple(self.arch.split(","))
+
+    @property
     def norm_ids(self) -> tuple[int, ...]:
         if tuple(self.norms) == ("all",):
             return tuple(range(len(NORMS)))
@@ -98,6 +104,8 @@ _TUPLES = {f.name for f in dataclasses.fields(DQNConfig) if str(f.type).startswi
 
 
 def _coerce(field: str, raw, current):
+    if field == "arch" and isinstance(raw, (list, tuple)):
+        return ",".join(str(x) for x in raw)
     if field in _TUPLES:
         items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
         conv = int if field == "validation_at" else str

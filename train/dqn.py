@@ -113,7 +113,12 @@ def td_loss(apply, q_params, target_params, batch, gamma):
 
 
 def make_train(config: DQNConfig):
-    """Returns an object with `init(key, spec)`, `chunk(runner, spec)` and `train(key)`."""
+    """Returns an object with `init(key, spec)`, `chunk(runner, spec)` and `train(key)`.
+
+    One architecture per trainer; `make_population` combines several.
+    """
+    if len(config.archs) != 1:
+        raise ValueError(f"make_train takes one architecture, got arch={config.arch!r}; use make_population")
     cfg = WorldConfig(capacity=config.capacity)
     n_obs = obs_size(config.capacity)
     init_net, apply = functional(config.arch, n_obs)
@@ -269,3 +274,46 @@ class _Train:
     collect: Callable
     maybe_reset: Callable
     tx: Any
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Population:
+    """Runs of several architectures trained in one scan (the paper's ablation grid).
+
+    Parameters of DQN-MLP and DQN-CNN differ in shape, so each architecture is
+    a member with its own vmapped runners and replay; one scan iteration steps
+    every member by one chunk.  Member 0 gets the population key itself and
+    member m > 0 `fold_in(key, m)`, so the MLP runs of a mixed population
+    start exactly like those of an MLP-only population with the same seed.
+    The carry is a tuple with one (runners, replay) pair per member.
+    """
+
+    config: DQNConfig
+    members: tuple
+
+    @property
+    def rows(self) -> list[dict]:
+        """One row per run, all members in order, each with its architecture."""
+        return [dict(r, arch=m.config.arch) for m in self.members for r in m.rows]
+
+    @property
+    def specs(self) -> tuple:
+        return tuple(m.specs for m in self.members)
+
+    def init_population(self, key) -> tuple:
+        return tuple(m.init_population(key if i == 0 else jax.random.fold_in(key, i))
+                     for i, m in enumerate(self.members))
+
+    def run_chunks(self, carry: tuple, specs: tuple, n_chunks: int, callback: Callable | None = None) -> tuple:
+        def body(c, _):
+            c = tuple(m.chunk(*ci, si) for m, ci, si in zip(self.members, c, specs))
+            if callback is not None:
+                jax.debug.callback(callback, c[0][0].step[0], ordered=False)
+            return c, None
+
+        return jax.lax.scan(body, carry, None, length=n_chunks)[0]
+
+
+def make_population(config: DQNConfig) -> Population:
+    """One `make_train` member per architecture in `config.arch` (e.g. "mlp,cnn")."""
+    return Population(config, tuple(make_train(dataclasses.replace(config, arch=a)) for a in config.archs))

@@ -13,6 +13,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from agents.networks import ARCHITECTURES
+
 FAMILIES = ("access", "procedure", "coordination", "allocation")
 
 # Paper, Tables A6-A9 (joint, task) in percent, seen / unseen.
@@ -40,7 +42,25 @@ def _pct(v):
     return "   -" if v is None else f"{v:5.1f}"
 
 
+def by_arch(results: dict, arch: str) -> dict:
+    """results.json's tables as {arch: {condition: table}}.
+
+    Runs written before populations could mix architectures keyed the tables
+    by condition only; `arch` (the config's) names their architecture.
+    """
+    if set(results) <= set(ARCHITECTURES):
+        return results
+    return {arch: results}
+
+
 def format_results(results: dict, arch: str) -> str:
+    lines = []
+    for name, tables in by_arch(results, arch).items():
+        lines.append(_format_arch(tables, name))
+    return "\n".join(lines)
+
+
+def _format_arch(results: dict, arch: str) -> str:
     lines = []
     for cond, table in results.items():
         paper = PAPER.get((arch, cond), {})
@@ -69,6 +89,15 @@ def _read_jsonl(path: Path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _group(row: dict) -> str:
+    """Reward condition, with the architecture in runs that record it."""
+    return f"{row['arch']} {row['reward_condition']}" if "arch" in row else row["reward_condition"]
+
+
+def _label(row: dict) -> str:
+    return f"{row['family']} ({_group(row)})"
+
+
 def figures(run_dir: Path) -> list[Path]:
     # The object-oriented API: no pyplot backend switch in the caller's process.
     from matplotlib.figure import Figure
@@ -82,16 +111,16 @@ def figures(run_dir: Path) -> list[Path]:
     for r in metrics:
         for key in ("reward_per_step", "td_loss", "q_mean", "wait_share", "sanctions_per_step"):
             if r.get(key) is not None:
-                series[(key, r["reward_condition"], r["family"])][r["step"]].append(r[key])
+                series[(key, _label(r))][r["step"]].append(r[key])
     fig = Figure(figsize=(14, 7))
     axes = fig.subplots(2, 3)
     for ax, key, title in zip(axes.flat, ("reward_per_step", "td_loss", "q_mean", "wait_share", "sanctions_per_step"),
                               ("reward per step", "TD loss", "mean Q(s,a)", "WAIT share", "sanctions per step")):
-        for (k, cond, fam), pts in sorted(series.items()):
+        for (k, label), pts in sorted(series.items()):
             if k != key:
                 continue
             steps = sorted(pts)
-            ax.plot(steps, [sum(pts[s]) / len(pts[s]) for s in steps], label=f"{fam} ({cond})")
+            ax.plot(steps, [sum(pts[s]) / len(pts[s]) for s in steps], label=label)
         ax.set_title(title)
         ax.set_xlabel("transitions per run")
         ax.grid(alpha=0.3)
@@ -99,11 +128,12 @@ def figures(run_dir: Path) -> list[Path]:
     ax = axes.flat[5]
     vs = defaultdict(lambda: defaultdict(list))
     for r in val:
-        vs[(r["reward_condition"], "task")][r["step"]].append(r["task"])
-        vs[(r["reward_condition"], "joint")][r["step"]].append(r["joint"])
-    for (cond, metric), pts in sorted(vs.items()):
+        group = _group(r)
+        vs[(group, "task")][r["step"]].append(r["task"])
+        vs[(group, "joint")][r["step"]].append(r["joint"])
+    for (group, metric), pts in sorted(vs.items()):
         steps = sorted(pts)
-        ax.plot(steps, [100 * sum(pts[s]) / len(pts[s]) for s in steps], "o-", label=f"{metric} ({cond})")
+        ax.plot(steps, [100 * sum(pts[s]) / len(pts[s]) for s in steps], "o-", label=f"{metric} ({group})")
     ax.set_title("validation success (%), seen layout")
     ax.set_xlabel("transitions per run")
     ax.legend(fontsize=7)

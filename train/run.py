@@ -33,7 +33,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from normjax.norms import NORMS
 from train import evaluate as ev
 from train.config import DQNConfig
-from train.dqn import Metrics, make_train
+from train.dqn import Metrics, make_population
 
 VALIDATION_SEEDS = (101, 102, 103, 104)  # 4 x 3 seen episodes = 12 per norm
 
@@ -72,15 +72,16 @@ def block_size(config: DQNConfig, max_chunks: int = 2_500) -> int:
     return best
 
 
-def _metric_rows(rows, runners, step):
+def _metric_rows(rows, runners, step, offset=0):
+    """One row per run of a member; `run` indexes the whole population."""
     m = jax.tree.map(np.asarray, runners.metrics)
     out = []
     for i, r in enumerate(rows):
         steps = max(float(m.steps[i]), 1.0)
         upd = max(float(m.updates[i]), 1.0)
         out.append(dict(
-            step=int(step), run=i, norm=NORMS[r["norm_id"]].name, family=NORMS[r["norm_id"]].family,
-            reward_condition=r["reward_condition"], seed=r["seed"],
+            step=int(step), run=offset + i, arch=r["arch"], norm=NORMS[r["norm_id"]].name,
+            family=NORMS[r["norm_id"]].family, reward_condition=r["reward_condition"], seed=r["seed"],
             td_loss=float(m.loss[i]) / upd if m.updates[i] else None,
             q_mean=float(m.q_mean[i]) / upd if m.updates[i] else None,
             reward_per_step=float(m.reward[i]) / steps,
@@ -104,27 +105,46 @@ def _zero_metrics(runners):
     return runners.replace(metrics=jax.tree.map(jnp.zeros_like, runners.metrics))
 
 
+def _step(carry) -> int:
+    """Transitions done so far (all runs step in lockstep)."""
+    return int(np.asarray(carry[0][0].step)[0])
+
+
+def _member_rows(pop):
+    """(member, its rows with the architecture, offset of its first run)."""
+    out, offset = [], 0
+    for m in pop.members:
+        rows = [dict(r, arch=m.config.arch) for r in m.rows]
+        out.append((m, rows, offset))
+        offset += len(rows)
+    return out
+
+
 def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progress: bool = True,
                      stop_after: int | None = None, checkpoint_every: int = 1, final_test: bool = True,
                      log=print) -> dict:
     """Train (or resume) the population of `config` into `out_dir`.
 
+    The population holds every (architecture, reward condition, norm, seed)
+    run of the config; the returned `carry` is a tuple with one
+    (runners, replay) pair per architecture (`train.dqn.Population`).
     stop_after: stop (as if killed) once this many transitions are done.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
-    tr = make_train(config)
-    (out / "population.json").write_text(json.dumps(tr.rows, indent=2))
-    n_runs = len(tr.rows)
-    mesh = population_mesh(n_runs)
+    pop = make_population(config)
+    (out / "population.json").write_text(json.dumps(pop.rows, indent=2))
+    n_runs = len(pop.rows)
+    members = _member_rows(pop)
+    meshes = [population_mesh(len(rows)) for _, rows, _ in members]
     block = block_size(config)
     log(f"population: {n_runs} runs ({config.arch}), {config.total_steps:,} transitions each, "
         f"blocks of {block * config.train_freq:,}; devices: {jax.device_count()}"
-        + (f", sharded over mesh {dict(mesh.shape)}" if mesh is not None else ""))
+        + (f", sharded over mesh {dict(meshes[0].shape)}" if meshes[0] is not None else ""))
 
-    specs = shard(tr.specs, mesh)
-    carry = shard(tr.init_population(jax.random.PRNGKey(config.seed)), mesh)
+    specs = tuple(shard(x, mesh) for x, mesh in zip(pop.specs, meshes))
+    carry = tuple(shard(x, mesh) for x, mesh in zip(pop.init_population(jax.random.PRNGKey(config.seed)), meshes))
     ckpt = ocp.CheckpointManager(
         (out / "checkpoints").resolve(), options=ocp.CheckpointManagerOptions(max_to_keep=2)
     )
@@ -138,9 +158,9 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
         from tqdm.auto import tqdm
 
         bar = tqdm(total=config.total_steps, unit="tr", desc=f"{config.name}", mininterval=1.0)
-        bar.update(int(np.asarray(carry[0].step)[0]))
+        bar.update(_step(carry))
     every = max(1, config.progress_every // config.train_freq)
-    last = {"step": int(np.asarray(carry[0].step)[0])}
+    last = {"step": _step(carry)}
 
     def on_chunk(step):
         step = int(step)
@@ -148,28 +168,30 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
             bar.update(step - last["step"])
             last["step"] = step
 
-    run = jax.jit(lambda c, s: tr.run_chunks(c, s, block, on_chunk if progress else None), donate_argnums=0)
+    run = jax.jit(lambda c, s: pop.run_chunks(c, s, block, on_chunk if progress else None), donate_argnums=0)
     t_start = time.perf_counter()
     blocks_done = 0
-    step = int(np.asarray(carry[0].step)[0])
+    step = _step(carry)
     while step < config.total_steps:
         carry = run(carry, specs)
-        step = int(np.asarray(carry[0].step)[0])
+        step = _step(carry)
         blocks_done += 1
         if bar is not None:
             bar.update(step - last["step"])
             last["step"] = step
-        runners = carry[0]
-        _append_jsonl(out / "metrics.jsonl", _metric_rows(tr.rows, runners, step))
-        carry = (_zero_metrics(runners), carry[1])
+        for (_, rows, offset), (runners, _) in zip(members, carry):
+            _append_jsonl(out / "metrics.jsonl", _metric_rows(rows, runners, step, offset))
+        carry = tuple((_zero_metrics(runners), rb) for runners, rb in carry)
         if step in config.validation_at:
-            per_run = ev.episodes_for([r["norm_id"] for r in tr.rows], VALIDATION_SEEDS, ("seen",))
-            raw = ev.run_population(tr, carry[0].q_params, per_run)
-            val = [dict(step=step, run=i, norm=NORMS[r["norm_id"]].name, family=NORMS[r["norm_id"]].family,
-                        reward_condition=r["reward_condition"],
-                        task=float(np.mean(raw["goals"][i] / 2.0)),
-                        joint=float(np.mean((raw["goals"][i] == 2) & (raw["sanctions"][i] == 0))))
-                   for i, r in enumerate(tr.rows)]
+            val = []
+            for (m, rows, offset), (runners, _) in zip(members, carry):
+                per_run = ev.episodes_for([r["norm_id"] for r in rows], VALIDATION_SEEDS, ("seen",))
+                raw = ev.run_population(m, runners.q_params, per_run)
+                val += [dict(step=step, run=offset + i, arch=r["arch"], norm=NORMS[r["norm_id"]].name,
+                             family=NORMS[r["norm_id"]].family, reward_condition=r["reward_condition"],
+                             task=float(np.mean(raw["goals"][i] / 2.0)),
+                             joint=float(np.mean((raw["goals"][i] == 2) & (raw["sanctions"][i] == 0))))
+                        for i, r in enumerate(rows)]
             _append_jsonl(out / "validation.jsonl", val)
             log(f"validation at {step:,}: task {100 * np.mean([v['task'] for v in val]):.1f}% "
                 f"joint {100 * np.mean([v['joint'] for v in val]):.1f}%")
@@ -187,18 +209,24 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
     (out / "timing.json").write_text(json.dumps({"train_seconds": train_s, "n_runs": n_runs}))
     result = {"config": config.to_dict(), "train_seconds": train_s, "carry": carry}
     if final_test:
-        result["results"] = write_final_tests(tr, carry[0].q_params, out, train_s)
+        result["results"] = write_final_tests(pop, carry, out, train_s)
     return result
 
 
-def write_final_tests(tr, q_params, out: Path, train_s: float | None) -> dict:
-    """Final tests of the frozen policies (protocol seed 0) -> results.json."""
-    per_run = ev.episodes_for([r["norm_id"] for r in tr.rows])
-    raw = ev.run_population(tr, q_params, per_run)
-    tables = ev.summarize_groups(tr.rows, per_run, raw, "reward_condition")
-    summary = {cond: {k: v for k, v in t.items() if k != "episodes"} for cond, t in tables.items()}
-    payload = {"config": tr.config.to_dict(), "train_seconds": train_s, "n_runs": len(tr.rows),
-               "results": summary, "episodes": {c: t["episodes"] for c, t in tables.items()}}
+def write_final_tests(pop, carry, out: Path, train_s: float | None) -> dict:
+    """Final tests of the frozen policies (protocol seed 0) -> results.json.
+
+    results[arch][reward_condition] = protocol summary (seen and unseen).
+    """
+    summary, episodes = {}, {}
+    for (m, rows, _), (runners, _) in zip(_member_rows(pop), carry):
+        per_run = ev.episodes_for([r["norm_id"] for r in rows])
+        raw = ev.run_population(m, runners.q_params, per_run)
+        tables = ev.summarize_groups(rows, per_run, raw, "reward_condition")
+        summary[m.config.arch] = {cond: {k: v for k, v in t.items() if k != "episodes"} for cond, t in tables.items()}
+        episodes[m.config.arch] = {c: t["episodes"] for c, t in tables.items()}
+    payload = {"config": pop.config.to_dict(), "train_seconds": train_s, "n_runs": len(pop.rows),
+               "results": summary, "episodes": episodes}
     (out / "results.json").write_text(json.dumps(payload, indent=2))
     return summary
 
@@ -210,13 +238,13 @@ def final_tests_from_checkpoint(run_dir) -> dict:
     out = Path(run_dir)
     values = json.loads((out / "config.json").read_text())
     config = make_config(values)
-    tr = make_train(config)
+    pop = make_population(config)
     ckpt = ocp.CheckpointManager((out / "checkpoints").resolve())
     step = ckpt.latest_step()
     if step is None or step < config.total_steps:
         raise ValueError(f"{run_dir}: no final checkpoint (latest: {step})")
-    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, tr.init_population(jax.random.PRNGKey(config.seed)))
+    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, pop.init_population(jax.random.PRNGKey(config.seed)))
     carry = ckpt.restore(step, args=ocp.args.StandardRestore(abstract))
     timing = out / "timing.json"
     train_s = json.loads(timing.read_text())["train_seconds"] if timing.exists() else None
-    return write_final_tests(tr, carry[0].q_params, out, train_s)
+    return write_final_tests(pop, carry, out, train_s)
