@@ -21,6 +21,7 @@ transitions show which half bounds the whole.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -29,7 +30,7 @@ import jax
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import save  # noqa: E402
+from benchmarks.common import RESULTS, save  # noqa: E402
 from train.config import DQNConfig  # noqa: E402
 from train import replay as rp  # noqa: E402
 from train.dqn import make_train  # noqa: E402
@@ -118,6 +119,11 @@ def main(argv=None):
             for name, p in parts["parts"].items():
                 print(f"  {name} only: {p['per_s']:,.0f} {p['unit']}/s -> {p['projected_minutes_for_1M_each']:.0f} min "
                       f"of the 1M-each budget (compile {p['compile_s']:.1f}s)", flush=True)
+    # Keep the rows of architectures not measured this time (e.g. a run with --archs mlp).
+    path = RESULTS / "train_throughput.json"
+    if path.exists():
+        measured = {r["arch"] for r in rows}
+        rows = [r for r in json.loads(path.read_text()).get("rows", []) if r["arch"] not in measured] + rows
     print(f"saved {save('train_throughput', {'rows': rows})}")
 
 
