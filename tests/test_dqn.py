@@ -68,6 +68,22 @@ def test_replay_wraps_around():
     assert set(np.asarray(batch["action"]).ravel().tolist()) <= {1, 2}
 
 
+def test_half_precision_replay_halves_memory_and_samples_float32():
+    obs = jax.random.uniform(jax.random.PRNGKey(3), (2, 4, 585), minval=-1.0, maxval=1.0)
+    full = rp.add_block(rp.init(2, 8, 585), obs, jnp.zeros((2, 4), jnp.int32), jnp.zeros((2, 4)), obs, jnp.zeros((2, 4)))
+    half = rp.add_block(rp.init(2, 8, 585, jnp.float16), obs, jnp.zeros((2, 4), jnp.int32), jnp.zeros((2, 4)),
+                        obs, jnp.zeros((2, 4)))
+    assert half.obs.nbytes * 2 == full.obs.nbytes
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    a, b = rp.sample(full, keys, 16), rp.sample(half, keys, 16)
+    assert b["obs"].dtype == jnp.float32
+    np.testing.assert_allclose(np.asarray(b["obs"]), np.asarray(a["obs"]), atol=1e-3)  # float16 spacing near 1
+    with pytest.raises(ValueError, match="replay_dtype='int8'.*float16"):
+        make_config({"replay_dtype": "int8"})
+    assert make_train(DQNConfig(**TINY, replay_dtype="float16")).init_population(
+        jax.random.PRNGKey(0))[1].obs.dtype == jnp.float16
+
+
 @pytest.fixture(scope="module")
 def tiny():
     cfg = DQNConfig(**TINY)

@@ -18,6 +18,7 @@ from normjax.state import REWARD_CONDITIONS
 from agents.networks import ARCHITECTURES
 
 PAPER_VALIDATION = (100_000, 250_000, 500_000, 750_000, 1_000_000)
+REPLAY_DTYPES = ("float32", "float16", "bfloat16")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,6 +30,7 @@ class DQNConfig:
     seeds_per_norm: int = 1
     total_steps: int = 1_000_000  # transitions per run
     buffer_size: int = 100_000
+    replay_dtype: str = "float32"  # storage of observations; float16 halves replay memory (inexact)
     learning_starts: int = 1_000
     batch_size: int = 32
     train_freq: int = 4
@@ -53,6 +55,8 @@ class DQNConfig:
         archs = self.arch.split(",") if isinstance(self.arch, str) else [self.arch]
         if not archs or any(a not in ARCHITECTURES for a in archs) or len(set(archs)) != len(archs):
             bad("arch", self.arch, ", ".join(ARCHITECTURES) + " or a comma-separated list of distinct ones")
+        if self.replay_dtype not in REPLAY_DTYPES:
+            bad("replay_dtype", self.replay_dtype, ", ".join(REPLAY_DTYPES))
         for rc in self.reward_conditions:
             if rc not in REWARD_CONDITIONS:
                 bad("reward_conditions", rc, ", ".join(REWARD_CONDITIONS))

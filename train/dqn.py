@@ -238,7 +238,7 @@ def make_train(config: DQNConfig):
         """(runners, replay) of the population; every run gets its own key."""
         n = specs.norm_id.shape[0]
         runners = jax.vmap(init)(jax.random.split(key, n), specs)
-        return runners, rp.init(n, config.buffer_size, n_obs)
+        return runners, rp.init(n, config.buffer_size, n_obs, jnp.dtype(config.replay_dtype))
 
     def train(key):
         """The whole run in one program (no validation or checkpoints)."""
