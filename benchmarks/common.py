@@ -10,7 +10,8 @@ from pathlib import Path
 
 import jax
 
-RESULTS = Path(__file__).resolve().parent / "results"
+# NORMJAX_BENCH_RESULTS redirects the result files (the device suite writes to its $OUT).
+RESULTS = Path(os.environ.get("NORMJAX_BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
 
 
 def machine() -> dict:

@@ -36,10 +36,10 @@ from train import replay as rp  # noqa: E402
 from train.dqn import make_train  # noqa: E402
 
 
-def _setup(arch: str, buffer_size: int, runs_norms: int):
+def _setup(arch: str, buffer_size: int, runs_norms: int, seeds: int = 1):
     cfg = DQNConfig(arch=arch, norms=("all",) if runs_norms == 50 else tuple(
         __import__("normjax").NORMS[i].name for i in range(runs_norms)),
-        total_steps=1_000_000, buffer_size=buffer_size, learning_starts=0)
+        seeds_per_norm=seeds, total_steps=1_000_000, buffer_size=buffer_size, learning_starts=0)
     tr = make_train(cfg)
     return cfg, tr, tr.init_population(jax.random.PRNGKey(0))
 
@@ -55,8 +55,8 @@ def _time(fn, carry, specs):
     return compile_s, time.perf_counter() - t0
 
 
-def measure(arch: str, chunks: int, buffer_size: int, runs_norms: int):
-    cfg, tr, carry = _setup(arch, buffer_size, runs_norms)
+def measure(arch: str, chunks: int, buffer_size: int, runs_norms: int, seeds: int = 1):
+    cfg, tr, carry = _setup(arch, buffer_size, runs_norms, seeds)
     compile_s, run_s = _time(lambda c, s: tr.run_chunks(c, s, chunks), carry, tr.specs)
     n_runs = len(tr.rows)
     transitions = n_runs * chunks * cfg.train_freq
@@ -65,9 +65,9 @@ def measure(arch: str, chunks: int, buffer_size: int, runs_norms: int):
                 projected_minutes_for_1M_each=n_runs * 1_000_000 / (transitions / run_s) / 60)
 
 
-def measure_parts(arch: str, chunks: int, buffer_size: int, runs_norms: int):
+def measure_parts(arch: str, chunks: int, buffer_size: int, runs_norms: int, seeds: int = 1):
     """Env-only and update-only blocks of `chunks` chunks (see the module docstring)."""
-    cfg, tr, carry = _setup(arch, buffer_size, runs_norms)
+    cfg, tr, carry = _setup(arch, buffer_size, runs_norms, seeds)
     n_runs = len(tr.rows)
 
     def env_only(c, specs):
@@ -103,27 +103,28 @@ def main(argv=None):
     ap.add_argument("--chunks", type=int, default=250, help="chunks (4 transitions per run) per timed block")
     ap.add_argument("--buffer-size", type=int, default=10_000)
     ap.add_argument("--norms", type=int, default=50, help="population size (first N norms)")
+    ap.add_argument("--seeds", type=int, default=1, help="seeds per norm (population = norms x seeds)")
     ap.add_argument("--breakdown", action="store_true", help="also time env-only and update-only blocks")
     args = ap.parse_args(argv)
     rows = []
     for arch in args.archs:
         chunks = args.chunks if arch == "mlp" else max(args.chunks // 5, 10)
-        r = measure(arch, chunks, args.buffer_size, args.norms)
+        r = measure(arch, chunks, args.buffer_size, args.norms, args.seeds)
         rows.append(r)
         print(f"{arch}: {r['transitions_per_s']:,.0f} transitions/s for {r['runs']} runs "
               f"(compile {r['compile_s']:.1f}s); 1M each would take {r['projected_minutes_for_1M_each']:.0f} min",
               flush=True)
         if args.breakdown:
-            parts = measure_parts(arch, chunks, args.buffer_size, args.norms)
+            parts = measure_parts(arch, chunks, args.buffer_size, args.norms, args.seeds)
             r["parts"] = parts["parts"]
             for name, p in parts["parts"].items():
                 print(f"  {name} only: {p['per_s']:,.0f} {p['unit']}/s -> {p['projected_minutes_for_1M_each']:.0f} min "
                       f"of the 1M-each budget (compile {p['compile_s']:.1f}s)", flush=True)
-    # Keep the rows of architectures not measured this time (e.g. a run with --archs mlp).
+    # Keep the rows of (architecture, population size) not measured this time (e.g. --archs mlp).
     path = RESULTS / "train_throughput.json"
     if path.exists():
-        measured = {r["arch"] for r in rows}
-        rows = [r for r in json.loads(path.read_text()).get("rows", []) if r["arch"] not in measured] + rows
+        measured = {(r["arch"], r["runs"]) for r in rows}
+        rows = [r for r in json.loads(path.read_text()).get("rows", []) if (r["arch"], r["runs"]) not in measured] + rows
     print(f"saved {save('train_throughput', {'rows': rows})}")
 
 
