@@ -157,6 +157,7 @@ def test_config_errors_name_the_bad_value():
     with pytest.raises(ValueError, match="arch='mlp,rnn'"):
         make_config({"arch": ["mlp", "rnn"]})
     assert make_config({"arch": ["mlp", "cnn"]}).archs == ("mlp", "cnn")
+    assert DQNConfig(arch=("cnn", "mlp")).arch == "cnn,mlp"
     assert load_config("configs/cpu_default", ["arch=cnn,mlp"]).archs == ("cnn", "mlp")
     with pytest.raises(ValueError, match="make_population"):
         make_train(make_config({"arch": "mlp,cnn"}))

@@ -52,6 +52,8 @@ class DQNConfig:
         def bad(field, value, allowed):
             raise ValueError(f"config {field}={value!r} is invalid; allowed: {allowed}")
 
+        if isinstance(self.arch, (list, tuple)):  # DQNConfig(arch=("mlp", "cnn")) in Python
+            object.__setattr__(self, "arch", ",".join(map(str, self.arch)))
         archs = self.arch.split(",") if isinstance(self.arch, str) else [self.arch]
         if not archs or any(a not in ARCHITECTURES for a in archs) or len(set(archs)) != len(archs):
             bad("arch", self.arch, ", ".join(ARCHITECTURES) + " or a comma-separated list of distinct ones")
