@@ -102,7 +102,10 @@ def cmd_train(args) -> int:
     from train.run import train_population
 
     out = Path(args.out) if args.out else Path("runs") / config.name
-    result = train_population(config, out, resume=not args.no_resume, progress=not args.no_progress)
+    if args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every={args.checkpoint_every} is invalid; allowed: a positive integer")
+    result = train_population(config, out, resume=not args.no_resume, progress=not args.no_progress,
+                              checkpoint_every=args.checkpoint_every)
     print(report(out))
     return 0 if "results" in result or "stopped_at" in result else 1
 
@@ -143,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", default=None, help="run directory (default runs/<config name>)")
     t.add_argument("--no-resume", action="store_true", help="ignore existing checkpoints")
     t.add_argument("--no-progress", action="store_true")
+    t.add_argument("--checkpoint-every", type=int, default=1, metavar="BLOCKS",
+                   help="save a checkpoint every BLOCKS compiled blocks (and at the end); saving the "
+                        "replay memory takes seconds per save on large populations")
     t.add_argument("--distributed", action="store_true", help="call jax.distributed.initialize() first")
     t.set_defaults(fn=cmd_train)
 

@@ -228,3 +228,13 @@ def test_every_shipped_config_is_valid(path):
     cfg = load_config(path)
     assert cfg.name == path.stem
     assert all(v <= cfg.total_steps for v in cfg.validation_at)
+
+
+def test_train_cli_rejects_bad_options_before_compiling(tmp_path, capsys):
+    from normjax.cli import main
+
+    assert main(["train", "--config", "configs/test_tiny", "--out", str(tmp_path), "--checkpoint-every", "0"]) == 2
+    assert "--checkpoint-every=0 is invalid" in capsys.readouterr().err
+    assert main(["train", "--config", "configs/test_tiny", "--out", str(tmp_path), "gamm=0.9"]) == 2
+    assert "unknown config key(s) gamm" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # nothing was written, nothing trained
