@@ -21,6 +21,7 @@ transitions show which half bounds the whole.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -34,6 +35,7 @@ from benchmarks.common import RESULTS, save  # noqa: E402
 from train.config import DQNConfig  # noqa: E402
 from train import replay as rp  # noqa: E402
 from train.dqn import make_train  # noqa: E402
+from train.run import population_mesh, shard  # noqa: E402
 
 
 def _setup(arch: str, buffer_size: int, runs_norms: int, seeds: int = 1):
@@ -41,7 +43,15 @@ def _setup(arch: str, buffer_size: int, runs_norms: int, seeds: int = 1):
         __import__("normjax").NORMS[i].name for i in range(runs_norms)),
         seeds_per_norm=seeds, total_steps=1_000_000, buffer_size=buffer_size, learning_starts=0)
     tr = make_train(cfg)
-    return cfg, tr, tr.init_population(jax.random.PRNGKey(0))
+    # As in training: with several devices (e.g. XLA_FLAGS=--xla_force_host_platform_device_count=2)
+    # the run axis is sharded over them.
+    mesh = population_mesh(len(tr.rows))
+    tr = dataclasses.replace(tr, specs=shard(tr.specs, mesh))
+    return cfg, tr, shard(tr.init_population(jax.random.PRNGKey(0)), mesh)
+
+
+def _devices(tr) -> int:
+    return len(jax.tree.leaves(tr.specs)[0].sharding.device_set)
 
 
 def _time(fn, carry, specs):
@@ -60,7 +70,7 @@ def measure(arch: str, chunks: int, buffer_size: int, runs_norms: int, seeds: in
     compile_s, run_s = _time(lambda c, s: tr.run_chunks(c, s, chunks), carry, tr.specs)
     n_runs = len(tr.rows)
     transitions = n_runs * chunks * cfg.train_freq
-    return dict(arch=arch, runs=n_runs, chunks=chunks, transitions=transitions, run_s=run_s,
+    return dict(arch=arch, runs=n_runs, devices=_devices(tr), chunks=chunks, transitions=transitions, run_s=run_s,
                 compile_s=compile_s, transitions_per_s=transitions / run_s,
                 projected_minutes_for_1M_each=n_runs * 1_000_000 / (transitions / run_s) / 60)
 
@@ -88,7 +98,7 @@ def measure_parts(arch: str, chunks: int, buffer_size: int, runs_norms: int, see
     out = {}
     for name, fn in (("env", env_only), ("update", update_only)):
         compile_s, run_s = _time(fn, carry, tr.specs)
-        carry = tr.init_population(jax.random.PRNGKey(0))
+        carry = _setup(arch, buffer_size, runs_norms, seeds)[2]  # the last part consumed (donated) it
         per_s = n_runs * chunks * (cfg.train_freq if name == "env" else 1) / run_s
         total = 1_000_000 * n_runs / (1 if name == "env" else cfg.train_freq)
         out[name] = dict(run_s=run_s, compile_s=compile_s, per_s=per_s,
@@ -111,7 +121,7 @@ def main(argv=None):
         chunks = args.chunks if arch == "mlp" else max(args.chunks // 5, 10)
         r = measure(arch, chunks, args.buffer_size, args.norms, args.seeds)
         rows.append(r)
-        print(f"{arch}: {r['transitions_per_s']:,.0f} transitions/s for {r['runs']} runs "
+        print(f"{arch}: {r['transitions_per_s']:,.0f} transitions/s for {r['runs']} runs on {r['devices']} device(s) "
               f"(compile {r['compile_s']:.1f}s); 1M each would take {r['projected_minutes_for_1M_each']:.0f} min",
               flush=True)
         if args.breakdown:
@@ -120,11 +130,12 @@ def main(argv=None):
             for name, p in parts["parts"].items():
                 print(f"  {name} only: {p['per_s']:,.0f} {p['unit']}/s -> {p['projected_minutes_for_1M_each']:.0f} min "
                       f"of the 1M-each budget (compile {p['compile_s']:.1f}s)", flush=True)
-    # Keep the rows of (architecture, population size) not measured this time (e.g. --archs mlp).
+    # Keep the rows of (architecture, population size, devices) not measured this time (e.g. --archs mlp).
     path = RESULTS / "train_throughput.json"
+    key = lambda r: (r["arch"], r["runs"], r.get("devices", 1))  # noqa: E731
     if path.exists():
-        measured = {(r["arch"], r["runs"]) for r in rows}
-        rows = [r for r in json.loads(path.read_text()).get("rows", []) if (r["arch"], r["runs"]) not in measured] + rows
+        measured = {key(r) for r in rows}
+        rows = [r for r in json.loads(path.read_text()).get("rows", []) if key(r) not in measured] + rows
     print(f"saved {save('train_throughput', {'rows': rows})}")
 
 
