@@ -94,6 +94,8 @@ def cmd_train(args) -> int:
     from train.config import load_config
 
     config = load_config(args.config, args.overrides)  # validated before anything compiles
+    if args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every={args.checkpoint_every} is invalid; allowed: a positive integer")
     if args.distributed:
         import jax
 
@@ -102,8 +104,6 @@ def cmd_train(args) -> int:
     from train.run import train_population
 
     out = Path(args.out) if args.out else Path("runs") / config.name
-    if args.checkpoint_every < 1:
-        raise ValueError(f"--checkpoint-every={args.checkpoint_every} is invalid; allowed: a positive integer")
     result = train_population(config, out, resume=not args.no_resume, progress=not args.no_progress,
                               checkpoint_every=args.checkpoint_every)
     print(report(out))

@@ -201,6 +201,19 @@ def _candidates(lay, T, norm: int, group: int) -> list[dict]:
     d0 = lambda g, x: int(T0[_flat(*g), _flat(*x)])  # noqa: E731
     cands: list[dict] = []
 
+    def seat_starts(candidate):
+        """Seat-norm candidates from the doors' inward cells, else from floor cells.
+
+        `candidate(start, entry_door)` returns a record or None; the floor-cell
+        fallback enters through the door nearest to the start.
+        """
+        for starts in ([(s, i) for i, s in enumerate(inward)],
+                       [(s, int(np.argmin([d0(doors[i], s) for i in range(3)]))) for s in dests]):
+            found = [c for c in (candidate(s, s_i) for s, s_i in starts) if c is not None]
+            if found:
+                return found
+        return []
+
     def gap_route(variant):
         for s_i, s in enumerate(inward):
             if lay.zone_q[s]:
@@ -266,41 +279,32 @@ def _candidates(lay, T, norm: int, group: int) -> list[dict]:
         else:
             ok_reg = np.arange(3) == int(P.GROUP_REGION[norm - 45][group])
         ok_chair = [bool(region[ch] >= 0 and ok_reg[region[ch]]) for ch in chairs]
-        starts = [(s, i) for i, s in enumerate(inward)]
-        for pass_ in range(2):
-            for s, s_i in starts:
-                dch = [d0(ch, s) for ch in chairs]
-                good = min([d for d, o in zip(dch, ok_chair) if o] or [10_000])
-                bad = min([d for d, o in zip(dch, ok_chair) if not o] or [10_000])
-                if good >= U8_INF or bad >= good:
-                    continue
-                target = chairs[int(np.argmin([d if o else 10_000 for d, o in zip(dch, ok_chair)]))]
-                ex = _nearest_door(T, target, doors=doors)
-                cands.append(dict(_record(s, s_i, GOAL_ANY_CHAIR, (-1, -1), ex, good - bad), d=bad))
-                cands[-1]["tag"] = s
-            if cands:
-                break
-            # fallback: start on a floor cell (entry door = the nearest one)
-            starts = [(s, int(np.argmin([d0(doors[i], s) for i in range(3)]))) for s in dests]
-        return _rank(cands, lambda c: (-min(c["gap"], 3), c["d"]))
+
+        def region_start(s, s_i):
+            dch = [d0(ch, s) for ch in chairs]
+            good = min([d for d, o in zip(dch, ok_chair) if o] or [10_000])
+            bad = min([d for d, o in zip(dch, ok_chair) if not o] or [10_000])
+            if good >= U8_INF or bad >= good:
+                return None
+            target = chairs[int(np.argmin([d if o else 10_000 for d, o in zip(dch, ok_chair)]))]
+            ex = _nearest_door(T, target, doors=doors)
+            return dict(_record(s, s_i, GOAL_ANY_CHAIR, (-1, -1), ex, good - bad), d=bad, tag=s)
+
+        return _rank(seat_starts(region_start), lambda c: (-min(c["gap"], 3), c["d"]))
     if norm in (48, 49):
         order = [tuple(int(v) for v in x) for x in lay.seat_order[norm - 48] if x[0] >= 0]
         rank = {ch: i for i, ch in enumerate(order)}
-        starts = [(s, i) for i, s in enumerate(inward)]
-        for pass_ in range(2):
-            for s, s_i in starts:
-                dch = {ch: d0(ch, s) for ch in chairs}
-                near = min(dch.values())
-                early = min(d for ch, d in dch.items() if rank[ch] < 3)
-                if near >= U8_INF or early <= near:
-                    continue  # some chair among the first three of sigma is as near
-                ex = _nearest_door(T, order[0], doors=doors)
-                cands.append(dict(_record(s, s_i, GOAL_ANY_CHAIR, (-1, -1), ex, early - near), d=near))
-                cands[-1]["tag"] = s
-            if cands:
-                break
-            starts = [(s, int(np.argmin([d0(doors[i], s) for i in range(3)]))) for s in dests]
-        return _rank(cands, lambda c: (-min(c["gap"], 3), c["d"]))
+
+        def order_start(s, s_i):
+            dch = {ch: d0(ch, s) for ch in chairs}
+            near = min(dch.values())
+            early = min(d for ch, d in dch.items() if rank[ch] < 3)
+            if near >= U8_INF or early <= near:
+                return None  # some chair among the first three of sigma is as near
+            ex = _nearest_door(T, order[0], doors=doors)
+            return dict(_record(s, s_i, GOAL_ANY_CHAIR, (-1, -1), ex, early - near), d=near, tag=s)
+
+        return _rank(seat_starts(order_start), lambda c: (-min(c["gap"], 3), c["d"]))
     if 23 <= norm <= 38:
         j = norm - 23
         path = [tuple(int(v) for v in x) for x in lay.queue_paths[j][: lay.queue_len[j]]]

@@ -106,22 +106,17 @@ def _reference_run():
     return oracle, blind
 
 
-def test_reference_rows_oracle():
-    oracle, _ = _reference_run()
+@pytest.mark.parametrize("policy, joint, episode_ok", [
+    ("oracle", 100.0, lambda r: r["finished"] and r["sanctions"] == 0),
+    ("blind", 0.0, lambda r: r["sanctions"] >= 1 and r["task"] == 1.0),
+])
+def test_reference_rows(policy, joint, episode_ok):
+    summary = dict(zip(("oracle", "blind"), _reference_run()))[policy]
     for cond in ("seen", "unseen"):
         for fam in ("overall",) + FAMILIES:
-            assert oracle[cond][fam]["joint"] == 100.0, (cond, fam, oracle[cond][fam])
-            assert oracle[cond][fam]["task"] == 100.0
-    assert all(r["finished"] and r["sanctions"] == 0 for r in oracle["episodes"])
-
-
-def test_reference_rows_blind():
-    _, blind = _reference_run()
-    for cond in ("seen", "unseen"):
-        for fam in ("overall",) + FAMILIES:
-            assert blind[cond][fam]["task"] == 100.0, (cond, fam, blind[cond][fam])
-            assert blind[cond][fam]["joint"] == 0.0
-    assert all(r["sanctions"] >= 1 and r["task"] == 1.0 for r in blind["episodes"])
+            assert summary[cond][fam]["joint"] == joint, (cond, fam, summary[cond][fam])
+            assert summary[cond][fam]["task"] == 100.0, (cond, fam, summary[cond][fam])
+    assert all(episode_ok(r) for r in summary["episodes"])
 
 
 def test_result_json_shape_and_table():

@@ -291,10 +291,18 @@ class Population:
     config: DQNConfig
     members: tuple
 
+    def member_rows(self) -> list[tuple]:
+        """(member, its rows with the architecture, population index of its first run)."""
+        out, offset = [], 0
+        for m in self.members:
+            out.append((m, [dict(r, arch=m.config.arch) for r in m.rows], offset))
+            offset += len(m.rows)
+        return out
+
     @property
     def rows(self) -> list[dict]:
         """One row per run, all members in order, each with its architecture."""
-        return [dict(r, arch=m.config.arch) for m in self.members for r in m.rows]
+        return [r for _, rows, _ in self.member_rows() for r in rows]
 
     @property
     def specs(self) -> tuple:

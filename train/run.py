@@ -110,16 +110,6 @@ def _step(carry) -> int:
     return int(np.asarray(carry[0][0].step)[0])
 
 
-def _member_rows(pop):
-    """(member, its rows with the architecture, offset of its first run)."""
-    out, offset = [], 0
-    for m in pop.members:
-        rows = [dict(r, arch=m.config.arch) for r in m.rows]
-        out.append((m, rows, offset))
-        offset += len(rows)
-    return out
-
-
 def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progress: bool = True,
                      stop_after: int | None = None, checkpoint_every: int = 1, final_test: bool = True,
                      log=print) -> dict:
@@ -136,7 +126,7 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
     pop = make_population(config)
     (out / "population.json").write_text(json.dumps(pop.rows, indent=2))
     n_runs = len(pop.rows)
-    members = _member_rows(pop)
+    members = pop.member_rows()
     meshes = [population_mesh(len(rows)) for _, rows, _ in members]
     block = block_size(config)
     log(f"population: {n_runs} runs ({config.arch}), {config.total_steps:,} transitions each, "
@@ -219,7 +209,7 @@ def write_final_tests(pop, carry, out: Path, train_s: float | None) -> dict:
     results[arch][reward_condition] = protocol summary (seen and unseen).
     """
     summary, episodes = {}, {}
-    for (m, rows, _), (runners, _) in zip(_member_rows(pop), carry):
+    for (m, rows, _), (runners, _) in zip(pop.member_rows(), carry):
         per_run = ev.episodes_for([r["norm_id"] for r in rows])
         raw = ev.run_population(m, runners.q_params, per_run)
         tables = ev.summarize_groups(rows, per_run, raw, "reward_condition")
