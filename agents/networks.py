@@ -1,4 +1,4 @@
-"""Q-networks of the paper's DQN baselines (SPEC 10, paper A14), in flax NNX.
+"""Q-networks of the paper's DQN baselines (docs/world.md §11, paper A14), in flax NNX.
 
 DQN-MLP: the flat observation, 64-64 ReLU, linear 5.
 DQN-CNN: two padded 3x3 convolutions (16 and 32 channels, ReLU, no pooling)
@@ -6,7 +6,7 @@ on the three 11x15 map planes, flattened and concatenated with the vector
 part, then 256 ReLU, 64-64 ReLU, linear 5.
 
 Both take the *flat* observation (planes first, then the vector; see
-`normjax.observation`) so the replay buffer stores one array per transition.
+`normjax.world.observation`) so the replay buffer stores one array per transition.
 For training under `jit`/`vmap`, `functional(model)` splits a module into a
 static graph definition and a parameter pytree with a pure apply function.
 """
@@ -108,7 +108,7 @@ def action_mask(obs):
 
 
 def masked_argmax(q, mask):
-    """Greedy action among the physically possible ones (SPEC 10)."""
+    """Greedy action among the physically possible ones (docs/world.md §11)."""
     return jnp.argmax(jnp.where(mask, q, -jnp.inf), axis=-1)
 
 
@@ -118,7 +118,7 @@ def masked_max(q, mask):
 
 
 def epsilon_greedy(key, q, mask, epsilon):
-    """With probability epsilon a uniform action over all five (SPEC 10: exploration
+    """With probability epsilon a uniform action over all five (docs/world.md §11: exploration
     samples all five), else the masked greedy action."""
     k1, k2 = jax.random.split(key)
     explore = jax.random.uniform(k1) < epsilon

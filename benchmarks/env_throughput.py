@@ -1,13 +1,13 @@
-"""Env-steps per second of the FULL environment step (issue: export + benchmarks).
+"""Env-steps per second of the FULL environment step, `normjax.env.env_step`.
 
 One env-step here is everything an agent-environment loop pays per step:
 
-* the scripted community planner for all K slots (`normjax.env.community_actions`:
+* the scripted community planner for all K slots (`community_actions`:
   one-step prediction, norm-aware goal choice, per-action norm masks),
 * the world step (`step_world`: forced waits, the 50-norm evaluation and the
   episode's sanctions, physics with collisions and pushes, tasks, rewards,
   turnover and entry),
-* the newcomer's DQN observation (`observe`, SPEC 10, flattened),
+* the newcomer's DQN observation (`observe`, docs/world.md §10, flattened),
 
 with uniformly random newcomer actions (slot 0), K = 10, training-phase params
 on the cafe (200-step horizon, newcomer replaced), and the 50 norms mixed across
@@ -20,18 +20,14 @@ region.  Compile time is excluded from throughput and reported separately.
 
 Results: benchmarks/results/env_throughput.json and env_throughput.png.
 
-`--protocol`: when `normjax.protocol.evaluate` exists, the whole protocol run
-(50 norms x 6 test episodes = 300 episodes, each a fixed 100-step scan) is
-timed for a jittable policy (the norm-aware planner, `oracle_policy`), compile
-time separate (from `evaluate`'s own `timing` dict when it offers one).  When
-the module or function is missing the JSON says so.
+`--protocol`: the whole protocol run (50 norms x 6 test episodes = 300
+episodes, each a fixed 100-step scan) is timed for the norm-aware planner
+(`oracle_policy`), compile time separate (`evaluate`'s `timing` dict).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import inspect
 import sys
 import time
 from pathlib import Path
@@ -43,10 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import RESULTS, block, save, time_compiled  # noqa: E402
 from normjax import constants as C  # noqa: E402
-from normjax.env import community_actions, oracle_policy, phase_params  # noqa: E402
-from normjax.observation import observe  # noqa: E402
-from normjax.state import WorldConfig  # noqa: E402
-from normjax.world import reset_world, step_world  # noqa: E402
+from normjax.env import env_step, oracle_policy, phase_params  # noqa: E402
+from normjax.protocol import evaluate  # noqa: E402
+from normjax.world.state import WorldConfig  # noqa: E402
+from normjax.world.step import reset_world  # noqa: E402
 
 CAPACITY = 10
 
@@ -63,13 +59,11 @@ def batch_reset(keys, params):
     return jax.vmap(lambda k, p: reset_world(k, p, WorldConfig(capacity=CAPACITY)))(keys, params)
 
 
-def env_step(key, state, action, params):
-    """The full environment step seen by a learner: community + world + observation."""
+def full_step(key, state, action, params):
+    """The full environment step seen by a learner (`normjax.env.env_step`)."""
     k_comm, k_world = jax.random.split(key)
-    joint = community_actions(k_comm, state, params).astype(jnp.int32).at[0].set(action)
-    state, info = step_world(k_world, state, joint, params)
-    obs = observe(state, params).flat()
-    return obs, state, info.reward[0]
+    obs, state, info = env_step(k_comm, k_world, state, action, params)
+    return obs.flat(), state, info.reward[0]
 
 
 def make_rollout(n_steps: int):
@@ -80,7 +74,7 @@ def make_rollout(n_steps: int):
             state, key, acc = carry
             key, ka, ks = jax.random.split(key, 3)
             action = jax.random.randint(ka, (), 0, C.N_ACTIONS)
-            obs, state, r = env_step(ks, state, action, params)
+            obs, state, r = full_step(ks, state, action, params)
             # Consume the observation so it is not dead code.
             return (state, key, acc + r + obs[0] * 0.0), None
 
@@ -112,49 +106,20 @@ def bench_env(batches, steps_for):
     return rows
 
 
-def bench_protocol(repeats: int = 1):
-    """Time normjax.protocol.evaluate (300 episodes) for the oracle policy, if it exists.
-
-    When `evaluate` accepts a `timing` dict it reports its own compile / run
-    split (compile = lower + compile of the vmapped program, run = the 300
-    episodes); otherwise compile time is the first call minus the best later one.
-    """
-    try:
-        mod = importlib.import_module("normjax.protocol")
-    except ImportError as e:
-        return {"available": False, "reason": f"normjax.protocol not importable: {e}"}
-    evaluate = getattr(mod, "evaluate", None)
-    if evaluate is None:
-        return {"available": False, "reason": "normjax.protocol has no evaluate"}
-    params = inspect.signature(evaluate).parameters
-    kwargs = {"capacity": CAPACITY} if "capacity" in params else {}
-    has_timing = "timing" in params
-
-    def run_once():
-        timing = {}
-        extra = {"timing": timing} if has_timing else {}
-        t0 = time.perf_counter()
-        out = evaluate(oracle_policy, **kwargs, **extra)
-        return time.perf_counter() - t0, timing, out
-
-    first, timing, out = run_once()
-    result = {"available": True, "policy": "oracle_policy", "first_call_wall_s": round(first, 3)}
-    if has_timing and "compile_s" in timing:
-        result.update(
-            source="evaluate(timing=...)",
-            episodes=int(timing.get("n_episodes", 300)),
-            compile_s=round(timing["compile_s"], 3),
-            run_s=round(timing["run_s"], 3),
-        )
-    else:
-        later = min(run_once()[0] for _ in range(max(1, repeats)))
-        result.update(source="first call minus later call", episodes=300,
-                      compile_s=round(max(first - later, 0.0), 3), run_s=round(later, 3))
+def bench_protocol():
+    """Time `normjax.protocol.evaluate` (300 episodes) for the oracle policy, compile separate."""
+    timing = {}
+    out = evaluate(oracle_policy, capacity=CAPACITY, timing=timing)
+    result = {
+        "policy": "oracle_policy",
+        "episodes": int(timing["n_episodes"]),
+        "compile_s": round(timing["compile_s"], 3),
+        "run_s": round(timing["run_s"], 3),
+    }
     result["episodes_per_s"] = round(result["episodes"] / result["run_s"], 2)
     result["env_steps_per_s_upper"] = round(result["episodes"] * 100 / result["run_s"], 1)
-    if isinstance(out, dict) and "seen" in out:
-        result["seen_overall"] = out["seen"].get("overall")
-        result["unseen_overall"] = out.get("unseen", {}).get("overall")
+    result["seen_overall"] = out["seen"]["overall"]
+    result["unseen_overall"] = out["unseen"]["overall"]
     print(f"protocol ({result['episodes']} episodes, oracle): run {result['run_s']:.2f}s, "
           f"compile {result['compile_s']:.1f}s", flush=True)
     return result
@@ -196,7 +161,7 @@ def main(argv=None):
 
     rows = bench_env(args.batches, steps_for)
     payload = {
-        "what": "full env step: community_actions + step_world (50 norms) + observe; random newcomer; "
+        "what": "full env step (normjax.env.env_step): community planner + world step + observation; random newcomer; "
                 "K=10; cafe; train-phase params; norms mixed (env i -> norm i % 50)",
         "rows": rows,
     }

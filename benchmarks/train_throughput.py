@@ -5,7 +5,7 @@ reward condition), DQN-MLP and DQN-CNN, each measured over a compiled block of
 chunks after a warm-up block; compile time reported separately.  Every
 transition includes the scripted community, the world step with norms, the
 newcomer's observation, epsilon-greedy action selection, replay writes, and
-one gradient update per 4 transitions (SPEC 10).
+one gradient update per 4 transitions (docs/world.md §10).
 
     python benchmarks/train_throughput.py                 # mlp and cnn, 50 runs
     python benchmarks/train_throughput.py --archs mlp --chunks 200

@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import RESULTS, save, time_compiled  # noqa: E402
 from normjax import constants as C  # noqa: E402
 from normjax.norms import permissible, permissible_per_action  # noqa: E402
-from normjax.state import WorldConfig, make_params  # noqa: E402
-from normjax.tables import world_tables  # noqa: E402
-from normjax.world import reset_world, step_world  # noqa: E402
+from normjax.world.state import WorldConfig, make_params  # noqa: E402
+from normjax.layouts.tables import world_tables  # noqa: E402
+from normjax.world.step import reset_world, step_world  # noqa: E402
 
 
 def make_rollout(n_steps: int, with_norm: bool):

@@ -1,7 +1,7 @@
 """Render the cafe layout with a few hand-placed agents -> docs/cafe_frame.png.
 
 Run from the repository root: `python docs/make_cafe_frame.py`.  The state is built
-by hand (no world step), so every visual element of `normjax.render` appears once:
+by hand (no world step), so every visual element of `normjax.interop.render` appears once:
 the newcomer's star, the three group colours, a public sanction (red X), the
 service-timer digit, a collision badge "!", the goal-1 check mark, an agent on a
 chair, and an inactive slot that is not drawn.
@@ -17,9 +17,9 @@ import jax.numpy as jnp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from normjax.render import render_frame_jit, save_png  # noqa: E402
-from normjax.state import empty_state, make_params  # noqa: E402
-from normjax.tables import layout_id  # noqa: E402
+from normjax.interop.render import render_frame_jit, save_png  # noqa: E402
+from normjax.world.state import empty_state, make_params  # noqa: E402
+from normjax.layouts.tables import layout_id  # noqa: E402
 
 ORANGE, GREEN, BLUE = 0, 1, 2
 

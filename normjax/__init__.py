@@ -1,14 +1,19 @@
 """normjax: NormGym as a pure-function JAX world.
 
-The world (layouts, physics, tasks, rewards, norms) is in this package; see
-SPEC.md for the semantics it implements.
+Layers, imports flowing one way: `layouts` (maps, validator, tables, routes) ->
+`norms` (registry, predicates, the per-norm table) -> `world` (state, physics,
+tasks, the world step, observation) -> `community` (the scripted planner) ->
+`env` (the one environment step, policies, `make`) -> `protocol` (seeds,
+scenarios, runner) -> `interop` (export, rendering) -> `cli`.  The rules of the
+world are written down in docs/world.md.
 """
 
-from normjax.layout import LAYOUTS, LayoutError, get_layout, load_layout
+from normjax.env import NormGymEnv, env_step, make
+from normjax.layouts import LAYOUTS, LayoutError, get_layout, load_layout
 from normjax.norms import NORMS, get_norm, norm_id
-from normjax.observation import Observation, obs_size, observe
-from normjax.state import WorldConfig, WorldParams, WorldState, make_params
-from normjax.world import StepInfo, reset_world, step_world
+from normjax.world.observation import Observation, obs_size, observe
+from normjax.world.state import WorldConfig, WorldParams, WorldState, make_params
+from normjax.world.step import StepInfo, reset_world, step_world
 
 __version__ = "0.1.0"
 
@@ -16,14 +21,17 @@ __all__ = [
     "LAYOUTS",
     "LayoutError",
     "NORMS",
+    "NormGymEnv",
     "Observation",
     "StepInfo",
     "WorldConfig",
     "WorldParams",
     "WorldState",
+    "env_step",
     "get_layout",
     "get_norm",
     "load_layout",
+    "make",
     "make_params",
     "norm_id",
     "obs_size",

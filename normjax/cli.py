@@ -4,6 +4,8 @@
     normjax report   runs/NAME
     normjax evaluate --policy oracle --out oracle.json
     normjax export   --norm bend_right_1 --phase seen --seed 0 --policy blind --out ep.jsonl
+
+Every command is a thin `cmd_*` function over the library.
     normjax rollout  --layout cafe --norm forbidden_zone_q --steps 60 --gif out.gif
     normjax render   --layout bank --out bank.png
 
@@ -19,6 +21,10 @@ import sys
 import time
 from pathlib import Path
 
+# Plain constants so that `--help` and argument errors need no JAX import.
+CAPACITIES = (6, 8, 10)
+POLICY_NAMES = ("oracle", "blind", "random")
+
 
 def _norm_arg(name: str) -> int:
     from normjax.norms import norm_id
@@ -27,18 +33,27 @@ def _norm_arg(name: str) -> int:
 
 
 def _layout_arg(name: str) -> int:
-    from normjax.tables import layout_id
+    from normjax.layouts.tables import layout_id
 
     return layout_id(name)
+
+
+def _norm_list(names) -> list[int] | None:
+    """Norm names or ids from the command line (None = all 50), checked before tracing."""
+    if not names:
+        return None
+    from normjax.protocol import resolve_norms
+
+    return resolve_norms(int(n) if n.isdigit() else n for n in names)
 
 
 def cmd_rollout(args) -> int:
     import jax
     import numpy as np
 
-    from normjax.render import render_rollout, save_gif
-    from normjax.state import WorldConfig, make_params
-    from normjax.world import reset_world, step_world
+    from normjax.interop.render import render_rollout, save_gif
+    from normjax.world.state import WorldConfig, make_params
+    from normjax.world.step import reset_world, step_world
 
     layout, norm = _layout_arg(args.layout), _norm_arg(args.norm)
     params = make_params(layout, norm, max_steps=args.steps, reward_condition=args.reward)
@@ -80,9 +95,9 @@ def cmd_rollout(args) -> int:
 def cmd_render(args) -> int:
     import jax
 
-    from normjax.render import render_frame_jit, save_png
-    from normjax.state import make_params
-    from normjax.world import reset_world
+    from normjax.interop.render import render_frame_jit, save_png
+    from normjax.world.state import make_params
+    from normjax.world.step import reset_world
 
     params = make_params(_layout_arg(args.layout), _norm_arg(args.norm))
     state = reset_world(jax.random.PRNGKey(args.seed), params)
@@ -117,6 +132,39 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_evaluate(args) -> int:
+    norms = _norm_list(args.norms)  # before any tracing
+    from normjax.env import STATE_POLICIES, check_policy_name
+    from normjax.protocol import evaluate, format_table
+
+    check_policy_name(args.policy)
+    timing: dict = {}
+    result = evaluate(STATE_POLICIES[args.policy], norms=norms, seed=args.seed,
+                      capacity=args.capacity, timing=timing)
+    result["meta"] = dict(policy=args.policy, seed=args.seed, capacity=args.capacity,
+                          norms=norms, **{k: round(v, 3) if isinstance(v, float) else v
+                                          for k, v in timing.items()})
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+    print(format_table(result))
+    print(f"compile {timing['compile_s']:.1f}s, run {timing['run_s']:.2f}s "
+          f"({timing['n_episodes']} episodes); wrote {out}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from normjax.interop.export import export_episode
+
+    summary = export_episode(
+        args.norm, args.phase, args.seed, args.policy, args.out, frames_dir=args.frames,
+        layout=args.layout, capacity=args.capacity, newcomer_group=args.group,
+        steps=args.steps, cell_px=args.cell_px, episode=args.episode,
+    )
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="normjax", description="NormGym in JAX")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -126,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--norm", default="forbidden_zone_q", help="norm name, or 'none'")
     r.add_argument("--steps", type=int, default=60)
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--capacity", type=int, default=10, choices=(6, 8, 10))
+    r.add_argument("--capacity", type=int, default=10, choices=CAPACITIES)
     r.add_argument("--reward", default="sparse_penalty")
     r.add_argument("--gif", default=None, help="write the rollout as an animated GIF")
     r.add_argument("--cell-px", type=int, default=32)
@@ -140,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--cell-px", type=int, default=40)
     d.add_argument("--out", default="frame.png")
     d.set_defaults(fn=cmd_render)
-    t = sub.add_parser("train", help="train a DQN population (SPEC 10), then run the final tests")
+    t = sub.add_parser("train", help="train a DQN population (docs/world.md §10), then run the final tests")
     t.add_argument("--config", required=True, help="a JSON file in configs/ (suffix optional)")
     t.add_argument("overrides", nargs="*", help="key=value config overrides")
     t.add_argument("--out", default=None, help="run directory (default runs/<config name>)")
@@ -156,11 +204,31 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("run_dir")
     rp.set_defaults(fn=cmd_report)
 
-    from normjax.export import add_export_parser
-    from normjax.protocol_cli import add_evaluate_parser
+    e = sub.add_parser("evaluate", help="run the test protocol (3 seen + 3 unseen episodes per norm)")
+    e.add_argument("--policy", required=True, choices=POLICY_NAMES,
+                   help="newcomer policy: norm-aware oracle, norm-blind planner, or random")
+    e.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
+    e.add_argument("--seed", type=int, default=0, help="protocol seed (0 = canonical)")
+    e.add_argument("--capacity", type=int, default=10, choices=CAPACITIES)
+    e.add_argument("--out", required=True, help="write the result JSON here")
+    e.set_defaults(fn=cmd_evaluate)
 
-    add_evaluate_parser(sub)
-    add_export_parser(sub)
+    x = sub.add_parser("export", help="write one episode as trajectory JSON Lines (docs/world.md §12)")
+    x.add_argument("--norm", required=True, help="norm name, or 'none'")
+    x.add_argument("--phase", choices=("interaction", "seen", "unseen"), default="interaction")
+    x.add_argument("--seed", type=int, default=0)
+    x.add_argument("--policy", choices=POLICY_NAMES, default="oracle")
+    x.add_argument("--out", required=True, help="output .jsonl file")
+    x.add_argument("--frames", default=None, help="directory for PNG frames (frame_000.png, ...)")
+    x.add_argument("--layout", default=None, help="override the phase's layout")
+    x.add_argument("--capacity", type=int, default=10, choices=CAPACITIES)
+    x.add_argument("--group", type=int, default=None, choices=(0, 1, 2),
+                   help="newcomer group in test phases (default: seed %% 3)")
+    x.add_argument("--episode", type=int, default=None, choices=(0, 1, 2),
+                   help="export the protocol's episode (--seed is then the protocol seed)")
+    x.add_argument("--steps", type=int, default=None, help="override the episode length")
+    x.add_argument("--cell-px", type=int, default=32)
+    x.set_defaults(fn=cmd_export)
     return ap
 
 

@@ -1,4 +1,4 @@
-"""Fixed constants of the NormGym world (SPEC.md sections 1-3).
+"""Fixed constants of the NormGym world (docs/world.md sections 1-3).
 
 Everything here is plain Python / numpy so it can be used both at layout-parse
 time (host) and inside jitted code (as static values).
@@ -6,12 +6,12 @@ time (host) and inside jitted code (as static values).
 
 import numpy as np
 
-# Grid size (SPEC 1): every layout is 11 rows x 15 columns, positions are (row, col).
+# Grid size (docs/world.md §1): every layout is 11 rows x 15 columns, positions are (row, col).
 H = 11
 W = 15
 N_CELLS = H * W
 
-# Cell kinds (SPEC 1). The integer codes are part of the observation encoding.
+# Cell kinds (docs/world.md §1). The integer codes are part of the observation encoding.
 WALL = 0
 FLOOR = 1
 DOOR = 2
@@ -21,7 +21,7 @@ OBSTACLE = 5
 N_KINDS = 6
 KIND_NAMES = ("wall", "floor", "door", "chair", "counter", "obstacle")
 
-# Map legend (SPEC 1). q and r are floor cells carrying the Q / R overlay.
+# Map legend (docs/world.md §1). q and r are floor cells carrying the Q / R overlay.
 LEGEND = {
     "#": WALL,
     ".": FLOOR,
@@ -39,24 +39,28 @@ LEGEND = {
 DOOR_NAMES = ("A", "B", "C")
 N_DOORS = 3
 
-# Actions (SPEC 3), the paper's order.
+# Actions (docs/world.md §3), the paper's order.
 UP, DOWN, LEFT, RIGHT, WAIT = 0, 1, 2, 3, 4
 N_ACTIONS = 5
 ACTION_NAMES = ("UP", "DOWN", "LEFT", "RIGHT", "WAIT")
 # (d_row, d_col) per action.
 ACTION_DELTAS = np.array([[-1, 0], [1, 0], [0, -1], [0, 1], [0, 0]], dtype=np.int32)
 
-# Social groups (SPEC 2).
+# Social groups (docs/world.md §2).
 GROUP_NAMES = ("orange", "green", "blue")
 N_GROUPS = 3
 
-# Seating regions (SPEC 1, paper 9.1 notation); -1 = no region.
+# Seating regions (docs/world.md §1, paper 9.1 notation); -1 = no region.
 TL, BL, BR = 0, 1, 2
 REGION_NAMES = ("TL", "BL", "BR")
 
-# Queue paths (SPEC 7, norms 23-38): the longest closed shape has 7 cells.
+# Queue paths (docs/world.md §7, norms 23-38): the longest closed shape has 7 cells.
 N_QUEUE_PATHS = 16
 MAX_QUEUE_LEN = 7
 
-# Agent capacities allowed (SPEC 2).
+# Shortest-path tables mark "no path" with this value (fits uint8 storage:
+# no path on the 165-cell grid is longer than 254 moves).
+UNREACHABLE = 255
+
+# Agent capacities allowed (docs/world.md §2).
 CAPACITIES = (6, 8, 10)

@@ -1,4 +1,4 @@
-"""Test data for the norm predicates (SPEC 7): a hand-made layout, geometry
+"""Test data for the norm predicates (docs/world.md §7): a hand-made layout, geometry
 helpers, table-driven cases for all 50 norms and a plain-Python reference.
 
 Cases are functions of a layout (numpy view of `LayoutTables`), written in
@@ -20,13 +20,13 @@ import numpy as np
 
 from normjax import constants as C
 from normjax.norms import registry as reg
-from normjax.tables import MAX_CELLS, MAX_CHAIRS, LayoutTables
+from normjax.layouts.tables import MAX_CELLS, MAX_CHAIRS, LayoutTables
 
 K = 6  # agent slots in every test state
 UP, DOWN, LEFT, RIGHT, WAIT = C.UP, C.DOWN, C.LEFT, C.RIGHT, C.WAIT
 _DELTA_TO_ACTION = {(-1, 0): UP, (1, 0): DOWN, (0, -1): LEFT, (0, 1): RIGHT}
 
-# A hand-made 11 x 15 layout in the SPEC 1 legend.  dA (5, 0), dB (10, 7),
+# A hand-made 11 x 15 layout in the docs/world.md §1 legend.  dA (5, 0), dB (10, 7),
 # dC (5, 14); counter above the service cell (1, 7); queue block rows 1..5,
 # columns 4..10.  TL chairs (2, 2) (2, 3) next to Q (3, 2) (3, 3); BL chairs
 # (7, 2) (7, 3); BR chairs (7, 11) (7, 12); R = (6, 9) (6, 10) (6, 11).
@@ -44,7 +44,7 @@ TEST_MAP = (
     "#######B#######",
 )
 
-# SPEC 7 queue shapes as moves from the head: R/L = right/left, A = away
+# docs/world.md §7 queue shapes as moves from the head: R/L = right/left, A = away
 # (+row), T = toward the counter.  Norm order 23..38.
 QUEUE_PROGRAMS = (
     "RAAAA", "RRAAA", "LAAAA", "LLAAA",  # bend_right_1/2, bend_left_1/2
@@ -58,7 +58,7 @@ _PROGRAM_STEP = {"R": (0, 1), "L": (0, -1), "A": (1, 0), "T": (-1, 0)}
 
 
 # ---------------------------------------------------------------------------
-# The hand-made layout, derived from SPEC 1 / SPEC 7 independently of normjax.layout
+# The hand-made layout, derived from docs/world.md §1 / docs/world.md §7 independently of normjax.layouts
 
 
 def _cw(r, c):
@@ -100,7 +100,7 @@ def _queue_path(service, program):
 
 
 def map_arrays(rows=TEST_MAP) -> dict[str, np.ndarray]:
-    """The norm-relevant arrays of a map, straight from SPEC 1 and 7."""
+    """The norm-relevant arrays of a map, straight from docs/world.md §1 and 7."""
     chars = np.array([list(line) for line in rows])
     find = lambda ch: tuple(int(v) for v in np.argwhere(chars == ch)[0])  # noqa: E731
     doors = [find(d) for d in "ABC"]
@@ -252,7 +252,7 @@ def exit_via(lay, door: int, **kw) -> Agent:
 def plain_move(lay, **kw) -> Agent:
     """A move that touches nothing norms care about: (4, c) -> (5, c) under the
     service column c is plain floor of the queue block, on no queue path and off
-    the ring, Q, R, chairs and doors (SPEC 1 queue block)."""
+    the ring, Q, R, chairs and doors (docs/world.md §1 queue block)."""
     sr, sc = cell(lay.service)
     return Agent(pos=(4, sc), action=DOWN, **kw)
 
@@ -632,11 +632,11 @@ CASES = all_cases()
 
 
 # ---------------------------------------------------------------------------
-# Plain-Python reference of SPEC 7, norm by norm, for property tests
+# Plain-Python reference of docs/world.md §7, norm by norm, for property tests
 
 
 def effective_action_np(lay, pos, action) -> int:
-    """SPEC 3 on the host: a move into a blocked cell or off the grid is WAIT."""
+    """docs/world.md §3 on the host: a move into a blocked cell or off the grid is WAIT."""
     if action == WAIT:
         return WAIT
     dr, dc = C.ACTION_DELTAS[action]
@@ -698,7 +698,7 @@ def _reference_agent(lay, t, i, pos, active, action, group, moves, visited_q):
 
 
 def reference_mask(lay, t, pos, active, action, group, moves, visited_q) -> np.ndarray:
-    """SPEC 7 permissibility [50, K], one agent and one norm at a time."""
+    """docs/world.md §7 permissibility [50, K], one agent and one norm at a time."""
     out = np.ones((reg.N_NORMS, len(pos)), dtype=bool)
     for i in range(len(pos)):
         if active[i] and action[i] != WAIT:

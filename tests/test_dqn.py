@@ -1,4 +1,4 @@
-"""DQN mechanics (SPEC 10): TD target, target copies, epsilon, learning starts,
+"""DQN mechanics (docs/world.md §10): TD target, target copies, epsilon, learning starts,
 replay wrap-around, truncation bootstrapping, config validation."""
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Learning works: on an easy task a small DQN-MLP reaches high task success.
 
 The easy task: norm forbidden_zone_q on the cafe with 6 agents and the
-`dense` reward condition (SPEC 6: +-6 for moves that shorten or lengthen the
+`dense` reward condition (docs/world.md §6: +-6 for moves that shorten or lengthen the
 BFS distance to the current goal), 40k transitions, Adam 1e-3 and target
-copies every 1,000 steps (faster than SPEC 10's defaults, which need ~1M
+copies every 1,000 steps (faster than docs/world.md §10's defaults, which need ~1M
 transitions).  Two seeds train as one population.  Success is measured the
 way validation measures it: the greedy policy on 12 held-out seen-layout
 test episodes per run (protocol seeds 101-104, never trained on).

@@ -1,4 +1,4 @@
-"""The single-norm fast paths equal the full 50-norm masks (SPEC 7)."""
+"""The single-norm fast paths equal the full 50-norm masks (docs/world.md §7)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from normjax.norms import (
     sanctions,
     single_queue_view,
 )
-from normjax.planner import episode_norm_per_action
-from normjax.state import WorldConfig, make_params
-from normjax.tables import host_tables, world_tables
-from normjax.world import reset_world
+from normjax.community.planner import episode_norm_per_action
+from normjax.world.state import WorldConfig, make_params
+from normjax.layouts.tables import host_tables, world_tables
+from normjax.world.step import reset_world
 
 K = 10
 

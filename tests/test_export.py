@@ -1,4 +1,4 @@
-"""Tests of normjax.export: SPEC 11 trajectory files (JSON Lines), frames and the CLI hook.
+"""Tests of normjax.interop.export: docs/world.md §12 trajectory files (JSON Lines), frames and the CLI hook.
 
 One 40-step interaction rollout on the cafe under a queue norm (random newcomer,
 scripted community with one norm-blind slot) is shared by the tests; the file is
@@ -7,7 +7,6 @@ read back with the standard library `json` only.
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import jax
@@ -16,16 +15,15 @@ import pytest
 
 from normjax import constants as C
 from normjax.env import random_policy
-from normjax.export import (
+from normjax.interop.export import (
     FORMAT,
-    add_export_parser,
     layout_cells,
     rollout,
     trajectory_records,
     write_frames,
     write_jsonl,
 )
-from normjax.layout import QUEUE_NAMES, load_layout
+from normjax.layouts import QUEUE_NAMES, load_layout
 from normjax.norms import get_norm
 
 STEPS = 40
@@ -243,8 +241,8 @@ def test_test_phase_cut(tmp_path):
 
 
 def test_protocol_episode_seeds():
-    from normjax.export import protocol_episode
-    from normjax.scenarios import base_seed, test_episodes
+    from normjax.interop.export import protocol_episode
+    from normjax.protocol.seeds import base_seed, test_episodes
 
     for e in test_episodes([5, 30], 0):
         assert protocol_episode(e["norm_id"], e["condition"], e["episode"]) == (e["seed"], e["group"])
@@ -253,20 +251,10 @@ def test_protocol_episode_seeds():
         protocol_episode(5, "seen", 3)
 
 
-def test_plain_test_reset_fallback(monkeypatch):
-    """Without scenario construction a test episode starts from a plain test reset."""
-    import normjax.export as E
-
-    monkeypatch.setattr(E, "_scenarios", lambda: None)
-    state, params, how = E._test_start(jax.random.PRNGKey(1), 0, NORM.id, 2, 10)
-    assert how == "plain_test_reset"
-    assert int(state.agents.group[0]) == 2 and bool(state.agents.active[0])
-    assert int(params.max_steps) == 100 and not bool(params.replace_newcomer)
-
-
 def test_cli_parser_and_unknown_norm(tmp_path):
-    ap = argparse.ArgumentParser()
-    add_export_parser(ap.add_subparsers(dest="command"))
+    from normjax.cli import build_parser
+
+    ap = build_parser()
     args = ap.parse_args(["export", "--norm", "no_such_norm", "--phase", "seen", "--seed", "2",
                           "--policy", "blind", "--out", str(tmp_path / "x.jsonl")])
     assert args.phase == "seen" and args.policy == "blind" and args.frames is None
@@ -279,11 +267,11 @@ def test_cli_parser_and_unknown_norm(tmp_path):
 
 @pytest.mark.slow
 def test_export_matches_protocol_episodes(tmp_path):
-    """An exported protocol episode (`episode=e`) is the one normjax.protocol scores."""
+    """An exported protocol episode (`episode=e`) is the one normjax.protocol.runner scores."""
     from normjax import protocol
     from normjax.env import blind_policy
-    from normjax.export import export_episode, read_jsonl
-    from normjax.scenarios import test_episodes
+    from normjax.interop.export import export_episode, read_jsonl
+    from normjax.protocol.seeds import test_episodes
 
     eps = [e for e in test_episodes([0, 23, 39, 12], 0) if e["episode"] == 0]
     raw = protocol.run_episodes(blind_policy, eps)

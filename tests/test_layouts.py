@@ -1,11 +1,11 @@
 """Tests of the ten layouts, the layout validator and the per-layout norm features
-(SPEC 1 and 7; normjax/layout.py)."""
+(docs/world.md §1 and 7; normjax/layout.py)."""
 
 import numpy as np
 import pytest
 
 from normjax import constants as C
-from normjax.layout import (
+from normjax.layouts import (
     LAYOUTS,
     QUEUE_NAMES,
     QUEUE_SHAPES,
@@ -382,7 +382,7 @@ def test_validator_rejects_broken_map(rule, lines, pattern):
 
 
 def test_every_rule_has_a_broken_map():
-    from normjax.layout import VALIDATION_RULES
+    from normjax.layouts import VALIDATION_RULES
 
     assert {rule for rule, _ in VALIDATION_RULES} == {b[0] for b in BROKEN}
 

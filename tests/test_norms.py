@@ -1,4 +1,4 @@
-"""SPEC 7 norms: registry metadata, table-driven cases for all 50 predicates on
+"""docs/world.md §7 norms: registry metadata, table-driven cases for all 50 predicates on
 a hand-made layout and on real layouts, a plain-Python reference on random
 states, per-action masks, jit / vmap agreement and sanctions."""
 
@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from normjax import constants as C
-from normjax.layout import LAYOUTS, parse_layout
+from normjax.layouts import LAYOUTS, parse_layout
 from normjax.norms import (
     FAMILIES,
     NORM_NAMES,
@@ -28,7 +28,7 @@ from normjax.norms import (
     sanctions,
 )
 from normjax.norms import registry as reg
-from normjax.tables import world_tables
+from normjax.layouts.tables import world_tables
 from tests import norm_cases as NC
 
 PERMISSIBLE = jax.jit(permissible)
@@ -125,7 +125,7 @@ def test_unknown_norm_lists_valid_names(bad):
 
 
 # ---------------------------------------------------------------------------
-# The hand-made layout agrees with normjax.layout (queue order = norm order)
+# The hand-made layout agrees with normjax.layouts (queue order = norm order)
 
 
 def test_test_map_tables_match_layout_parser():

@@ -1,4 +1,4 @@
-"""SPEC 4 collision and push rules: properties on random inputs, constructed cases."""
+"""docs/world.md §4 collision and push rules: properties on random inputs, constructed cases."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from normjax import constants as C
-from normjax.physics import resolve_moves
+from normjax.world.physics import resolve_moves
 from tests.helpers import OPEN_ROOM, kind_grid, standable_cells
 
 K = 10
@@ -33,7 +33,7 @@ def run(kind, pos, actions, active=None, pushable=None, seed=0):
 
 
 def effective(kind, pos, actions):
-    from normjax.moves import effective_actions
+    from normjax.world.moves import effective_actions
 
     return np.asarray(effective_actions(jnp.asarray(kind), jnp.asarray(pos), jnp.asarray(actions)))
 

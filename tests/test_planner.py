@@ -1,4 +1,4 @@
-"""Scripted community (SPEC 8) and the environment API (gymnax-style)."""
+"""Scripted community (docs/world.md §8) and the environment API (gymnax-style)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from normjax import constants as C
-from normjax.env import community_actions, make, oracle_policy, phase_params
-from normjax.layout import load_layout
+from normjax.env import community_actions, env_step, make, oracle_policy, phase_params
+from normjax.layouts import load_layout
 from normjax.norms import NORMS
-from normjax.routes import V_BASE, V_CCW, V_CW, V_NO_Q, host_route_tables
-from normjax.state import ROLE_AWARE, ROLE_BLIND
-from normjax.world import reset_world, step_world
+from normjax.layouts.routes import V_BASE, V_CCW, V_CW, V_NO_Q, host_route_tables
+from normjax.world.state import ROLE_AWARE, ROLE_BLIND
+from normjax.world.step import reset_world, step_world
 
 N_NORMS = 50
 
@@ -24,8 +24,7 @@ def _interaction(key, params):
 
     def body(state, k):
         k1, k2, k3 = jax.random.split(k, 3)
-        joint = community_actions(k1, state, params).at[0].set(oracle_policy(k2, state, params))
-        new, info = step_world(k3, state, joint, params)
+        _, new, info = env_step(k1, k3, state, oracle_policy(k2, state, params), params)
         return new, (info.sanctioned, info.collided, state.agents.role, state.agents.active)
 
     return jax.lax.scan(body, state, jax.random.split(key, 200))

@@ -1,4 +1,4 @@
-"""SPEC 9 test protocol: scenario construction, seeds/groups, reference rows.
+"""docs/world.md §9 test protocol: scenario construction, seeds/groups, reference rows.
 
 The reference rows (Table 1) are pinned on a subset of norms (two or three
 per family, seen and unseen) in ONE compiled program that runs the oracle and
@@ -16,19 +16,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from normjax.layout import LAYOUTS
+from normjax.layouts import LAYOUTS
 from normjax.norms import FAMILIES, N_NORMS, NORMS
-from normjax.planner import plan_actions
-from normjax.protocol import METRICS, format_table, resolve_norms, run_episode, summarize
-from normjax.scenarios import (
-    base_seed,
-    build_test_episode,
-    episode_seeds,
-    group_orders,
-    host_scenarios,
-    missing_scenarios,
-    test_episodes as protocol_episodes,
-)
+from normjax.community.planner import plan_actions
+from normjax.protocol.runner import METRICS, format_table, resolve_norms, run_episode, summarize
+from normjax.protocol.geometry import host_scenarios
+from normjax.protocol.scenarios import build_test_episode, missing_scenarios
+from normjax.protocol.seeds import base_seed, episode_seeds, group_orders
+from normjax.protocol.seeds import test_episodes as protocol_episodes
 
 SUBSET = [0, 9, 13, 22, 30, 37, 40, 44, 49]  # >= 2 norms per family
 
@@ -139,11 +134,11 @@ def test_result_json_shape_and_table():
 def test_unknown_norm_names_error_before_tracing():
     with pytest.raises(ValueError, match="forbidden_zone_q"):
         resolve_norms(["no_such_norm"])
-    from normjax.protocol_cli import _check_norms
+    from normjax.cli import _norm_list
 
-    with pytest.raises(ValueError, match="valid norms: forbidden_zone_q"):
-        _check_norms(["no_such_norm"])
-    assert _check_norms(["bend_left_1", "0"]) == [25, 0]
+    with pytest.raises(ValueError, match="valid names are: forbidden_zone_q"):
+        _norm_list(["no_such_norm"])
+    assert _norm_list(["bend_left_1", "0"]) == [25, 0]
 
 
 def test_scenario_layouts_are_seen_and_unseen():
@@ -154,7 +149,7 @@ def test_scenario_layouts_are_seen_and_unseen():
 @pytest.mark.slow
 def test_full_protocol_reference_rows():
     from normjax.env import blind_policy, oracle_policy
-    from normjax.protocol import evaluate
+    from normjax.protocol.runner import evaluate
 
     o = evaluate(oracle_policy)
     b = evaluate(blind_policy)

@@ -1,4 +1,4 @@
-"""Tests of normjax.render (frames of world states, GIF / PNG export, matplotlib helper)."""
+"""Tests of normjax.interop.render (frames of world states, GIF / PNG export, matplotlib helper)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from normjax import constants as C  # noqa: E402
-from normjax import render as R  # noqa: E402
-from normjax.state import empty_state, make_params  # noqa: E402
-from normjax.tables import host_tables, layout_id  # noqa: E402
+from normjax.interop import render as R  # noqa: E402
+from normjax.interop import sprites as S  # noqa: E402
+from normjax.world.state import empty_state, make_params  # noqa: E402
+from normjax.layouts.tables import host_tables, layout_id  # noqa: E402
 
 PX = 16  # most tests render small frames
 CAFE = layout_id("cafe")
@@ -109,28 +110,28 @@ def test_render_rollout_matches_frames(scene16, empty16):
 
 
 def test_newcomer_star_and_group_colours(scene16):
-    assert has_colour(cell(scene16, FLOOR_CELLS[0]), R.STAR_RGB)
-    assert has_colour(cell(scene16, FLOOR_CELLS[0]), R.STAR_EDGE_RGB)
+    assert has_colour(cell(scene16, FLOOR_CELLS[0]), S.STAR_RGB)
+    assert has_colour(cell(scene16, FLOOR_CELLS[0]), S.STAR_EDGE_RGB)
     # Background agents carry no star; each shows its group colour.
     for rc, group in ((FLOOR_CELLS[1], 0), (FLOOR_CELLS[2], 1), (FLOOR_CELLS[3], 2)):
         tile = cell(scene16, rc)
-        assert has_colour(tile, R.GROUP_RGB[group])
-        assert not has_colour(tile, R.STAR_RGB)
+        assert has_colour(tile, S.GROUP_RGB[group])
+        assert not has_colour(tile, S.STAR_RGB)
 
 
 def test_sanction_x(scene16):
-    assert has_colour(cell(scene16, FLOOR_CELLS[2]), R.SANCTION_RGB)
+    assert has_colour(cell(scene16, FLOOR_CELLS[2]), S.SANCTION_RGB)
     for rc in (FLOOR_CELLS[0], FLOOR_CELLS[1], FLOOR_CELLS[3]):
-        assert not has_colour(cell(scene16, rc), R.SANCTION_RGB)
+        assert not has_colour(cell(scene16, rc), S.SANCTION_RGB)
 
 
 def test_badges(scene16):
     timer = cell(scene16, FLOOR_CELLS[4])
-    assert has_colour(timer, R.GLYPH_RGB) and has_colour(timer, R.BADGE_RGB)
+    assert has_colour(timer, S.GLYPH_RGB) and has_colour(timer, S.BADGE_RGB)
     both = cell(scene16, FLOOR_CELLS[5])
-    assert has_colour(both, R.COLLISION_BADGE_RGB) and has_colour(both, R.CHECK_RGB)
+    assert has_colour(both, S.COLLISION_BADGE_RGB) and has_colour(both, S.CHECK_RGB)
     plain = cell(scene16, FLOOR_CELLS[3])
-    assert not has_colour(plain, R.COLLISION_BADGE_RGB) and not has_colour(plain, R.CHECK_RGB)
+    assert not has_colour(plain, S.COLLISION_BADGE_RGB) and not has_colour(plain, S.CHECK_RGB)
     # Different timer values draw different digits.
     s3 = make_state({4: dict(pos=FLOOR_CELLS[4], group=1, timer=3)})
     assert not np.array_equal(cell(RENDER(s3, PARAMS, cell_px=PX), FLOOR_CELLS[4]), timer)
@@ -163,7 +164,7 @@ def test_cells_by_kind(empty16):
 def test_seated_agent_keeps_chair_visible(empty16):
     seated = np.asarray(RENDER(make_state({2: dict(pos=CHAIR_CELL, group=2)}), PARAMS, cell_px=PX))
     tile = cell(seated, CHAIR_CELL)
-    assert has_colour(tile, R.GROUP_RGB[2]) and has_colour(tile, R.CHAIR_RGB)
+    assert has_colour(tile, S.GROUP_RGB[2]) and has_colour(tile, S.CHAIR_RGB)
 
 
 def test_save_png_and_gif(tmp_path, scene16, empty16):

@@ -1,4 +1,4 @@
-"""World step (SPEC 2-6): invariants on random rollouts, tasks, rewards, entry."""
+"""World step (docs/world.md §2-6): invariants on random rollouts, tasks, rewards, entry."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from normjax import constants as C
-from normjax.layout import LAYOUTS
-from normjax.observation import obs_size, observe
-from normjax.state import ANY_DOOR, GOAL_ANY_CHAIR, WorldConfig, make_params
-from normjax.tables import host_tables
-from normjax.world import reset_world, step_world
+from normjax.layouts import LAYOUTS
+from normjax.world.observation import obs_size, observe
+from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, WorldConfig, make_params
+from normjax.layouts.tables import host_tables
+from normjax.world.step import reset_world, step_world
 from tests.world_helpers import RESET, STEP, actions, blank, params, put
 
 K = 10
@@ -112,7 +112,7 @@ def test_reset_agents_enter_staggered_on_door_cells():
     assert not np.any(ag.active & ~ag.in_use)
 
 
-# --- Tasks (SPEC 5) on the cafe ------------------------------------------------
+# --- Tasks (docs/world.md §5) on the cafe ------------------------------------------------
 # cafe: service cell (1,7) below K at (0,7); dA (6,0) inward (6,1); dB (10,7)
 # inward (9,7); dC (3,14) inward (3,13).
 
@@ -180,7 +180,7 @@ def test_push_restarts_service_timer():
     assert bool(info.collided[1]) and not bool(info.collided[0])
 
 
-# --- Rewards (SPEC 6) --------------------------------------------------------
+# --- Rewards (docs/world.md §6) --------------------------------------------------------
 
 def _collide_and_violate(cond):
     # norm 0 forbidden_zone_q: cafe Q at (6,6..8), (7,7). Slot 0 moves into Q
@@ -211,7 +211,7 @@ def test_dense_shaping_penalises_moving_away():
     assert float(info.reward[0]) == pytest.approx(-0.1)
 
 
-# --- Entry and turnover (SPEC 2) ---------------------------------------------
+# --- Entry and turnover (docs/world.md §2) ---------------------------------------------
 
 def test_entry_waits_for_free_inward_cell():
     p = params(0, -1)
@@ -238,7 +238,7 @@ def test_turnover_refills_exited_background_slot_with_new_uid():
     assert bool(s.agents.active[1])
 
 
-# --- Observations (SPEC 10) --------------------------------------------------
+# --- Observations (docs/world.md §10) --------------------------------------------------
 
 @pytest.mark.parametrize("k, size", [(6, 553), (8, 569), (10, 585)])
 def test_observation_sizes(k, size):

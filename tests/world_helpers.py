@@ -6,8 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from normjax.state import GOAL_CELL, WorldConfig, empty_state, make_params
-from normjax.world import reset_world, step_world
+from normjax.world.state import GOAL_CELL, WorldConfig, empty_state, make_params
+from normjax.world.step import reset_world, step_world
 
 STEP = jax.jit(step_world)
 RESET = jax.jit(reset_world, static_argnums=2)

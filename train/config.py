@@ -1,4 +1,4 @@
-"""DQN configuration (SPEC 10, paper A14): every hyperparameter as data.
+"""DQN configuration (docs/world.md §11, paper A14): every hyperparameter as data.
 
 Configs are JSON files in `configs/`; `load_config(path, overrides)` reads one,
 applies `key=value` overrides, and validates everything before anything is
@@ -12,9 +12,9 @@ import dataclasses
 import json
 from pathlib import Path
 
-from normjax.layout import LAYOUTS
+from normjax.layouts import LAYOUTS
 from normjax.norms import NORMS, get_norm
-from normjax.state import REWARD_CONDITIONS
+from normjax.world.state import REWARD_CONDITIONS
 from agents.networks import ARCHITECTURES
 
 PAPER_VALIDATION = (100_000, 250_000, 500_000, 750_000, 1_000_000)

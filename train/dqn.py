@@ -8,9 +8,9 @@ environment episodes of norm i use the paper's seed block 10^6 + 10^5 i
 (episode e resets with seed 10^6 + 10^5 i + e), shared across conditions.
 
 One scan iteration ("chunk") = `train_freq` environment steps, then one
-gradient update (SPEC 10: one update every 4 env steps), so updates are not
+gradient update (docs/world.md §11: one update every 4 env steps), so updates are not
 computed-and-discarded on the other steps under `vmap`.  Hyperparameters
-follow SPEC 10: Huber TD loss with the physically-masked max in the target,
+follow docs/world.md §11: Huber TD loss with the physically-masked max in the target,
 Adam 1e-4 with global-norm clipping 10, replay 100k (`train.replay`),
 learning starts at 1,000, batch 32, hard target copies every 10,000 steps,
 epsilon 1.0 -> 0.05 linearly over the first 30% then flat.  Training episodes
@@ -32,11 +32,11 @@ from flax import struct
 
 from agents.networks import action_mask, epsilon_greedy, functional, masked_argmax, masked_max
 from normjax import constants as C
-from normjax.env import community_actions
-from normjax.observation import obs_size, observe
-from normjax.state import WorldConfig, WorldParams, make_params
-from normjax.tables import layout_id
-from normjax.world import reset_world, step_world, terminated, truncated
+from normjax.env import env_step as environment_step
+from normjax.world.observation import obs_size, observe
+from normjax.world.state import WorldConfig, WorldParams, make_params
+from normjax.layouts.tables import layout_id
+from normjax.world.step import reset_world, terminated, truncated
 from train import replay as rp
 from train.config import DQNConfig
 
@@ -148,9 +148,8 @@ def make_train(config: DQNConfig):
         eps = epsilon_at(config, runner.step)
         action = epsilon_greedy(k_act, q, action_mask(runner.obs), eps).astype(jnp.int32)
         p = spec.params
-        joint = community_actions(k_comm, runner.env_state, p).at[0].set(action)
-        state, info = step_world(k_world, runner.env_state, joint, p)
-        next_obs = observe(state, p).flat()
+        obs, state, info = environment_step(k_comm, k_world, runner.env_state, action, p)
+        next_obs = obs.flat()
         term = terminated(state, p)
         reward = info.reward[0]
         item = {"obs": runner.obs, "action": action, "reward": reward,

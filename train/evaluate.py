@@ -1,7 +1,7 @@
 """Evaluation of a trained DQN population with the protocol's test episodes.
 
 Each run's greedy policy (masked argmax of its own Q-network) plays its norm's
-test episodes (`normjax.scenarios`), all runs and episodes in one vmapped
+test episodes (`normjax.protocol.scenarios`), all runs and episodes in one vmapped
 program, through `normjax.protocol.run_episode`.  Final tests use the
 canonical protocol (3 seen + 3 unseen episodes per norm, protocol seed 0);
 validation uses seen-layout episodes of other protocol seeds (disjoint from
@@ -17,9 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax.env import obs_policy
-from normjax.protocol import run_episode, summarize
-from normjax.scenarios import test_episodes
-from normjax.state import WorldConfig
+from normjax.protocol.runner import run_episode, summarize
+from normjax.protocol.scenarios import test_episodes
+from normjax.world.state import WorldConfig
 
 
 def episodes_for(norm_ids, seeds=(0,), conditions=("seen", "unseen")) -> list[list[dict]]:

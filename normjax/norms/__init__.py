@@ -1,4 +1,4 @@
-"""The 50 norms of NormGym (SPEC 7): metadata registry and jittable predicates."""
+"""The 50 norms of NormGym (docs/world.md §7): metadata registry and jittable predicates."""
 
 from normjax.norms.predicates import (
     Context,

@@ -1,4 +1,4 @@
-"""Permissibility predicates of all 50 norms, evaluated at once (SPEC 7).
+"""Permissibility predicates of all 50 norms, evaluated at once (docs/world.md §7).
 
 Design note: no 50-way `lax.switch`.  Every norm is a row of a data-driven
 family block (door-index, region, modulus, rhythm-depth, capacity and
@@ -15,8 +15,8 @@ episodes; a switch also could not give the full mask that planners and
 exports need.  `sanctions` then picks the episode's
 row with one gather.
 
-Conventions (SPEC 7):
-- A norm judges the agent's effective action a (SPEC 3) as the intended
+Conventions (docs/world.md §7):
+- A norm judges the agent's effective action a (docs/world.md §3) as the intended
   transition x -> x' = x + delta(a), against the positions of all active agents
   before the step; "others" are the active agents other than the mover.
 - WAIT is permissible under every norm, and so is everything an inactive slot
@@ -24,7 +24,7 @@ Conventions (SPEC 7):
   moves that change the cell" is the same as "apply to moves".
 - A move onto a door cell is an exit and is judged with x' = the door cell.
 
-Decisions where SPEC 7 leaves room (also in the issue note):
+Decisions where docs/world.md §7 leaves room (also in the issue note):
 - `permissible` applies `effective_actions` to the given actions again (it is
   idempotent), so a raw blocked move is judged as the WAIT it becomes.
 - Queue norms (23-38): a move from one path cell to another that is not one
@@ -35,7 +35,7 @@ Decisions where SPEC 7 leaves room (also in the issue note):
 - Seat order (48-49): when no chair in sigma is free, entering any chair is
   impermissible (there is no "first free chair" to be).
 - Seat regions (7-11, 45-47): a chair outside TL/BL/BR (impossible in a valid
-  layout, SPEC 1) counts as in no region: "only" norms forbid it, "no" norms
+  layout, docs/world.md §1) counts as in no region: "only" norms forbid it, "no" norms
   allow it.
 - Zone R (39-41): only moves from outside R into R are judged; agents count as
   in R by their position before the step (the mover is outside R by then).
@@ -50,7 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
-from normjax.moves import cell_value, effective_actions, move_targets
+from normjax.world.moves import cell_value, effective_actions, move_targets
 from normjax.norms import registry as reg
 
 # ---------------------------------------------------------------------------
@@ -128,7 +128,7 @@ def _path_index(paths, valid, cells):
 
 
 def _queue_context(lt, pos, active):
-    """SPEC 7 queue state: who holds which path cell, each agent's view of the tail."""
+    """docs/world.md §7 queue state: who holds which path cell, each agent's view of the tail."""
     paths = lt.queue_paths  # [16, 7, 2]
     length = paths.shape[1]
     valid = jnp.arange(length)[None, :] < lt.queue_len[:, None]  # [16, 7]
@@ -142,7 +142,7 @@ def _queue_context(lt, pos, active):
 
 
 def _first_free_chairs(lt, pos, active):
-    """SPEC 7 norms 48-49: first chair of each order sigma no active agent stands on."""
+    """docs/world.md §7 norms 48-49: first chair of each order sigma no active agent stands on."""
     order = lt.seat_order  # [2, 48, 2], -1 padded
     valid = order[..., 0] >= 0
     occupied = jnp.any(
@@ -154,7 +154,7 @@ def _first_free_chairs(lt, pos, active):
 
 
 def context(lt, pos, active, group, visited_q) -> Context:
-    """Action-independent part of the SPEC 7 predicates for one layout."""
+    """Action-independent part of the docs/world.md §7 predicates for one layout."""
     active = active.astype(bool)
     in_r = active & _at(lt.zone_r, pos)
     others = active[None, :] & ~jnp.eye(pos.shape[0], dtype=bool)  # [i, j]: j other than i
@@ -200,7 +200,7 @@ def _region_onehot(region):
 
 
 def _access_rows(lt, mv: Move):
-    """Norms 0-11 (SPEC 7 access): conditions on the entered cell -> [12, K]."""
+    """Norms 0-11 (docs/world.md §7 access): conditions on the entered cell -> [12, K]."""
     not_q = ~cell_value(lt.zone_q, mv.target, fill=False)
     any_door = jnp.any(mv.door_hit, axis=1)
     all_exit = ~any_door[None, :] | mv.door_hit.T[ALL_EXIT_DOOR]  # [3, K]
@@ -213,7 +213,7 @@ def _access_rows(lt, mv: Move):
 
 
 def _procedure_rows(lt, ctx: Context, t, mv: Move, moves):
-    """Norms 12-22 (SPEC 7 procedure): ring direction, turn index, rhythm, Q first -> [11, K]."""
+    """Norms 12-22 (docs/world.md §7 procedure): ring direction, turn index, rhythm, Q first -> [11, K]."""
     along_ring = ctx.on_ring & cell_value(lt.ring, mv.target, fill=False)
     cw = ~along_ring | _same(mv.target, ctx.cw_next)
     ccw = ~along_ring | _same(mv.target, ctx.ccw_next)
@@ -228,7 +228,7 @@ def _procedure_rows(lt, ctx: Context, t, mv: Move, moves):
 
 
 def _coordination_rows(lt, ctx: Context, mv: Move):
-    """Norms 23-38 (SPEC 7 queues), all 16 paths in one batch -> [16, K]."""
+    """Norms 23-38 (docs/world.md §7 queues), all 16 paths in one batch -> [16, K]."""
     paths = lt.queue_paths
     valid = jnp.arange(paths.shape[1])[None, :] < lt.queue_len[:, None]
     dst, hit = _path_index(paths, valid, mv.target)  # [16, K], [16, 7, K]
@@ -239,7 +239,7 @@ def _coordination_rows(lt, ctx: Context, mv: Move):
 
 
 def _allocation_rows(lt, ctx: Context, mv: Move, group):
-    """Norms 39-49 (SPEC 7 allocation): zone R, group doors and seats, seat order -> [11, K]."""
+    """Norms 39-49 (docs/world.md §7 allocation): zone R, group doors and seats, seat order -> [11, K]."""
     enters_r = cell_value(lt.zone_r, mv.target, fill=False) & ~ctx.in_r
     capacity = ~enters_r[None, :] | (
         ctx.r_others[None, :] <= jnp.asarray(R_CAPACITY_OTHERS)[:, None]
@@ -273,7 +273,7 @@ def judge(lt, ctx: Context, t, pos, active, action, group, moves):
 
 
 def permissible(lt, t, pos, active, action, group, moves, visited_q):
-    """SPEC 7 permissibility bit w of every norm for every agent -> bool [50, K].
+    """docs/world.md §7 permissibility bit w of every norm for every agent -> bool [50, K].
 
     lt: one layout's LayoutTables; t: int32 global step; pos int32 [K, 2];
     active bool [K]; action int32 [K] effective actions (re-applied here, so a
@@ -286,7 +286,7 @@ def permissible(lt, t, pos, active, action, group, moves, visited_q):
 
 
 def permissible_per_action(lt, t, pos, active, group, moves, visited_q):
-    """SPEC 7 per-action masks for planning -> bool [50, K, 5].
+    """docs/world.md §7 per-action masks for planning -> bool [50, K, 5].
 
     Entry [n, i, a] is what norm n would say of agent i taking action a (after
     `effective_actions`, so blocked moves are permissible WAITs).  The

@@ -1,13 +1,13 @@
-"""The library of 50 norms as metadata (SPEC 7; paper Table A2, Table A4, section 11.1).
+"""The library of 50 norms as metadata (docs/world.md §7; paper Table A2, Table A4, section 11.1).
 
-Each norm is a `NormSpec`: its id (0..49, SPEC 7 order), its paper name, its
+Each norm is a `NormSpec`: its id (0..49, docs/world.md §7 order), its paper name, its
 family, the paper's one-line description (Table A2, "Permissible behavior"),
-its formal permissibility condition as text (SPEC 7 wording), whether it is in
-the paper's held-out split (Table A4 as listed in SPEC 7), and its unseen
-layout (SPEC 1, 9).
+its formal permissibility condition as text (docs/world.md §7 wording), whether it is in
+the paper's held-out split (Table A4 as listed in docs/world.md §7), and its unseen
+layout (docs/world.md §1, 9).
 
-Unseen-layout rule (SPEC 1 leaves the assignment open): norm id i is tested on
-``UNSEEN_LAYOUTS[i % 9]``, the nine non-cafe layouts in SPEC 1 order.  Every
+Unseen-layout rule (docs/world.md §1 leaves the assignment open): norm id i is tested on
+``UNSEEN_LAYOUTS[i % 9]``, the nine non-cafe layouts in docs/world.md §1 order.  Every
 layout is thus used five or six times and the 50 norms cover all nine.
 
 The permissibility predicates themselves live in `normjax.norms.predicates`;
@@ -21,19 +21,19 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 
-from normjax.layout import LAYOUTS
+from normjax.layouts import LAYOUTS
 
 FAMILIES = ("access", "procedure", "coordination", "allocation")
 ACCESS, PROCEDURE, COORDINATION, ALLOCATION = range(4)
 
-# The nine non-cafe layouts, in SPEC 1 order; norm i's unseen layout is
+# The nine non-cafe layouts, in docs/world.md §1 order; norm i's unseen layout is
 # UNSEEN_LAYOUTS[i % 9].
 UNSEEN_LAYOUTS = tuple(name for name in LAYOUTS if name != "cafe")
 
 N_NORMS = 50
 NO_NORM = -1
 
-# Id ranges (half-open) of the families and of the blocks inside them (SPEC 7).
+# Id ranges (half-open) of the families and of the blocks inside them (docs/world.md §7).
 ACCESS_IDS = range(0, 12)
 PROCEDURE_IDS = range(12, 23)
 COORDINATION_IDS = range(23, 39)
@@ -57,15 +57,15 @@ SEAT_ORDER_IDS = range(48, 50)  # l2r, r2l
 
 @dataclasses.dataclass(frozen=True)
 class NormSpec:
-    """Metadata of one norm (SPEC 7)."""
+    """Metadata of one norm (docs/world.md §7)."""
 
     id: int
     name: str
     family: str  # one of FAMILIES
     description: str  # the paper's one-line description (Table A2)
-    condition: str  # formal permissibility condition, SPEC 7 wording
+    condition: str  # formal permissibility condition, docs/world.md §7 wording
     held_out: bool  # in the paper's held-out split (Table A4)
-    unseen_layout: str  # the norm's unseen test layout (SPEC 1, 9)
+    unseen_layout: str  # the norm's unseen test layout (docs/world.md §1, 9)
 
     @property
     def family_id(self) -> int:
@@ -87,7 +87,7 @@ _ORDER_RULE = (
 )
 _R_PREFIX = "for a move from outside R into R: x' in R implies "
 
-# (name, family, description, condition), in SPEC 7 id order.
+# (name, family, description, condition), in docs/world.md §7 id order.
 _TABLE = (
     # Access
     ("forbidden_zone_q", "access",
@@ -228,7 +228,7 @@ _TABLE = (
      _ORDER_RULE.format("right to left")),
 )
 
-# Table A4 held-out split, as listed in SPEC 7.
+# Table A4 held-out split, as listed in docs/world.md §7.
 HELD_OUT_NAMES = frozenset({
     "all_exit_bottom", "right_door_forbidden", "bottom_right_seats_only",
     "no_bottom_right_seats", "counterclockwise_circulation", "even_turns_only",

@@ -1,6 +1,6 @@
 """Scripted agents: batched shortest-path planning with one-step prediction.
 
-Implements SPEC 8 (paper 9.4, Algorithm 1) for all K slots at once:
+Implements docs/world.md §8 (paper 9.4, Algorithm 1) for all K slots at once:
 
 1. Goal choice.  The current leg's goal is a specified cell or door, or a free
    choice (any chair, any R cell, any door): the nearest acceptable one, and
@@ -17,12 +17,12 @@ Implements SPEC 8 (paper 9.4, Algorithm 1) for all K slots at once:
    leads to (WAIT: from the current cell, plus 0.5 so progress beats waiting
    and waiting beats a sideways step), plus `COLLISION_COST` when another
    agent is predicted to end on that cell.  A norm-aware agent gives infinite
-   cost to every action its norm forbids now (the per-action mask, SPEC 7):
+   cost to every action its norm forbids now (the per-action mask, docs/world.md §7):
    timing, rhythm, capacity, queue order and seat order make it wait.  Random
    tie-breaking comes from the key.  A norm-blind agent uses the base graph
    and no mask.
 
-The static parts of norms are in the move graphs of `normjax.routes`
+The static parts of norms are in the move graphs of `normjax.layouts.routes`
 (forbidden cells removed, ring edges directed, queue path cells kept clear).
 Cost under `vmap`: a few [K, 165] gathers and [K, 5] arithmetic per step, plus
 the per-action norm mask; no search runs inside the step.
@@ -32,63 +32,21 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from normjax import constants as C
-from normjax.hashrand import hash_uniform, seed_from_key
-from normjax.moves import DELTAS, cell_value, effective_actions, in_grid
+from normjax.layouts.geometry import flat_index as _flat
+from normjax.layouts.routes import corridor_tables, route_tables
+from normjax.layouts.tables import world_tables
 from normjax.norms import context, episode_row, judge, single_queue_view
-from normjax.norms import predicates as P
-from normjax.routes import VARIANT_OF_NORM, corridor_tables, route_tables
-from normjax.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, ROLE_AWARE, WorldParams, WorldState
-from normjax.tables import world_tables
+from normjax.norms.table import norm_row
+from normjax.world.hashrand import hash_uniform, seed_from_key
+from normjax.world.moves import DELTAS, cell_value, effective_actions, in_grid
+from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, ROLE_AWARE, WorldParams, WorldState
 
 COLLISION_COST = 3.0
 WAIT_BIAS = 0.5
 INF = 1e6
 HABIT_NONE, HABIT_SAME_EXIT_DOOR, HABIT_MOVE1_WAIT1 = 0, 1, 2
-HABITS = ("none", "same_exit_door", "move1_wait1")
-
-NORM_VISIT_Q_FIRST = 22
-QUEUE_FIRST, QUEUE_LAST = 23, 38
-SEATS_IN_ORDER = (48, 49)
-TIMED_FIRST, TIMED_LAST = 14, 21  # turn-parity and rhythm norms
-
-
-def _allowed_doors() -> np.ndarray:
-    """bool [51 (norm+1), 3 groups, 3 doors]: doors a norm lets each group use."""
-    t = np.ones((51, C.N_GROUPS, C.N_DOORS), bool)
-    for i, d in enumerate(P.ALL_EXIT_DOOR):
-        t[1 + i + 1] = False
-        t[1 + i + 1, :, d] = True
-    for i, d in enumerate(P.FORBIDDEN_DOOR):
-        t[4 + i + 1, :, d] = False
-    for i, row in enumerate(P.GROUP_DOOR):
-        t[42 + i + 1] = False
-        for g, d in enumerate(row):
-            t[42 + i + 1, g, d] = True
-    return t
-
-
-def _allowed_regions() -> np.ndarray:
-    """bool [51, 3 groups, 3 regions]: seat regions a norm lets each group use."""
-    t = np.ones((51, C.N_GROUPS, 3), bool)
-    for i, row in enumerate(P.SEAT_REGION_ALLOWED):
-        t[7 + i + 1] = row[None, :]
-    for i, row in enumerate(P.GROUP_REGION):
-        t[45 + i + 1] = False
-        for g, r in enumerate(row):
-            t[45 + i + 1, g, r] = True
-    return t
-
-
-ALLOWED_DOORS = jnp.asarray(_allowed_doors())
-ALLOWED_REGIONS = jnp.asarray(_allowed_regions())
-VARIANT = jnp.asarray(VARIANT_OF_NORM)
-
-
-def _flat(cells):
-    return cells[..., 0] * C.W + cells[..., 1]
 
 
 def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, variant, dist_from):
@@ -97,7 +55,6 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, variant, dist
     k = ag.active.shape[0]
     cells = jnp.arange(C.N_CELLS)
     x = _flat(ag.pos)
-    row = norm_id + 1
     occ_other = (
         ag.active[None, :, None]
         & (x[None, :, None] == cells[None, None, :])
@@ -107,13 +64,12 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, variant, dist
     zone_r = lt.zone_r.reshape(-1)[None, :]
     zone_q = lt.zone_q.reshape(-1)[None, :]
     region = lt.region.reshape(-1)
-    reg_ok = ALLOWED_REGIONS[row][ag.group]  # [K, 3]
+    reg_ok = norm_row(norm_id, "allowed_regions")[ag.group]  # [K, 3]
     chair_region_ok = jnp.where(region[None, :] >= 0, reg_ok[:, jnp.maximum(region, 0)], False)
     # seats in order: only the first free chair of sigma is permissible.
-    order_i = jnp.clip(norm_id - SEATS_IN_ORDER[0], 0, 1)
-    first = ctx.first_free[order_i]
-    in_order = (norm_id != SEATS_IN_ORDER[0]) & (norm_id != SEATS_IN_ORDER[1])
-    first_ok = in_order | (cells == _flat(first))[None, :] & (first[0] >= 0)
+    order = norm_row(norm_id, "seat_order")  # -1 unless a seats-in-order norm
+    first = ctx.first_free[jnp.maximum(order, 0)]
+    first_ok = (order < 0) | (cells == _flat(first))[None, :] & (first[0] >= 0)
     chair_aware = chair_region_ok & first_ok
     free_chair = chair & ~occ_other & jnp.where(aware[:, None], chair_aware, True)
 
@@ -125,11 +81,11 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, variant, dist
     )
     # visit_zone_q_first: a norm-aware agent bound for a chair visits Q first.
     to_chair = (ag.goal_kind == GOAL_ANY_CHAIR) | lt.chair.reshape(-1)[_flat(jnp.maximum(ag.goal_cell, 0))]
-    need_q = aware & (norm_id == NORM_VISIT_Q_FIRST) & ~ctx.ever_q & to_chair
+    need_q = aware & norm_row(norm_id, "visit_q_first") & ~ctx.ever_q & to_chair
     leg0 = jnp.where(need_q[:, None], zone_q & ~occ_other, leg0)
 
     door_flat = _flat(lt.doors)  # [3]
-    allowed = jnp.where(aware[:, None], ALLOWED_DOORS[row][ag.group], True)  # [K, 3]
+    allowed = jnp.where(aware[:, None], norm_row(norm_id, "allowed_doors")[ag.group], True)  # [K, 3]
     entry_ok = jnp.take_along_axis(allowed, ag.entry_door[:, None], 1)[:, 0]
     same = (ag.habit == HABIT_SAME_EXIT_DOOR) & entry_ok
     allowed = jnp.where(same[:, None], jnp.arange(3)[None, :] == ag.entry_door[:, None], allowed)
@@ -143,8 +99,9 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, variant, dist
     goal = jnp.argmin(score, axis=1)
 
     # Queue norms: join at the tail, then step toward the head along the path.
-    j = jnp.clip(norm_id - QUEUE_FIRST, 0, C.N_QUEUE_PATHS - 1)
-    is_queue = (norm_id >= QUEUE_FIRST) & (norm_id <= QUEUE_LAST)
+    queue = norm_row(norm_id, "queue_path")  # -1 unless a queue norm
+    j = jnp.maximum(queue, 0)
+    is_queue = queue >= 0
     path = _flat(lt.queue_paths[j])  # [7]
     length = lt.queue_len[j]
     k_on = ctx.queue_src[0]  # [K] path index of the current cell or -1 (ctx has one path)
@@ -187,7 +144,7 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware):
     k = ag.active.shape[0]
     norm_id = params.norm_id
     seed = seed_from_key(key)  # one threefry draw; tie-breaks are hashed from it
-    variant = jnp.where(aware, VARIANT[norm_id + 1], 0)
+    variant = jnp.where(aware, norm_row(norm_id, "route_variant"), 0)
     x = _flat(ag.pos)
     dist_from = routes[lid, variant[:, None], jnp.arange(C.N_CELLS)[None, :], x[:, None]].astype(jnp.int32)
     lt1 = single_queue_view(lt, norm_id)
@@ -202,10 +159,10 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware):
     d_y = routes[lid, variant[:, None], goal[:, None], y].astype(jnp.float32)
     enter_ok = corridors[lid, variant[:, None], y] | (y == goal[:, None])
     moving = (eff == acts[None, :]) & (acts[None, :] != C.WAIT)
-    reach = d_y < 255
+    reach = d_y < C.UNREACHABLE
     base = jnp.where(moving & enter_ok & reach, d_y, INF)
     d_x = routes[lid, variant, goal, x].astype(jnp.float32)
-    base = base.at[:, C.WAIT].set(jnp.where(d_x < 255, d_x, 300.0) + WAIT_BIAS)
+    base = base.at[:, C.WAIT].set(jnp.where(d_x < C.UNREACHABLE, d_x, 300.0) + WAIT_BIAS)
 
     # Norm-aware: infinite cost for whatever the norm forbids now.
     mask = episode_norm_per_action(lt1, ctx, state, norm_id)  # [K, 5]
@@ -227,7 +184,7 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware):
     # queue to move, e.g. on the only exit of the head cell, would deadlock.
     # The newcomer's policy is unknown to the community: predicted unmasked.
     follows = (ag.role == ROLE_AWARE) | aware
-    timed = (norm_id >= TIMED_FIRST) & (norm_id <= TIMED_LAST)
+    timed = norm_row(norm_id, "timed")
     pred_ok = jnp.where(follows[:, None] & timed, mask, True) & ~resting
     greedy = jnp.argmin(jnp.where(pred_ok, base, INF), axis=1)
     pred = jnp.where(ag.active, jnp.take_along_axis(y, greedy[:, None], 1)[:, 0], -1)
@@ -240,8 +197,8 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware):
     # Nobody yields to an agent that stands still because its goal is
     # unreachable now (e.g. a queue tail with no off-path neighbour): it would
     # never move, and an agent whose only way out is its cell would wait
-    # forever.  Moving in pushes it aside instead (SPEC 4 rule 3).
-    stuck = ag.active & (d_x >= 255)
+    # forever.  Moving in pushes it aside instead (docs/world.md §4 rule 3).
+    stuck = ag.active & (d_x >= C.UNREACHABLE)
     yield_to = (jnp.arange(k)[:, None] != jnp.arange(k)[None, :]) & ~stuck[None, :] & (
         stays[None, :] | (prio[None, :] > prio[:, None])
     )

@@ -1,17 +1,17 @@
-"""Shortest-path tables for the scripted agents' planner (SPEC 8).
+"""Shortest-path tables for the scripted agents' planner (docs/world.md §8).
 
 The paper's agents plan with A*; here every layout gets, once at import, a
 table of shortest-path distances to every target cell over each *move graph*
 a norm can shape.  Inside the jitted step a planner only gathers from these
 tables and adds dynamic costs (predicted collisions, the norm's per-action
-mask), which is what makes the community cheap under `vmap` (SPEC 8 allows
+mask), which is what makes the community cheap under `vmap` (docs/world.md §8 allows
 "precomputed static tables combined with dynamic costs").
 
 Move graph: an agent standing on any walkable cell may step to a 4-neighbour
 that is a *corridor* cell, or to its target cell itself.  Corridors are floor
 cells (with or without Q/R marks); chairs and doors are never corridors, so
 scripted agents never route through chairs or doors other than their own goal
-(SPEC 8).  Graph variants (static parts of norms):
+(docs/world.md §8).  Graph variants (static parts of norms):
 
   0 base             every floor cell is a corridor;
   1 no_q             Q cells are not corridors (forbidden_zone_q);
@@ -20,7 +20,9 @@ scripted agents never route through chairs or doors other than their own goal
                      agents join at the tail and leave without cutting across.
 
 Distances are computed by vectorised Bellman-Ford relaxation on the host over
-all targets at once, stored as uint8 (255 = unreachable).
+all targets at once, stored as uint8 (`constants.UNREACHABLE` = no path).
+Which norm uses which variant is a column of the norm table
+(`normjax.norms.table`).
 """
 
 from __future__ import annotations
@@ -32,42 +34,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
-from normjax.layout import LAYOUTS, Layout, load_layout
+from normjax.layouts.geometry import neighbour_index
+from normjax.layouts.parse import LAYOUTS, Layout, load_layout
 
-UNREACHABLE_U8 = 255
 V_BASE, V_NO_Q, V_CW, V_CCW, V_QUEUE0 = 0, 1, 2, 3, 4
 N_VARIANTS = V_QUEUE0 + C.N_QUEUE_PATHS
 
 
-def variant_of_norm_table() -> np.ndarray:
-    """Graph variant per norm id, indexed by norm_id + 1 (0 = no norm)."""
-    v = np.full(51, V_BASE, dtype=np.int32)
-    v[0 + 1] = V_NO_Q
-    v[12 + 1] = V_CW
-    v[13 + 1] = V_CCW
-    for j in range(C.N_QUEUE_PATHS):
-        v[23 + j + 1] = V_QUEUE0 + j
-    return v
-
-
-VARIANT_OF_NORM = variant_of_norm_table()
-
-
-def _neighbour_index() -> np.ndarray:
-    """[N_CELLS, 4] flat index of each cell's neighbour per move (-1 off grid)."""
-    nb = np.full((C.N_CELLS, 4), -1, dtype=np.int64)
-    for x in range(C.N_CELLS):
-        r, c = divmod(x, C.W)
-        for a, (dr, dc) in enumerate(C.ACTION_DELTAS[:4]):
-            rr, cc = r + dr, c + dc
-            if 0 <= rr < C.H and 0 <= cc < C.W:
-                nb[x, a] = rr * C.W + cc
-    return nb
-
-
 def _edge_mask(lay: Layout, variant: int) -> np.ndarray:
     """[N_CELLS, 4] static permission of the step x -> neighbour (ring direction)."""
-    nb = _neighbour_index()
+    nb = neighbour_index()
     ok = nb >= 0
     if variant in (V_CW, V_CCW):
         ring = lay.ring.reshape(-1)
@@ -93,7 +69,7 @@ def _corridors(lay: Layout, variant: int) -> np.ndarray:
 
 def distance_to_targets(lay: Layout, variant: int) -> np.ndarray:
     """[N_CELLS (target), N_CELLS (from)] move counts under one graph variant."""
-    nb = _neighbour_index()
+    nb = neighbour_index()
     edge = _edge_mask(lay, variant)
     corridor = _corridors(lay, variant)
     standable = ((lay.kind == C.FLOOR) | (lay.kind == C.CHAIR)).reshape(-1)
@@ -118,7 +94,7 @@ def distance_to_targets(lay: Layout, variant: int) -> np.ndarray:
         if np.array_equal(best, dist):
             break
         dist = best
-    return np.where(dist >= inf, UNREACHABLE_U8, np.minimum(dist, 254)).astype(np.uint8)
+    return np.where(dist >= inf, C.UNREACHABLE, np.minimum(dist, 254)).astype(np.uint8)
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,4 +1,4 @@
-"""Effective actions and move targets (SPEC 3).
+"""Effective actions and move targets (docs/world.md §3).
 
 A move into a wall, counter, obstacle or off the grid is a no-op and counts as
 WAIT everywhere (norms, move history, collisions).  A move onto a door cell is
@@ -31,7 +31,7 @@ def cell_value(grid, cells, fill=False):
 
 
 def effective_actions(kind, pos, actions):
-    """SPEC 3 effective action of each agent: blocked moves become WAIT.
+    """docs/world.md §3 effective action of each agent: blocked moves become WAIT.
 
     kind: int [H, W] cell kinds of the layout; pos: int [K, 2]; actions: int [K].
     A move is kept when its target is walkable (floor, chair) or a door.

@@ -1,7 +1,7 @@
-"""Two-goal tasks (SPEC 5, paper Table A3): sampling, acceptance, distances.
+"""Two-goal tasks (docs/world.md §5, paper Table A3): sampling, acceptance, distances.
 
 The goal types depend on the family of the episode's norm.  Each norm id maps
-to one task type through a small data table, so task sampling is a gather, not
+to one task type through the norm table (`normjax.norms.table`), so task sampling is a gather, not
 a branch, and works for a traced norm id.
 """
 
@@ -9,44 +9,24 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from normjax import constants as C
-from normjax.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL
-from normjax.tables import SET_CHAIRS, SET_DOORS, SET_R, UNREACHABLE
-
-# Task types (rows of SPEC 5's table).
-TASK_DEST = 0  # specified destination cell, specified door
-TASK_QUEUE = 1  # the counter (service cell), specified door
-TASK_Q_CHAIR = 2  # visit-Q-first: a specified chair, specified door
-TASK_R_ZONE = 3  # any cell inside R, specified door
-TASK_DOOR_CHOICE = 4  # specified destination (a seat), any door
-TASK_SEAT = 5  # any chair, specified door
-
-
-def _task_type_table() -> np.ndarray:
-    """Task type per norm id, index norm_id + 1 (index 0 = no norm)."""
-    t = np.full(51, TASK_DEST, dtype=np.int32)
-    def put(ids, ty):
-        for i in ids:
-            t[i + 1] = ty
-    put([0], TASK_DEST)  # forbidden zone Q
-    put(range(1, 7), TASK_DOOR_CHOICE)  # all-exit, door-forbidden
-    put(range(7, 12), TASK_SEAT)  # seat regions
-    put(range(12, 22), TASK_DEST)  # procedure
-    put([22], TASK_Q_CHAIR)  # visit Q first
-    put(range(23, 39), TASK_QUEUE)  # coordination
-    put(range(39, 42), TASK_R_ZONE)  # zone R capacity / single group
-    put(range(42, 45), TASK_DOOR_CHOICE)  # group doors
-    put(range(45, 50), TASK_SEAT)  # group seating, seats in order
-    return t
-
-
-TASK_TYPE = jnp.asarray(_task_type_table())
+from normjax.layouts.tables import SET_CHAIRS, SET_DOORS, SET_R
+from normjax.norms.table import (
+    TASK_DEST,
+    TASK_DOOR_CHOICE,
+    TASK_Q_CHAIR,
+    TASK_QUEUE,
+    TASK_R_ZONE,
+    TASK_SEAT,
+    norm_row,
+)
+from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL
 
 
 def task_type(norm_id):
-    return TASK_TYPE[norm_id + 1]
+    """The task type (TASK_* of the norm table) agents get under a norm."""
+    return norm_row(norm_id, "task_type")
 
 
 def _pick(key, cells, n, shape):
@@ -97,7 +77,7 @@ def goal_target(lt, leg, goal_kind, goal_cell, exit_door, pos):
     """The cell each agent heads for now [K, 2] (nearest one for free choices).
 
     Free-choice goals use the nearest object of the acceptable category
-    (SPEC 10), measured on the newcomer's distance table.
+    (docs/world.md §10), measured on the newcomer's distance table.
     """
     flat = pos[:, 0] * C.W + pos[:, 1]
     near_chair = lt.nearest_of_set[SET_CHAIRS, flat]
@@ -136,7 +116,5 @@ def goal_distance(lt, leg, goal_kind, goal_cell, exit_door, cells):
 
 
 __all__ = [
-    "TASK_DEST", "TASK_QUEUE", "TASK_Q_CHAIR", "TASK_R_ZONE", "TASK_DOOR_CHOICE",
-    "TASK_SEAT", "task_type", "sample_tasks", "on_goal1", "door_ok", "goal_target",
-    "goal_distance", "UNREACHABLE",
+    "task_type", "sample_tasks", "on_goal1", "door_ok", "goal_target", "goal_distance",
 ]

@@ -1,4 +1,4 @@
-"""Movement, collisions and pushes (SPEC 3 and 4; paper 9.5).
+"""Movement, collisions and pushes (docs/world.md §3 and 4; paper 9.5).
 
 `resolve_moves` turns the agents' effective actions into end-of-step cells.
 Only co-location at the end of a step is a conflict: agents that swap cells
@@ -33,7 +33,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from normjax import constants as C
-from normjax.moves import DELTAS, cell_value, in_grid
+from normjax.world.moves import DELTAS, cell_value, in_grid
 
 NO_AGENT = -1
 
@@ -64,7 +64,7 @@ def _neighbours_flat(idx, standable):
 
 
 def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
-    """Resolve one step of movement for all K agents (SPEC 4 rules 1-7).
+    """Resolve one step of movement for all K agents (docs/world.md §4 rules 1-7).
 
     Args:
       key: PRNG key of this resolution.

@@ -1,4 +1,4 @@
-"""World state and parameters as pytrees (SPEC 2, 5, 6).
+"""World state and parameters as pytrees (docs/world.md §2, 5, 6).
 
 `WorldState` holds everything that changes during an episode, with a fixed
 leading agent axis of size K (the capacity) and masks for slots not in use, so
@@ -18,7 +18,7 @@ from flax import struct
 
 from normjax import constants as C
 
-# Goal-1 kinds (SPEC 5): a specified cell, or a free choice among a category.
+# Goal-1 kinds (docs/world.md §5): a specified cell, or a free choice among a category.
 GOAL_CELL, GOAL_ANY_CHAIR, GOAL_ANY_R = 0, 1, 2
 ANY_DOOR = -1  # exit_door value for "chosen door (any)"
 
@@ -48,8 +48,8 @@ class WorldParams:
     layout_id: jax.Array  # int32: index into normjax.LAYOUTS
     norm_id: jax.Array  # int32: 0..49, or -1 for no norm
     max_steps: jax.Array  # int32: horizon (200 interaction / training, 100 test)
-    service_steps: jax.Array  # int32: steps to stand on goal 1 (SPEC 5, default 3)
-    goal_reward: jax.Array  # float32: +10 per goal (SPEC 6)
+    service_steps: jax.Array  # int32: steps to stand on goal 1 (docs/world.md §5, default 3)
+    goal_reward: jax.Array  # float32: +10 per goal (docs/world.md §6)
     step_cost: jax.Array  # float32: 0.1 per active unfinished step
     collision_penalty: jax.Array  # float32: 5 (0 under no_penalty)
     sanction_penalty: jax.Array  # float32: 20 (lambda; 0 under no_penalty)
@@ -57,7 +57,7 @@ class WorldParams:
     replace_newcomer: jax.Array  # bool: refill slot 0 after it finishes (interaction, training)
     turnover_delay: jax.Array  # int32 [2]: refill delay range [lo, hi] in steps
     n_blind: jax.Array  # int32: background slots 1..n_blind use the norm-blind planner
-    min_agents: jax.Array  # int32: the episode uses m in [min_agents, K] slots (SPEC 2)
+    min_agents: jax.Array  # int32: the episode uses m in [min_agents, K] slots (docs/world.md §2)
 
 
 def make_params(
@@ -112,7 +112,7 @@ def make_params(
 
 @struct.dataclass
 class Agents:
-    """Per-slot agent arrays, leading axis K (SPEC 2)."""
+    """Per-slot agent arrays, leading axis K (docs/world.md §2)."""
 
     in_use: jax.Array  # bool: the slot takes part in the episode (m of K slots)
     active: jax.Array  # bool: on the grid now
@@ -152,7 +152,7 @@ class WorldState:
     # The newcomer's (slot 0) outcome of its current task, kept after it exits.
     newcomer_done: jax.Array  # bool: its task ended (exited)
     newcomer_tasks: jax.Array  # int32: newcomer tasks ended so far (with replacement)
-    # Community statistics over background agents that finished (SPEC 9 metrics).
+    # Community statistics over background agents that finished (docs/world.md §9 metrics).
     community_finished: jax.Array  # int32
     community_steps: jax.Array  # int32
     community_return: jax.Array  # float32

@@ -1,8 +1,8 @@
-"""The test protocol (SPEC 9, paper §4.1 and §10.1, Table 1).
+"""The test protocol (docs/world.md §9, paper §4.1 and §10.1, Table 1).
 
 `evaluate(policy, norms=None, seed=0)` runs, for every requested norm, its 3
 seen (cafe) and 3 unseen (the norm's unseen layout) test episodes of
-`normjax.scenarios` in ONE compiled, vmapped program: each episode is a scan of
+`normjax.protocol.scenarios` in ONE compiled, vmapped program: each episode is a scan of
 100 steps in which slot 0 acts by `policy(key, state, params) -> action` (a
 state policy: `env.oracle_policy`, `env.blind_policy`, `env.random_policy`, or
 an observation policy wrapped by `env.obs_policy`) and the other slots by the
@@ -13,7 +13,7 @@ scan always runs 100 steps (static shapes); the newcomer's counters freeze by
 themselves when it leaves (an exited newcomer is not replaced in test
 episodes), and the community statistics are snapshotted at termination.
 
-Per-episode metrics (SPEC 9):
+Per-episode metrics (docs/world.md §9):
 * task = goals_done / 2 of the newcomer; joint = task 1 and zero sanctions;
 * path_length = the newcomer's steps on the grid (to finishing, or all the
   steps it took when unfinished);
@@ -42,17 +42,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
+from normjax.env import env_step
 from normjax.norms import FAMILIES, N_NORMS, norm_id as _norm_id
-from normjax.scenarios import (
-    CONDITIONS,
-    TEST_STEPS,
-    build_test_episode,
-    release_holds,
-    scenario_community_actions,
-    test_episodes,
-)
-from normjax.state import WorldConfig
-from normjax.world import step_world, terminated
+from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
+from normjax.protocol.seeds import CONDITIONS, TEST_STEPS, test_episodes
+from normjax.world.state import WorldConfig
+from normjax.world.step import terminated
 
 METRICS = ("joint", "task", "path_length", "collision_rate", "community_path_length", "community_welfare")
 
@@ -87,10 +82,7 @@ def run_episode(policy: Callable, key, layout_id, norm_id, group, config: WorldC
     def body(carry, k):
         s, done, frozen, waits = carry
         kc, kp, kw = jax.random.split(k, 3)
-        joint = scenario_community_actions(kc, s, params)
-        joint = joint.at[0].set(jnp.asarray(policy(kp, s, params), jnp.int32))
-        s2, info = step_world(kw, s, joint, params)
-        s2 = release_holds(s2, params)
+        _, s2, info = env_step(kc, kw, s, policy(kp, s, params), params, SCENARIO_COMMUNITY)
         # The newcomer's own WAITs (forced service waits excluded), for the
         # paper's wait statistics of DQN policies (A14).
         waited = info.active[0] & (info.action[0] == C.WAIT) & ~info.forced_wait[0] & ~done

@@ -1,74 +1,32 @@
 """The environment the newcomer sees: gymnax-style pure reset / step.
 
 `make(layout=..., norm=..., capacity=...)` returns a `NormGymEnv`; the
-scripted community (SPEC 8) acts inside `step`, so a policy only supplies the
-newcomer's action (slot 0).  `reset(key, params) -> (obs, state)` and
-`step(key, state, action, params) -> (obs, state, reward, terminated,
+scripted community (docs/world.md §8) acts inside `step`, so a policy only
+supplies the newcomer's action (slot 0).  `reset(key, params) -> (obs, state)`
+and `step(key, state, action, params) -> (obs, state, reward, terminated,
 truncated, info)`, with `terminated` (the newcomer's test episode ended) and
 `truncated` (the horizon was reached) returned separately.
-
-Newcomer policies for evaluation are functions `policy(key, state, params)
--> action` on the full state (`oracle_policy`, `blind_policy`,
-`random_policy`), or any jittable `policy(obs, key) -> action` on the DQN
-observation, wrapped by `obs_policy`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
 
 import jax
-import jax.numpy as jnp
 
 from normjax import constants as C
+from normjax.env.step import env_step
+from normjax.layouts.tables import layout_id as _layout_id
 from normjax.norms import norm_id as _norm_id
-from normjax.observation import Observation, obs_size, observe
-from normjax.planner import plan_actions
-from normjax.state import ROLE_AWARE, WorldConfig, WorldParams, WorldState, make_params
-from normjax.tables import layout_id as _layout_id
-from normjax.world import StepInfo, reset_world, step_world, terminated, truncated
+from normjax.world.observation import Observation, obs_size, observe
+from normjax.world.state import WorldConfig, WorldParams, WorldState, make_params
+from normjax.world.step import reset_world, terminated, truncated
 
 PHASES = ("interaction", "train", "test")
 
 
-def community_actions(key, state: WorldState, params: WorldParams):
-    """Joint action of the scripted slots [K] (slot 0's entry is unused)."""
-    aware = state.agents.role == ROLE_AWARE
-    return plan_actions(key, state, params, aware)
-
-
-def oracle_policy(key, state: WorldState, params: WorldParams):
-    """The norm-aware planner as newcomer ("Norm Oracle", paper Table 1)."""
-    k = state.agents.active.shape[0]
-    return plan_actions(key, state, params, jnp.arange(k) == 0)[0]
-
-
-def blind_policy(key, state: WorldState, params: WorldParams):
-    """The norm-blind shortest-path planner as newcomer ("Norm-Blind")."""
-    k = state.agents.active.shape[0]
-    return plan_actions(key, state, params, jnp.zeros((k,), bool))[0]
-
-
-def random_policy(key, state: WorldState, params: WorldParams):
-    """Uniformly random actions."""
-    return jax.random.randint(key, (), 0, C.N_ACTIONS)
-
-
-STATE_POLICIES = {"oracle": oracle_policy, "blind": blind_policy, "random": random_policy}
-
-
-def obs_policy(policy: Callable[[Any, Any], Any]):
-    """Wrap a jittable `policy(obs_flat, key) -> action` as a state policy."""
-
-    def wrapped(key, state, params):
-        return policy(observe(state, params).flat(), key)
-
-    return wrapped
-
-
 def phase_params(phase: str, layout: int, norm: int, **overrides) -> WorldParams:
-    """WorldParams of an episode phase (SPEC 9, 10).
+    """WorldParams of an episode phase (docs/world.md §9, §11).
 
     interaction: 200 steps, one norm-blind background slot, newcomer replaced;
     train: 200 steps, newcomer replaced, all background norm-aware;
@@ -128,17 +86,8 @@ class NormGymEnv:
     def step(self, key, state: WorldState, action, params: WorldParams | None = None):
         params = self.default_params if params is None else params
         k_comm, k_world = jax.random.split(key)
-        joint = community_actions(k_comm, state, params).at[0].set(jnp.asarray(action, jnp.int32))
-        state, info = step_world(k_world, state, joint, params)
-        obs = observe(state, params)
-        return (
-            obs.flat(),
-            state,
-            info.reward[0],
-            terminated(state, params),
-            truncated(state, params),
-            info,
-        )
+        obs, state, info = env_step(k_comm, k_world, state, action, params)
+        return obs.flat(), state, info.reward[0], terminated(state, params), truncated(state, params), info
 
     def observation(self, state: WorldState, params: WorldParams | None = None) -> Observation:
         return observe(state, self.default_params if params is None else params)

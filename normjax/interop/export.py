@@ -1,34 +1,29 @@
-"""Trajectory export (SPEC 11): one episode as a JSON Lines file readable without normjax.
+"""Trajectory export (docs/world.md §12): one episode as a JSON Lines file
+readable without normjax.
 
     rollout(key, layout_id, norm_id, phase, policy)  -> (states, infos, params)
     trajectory_records(states, infos, params, header_info) -> [header, step, step, ...]
     write_jsonl(path, records)
     export_episode(norm, phase, seed, policy_name, out_path, frames_dir=None, layout=None)
 
-and the `normjax export` command (`add_export_parser`).
-
-Episodes (SPEC 9).  `rollout` runs the full environment in one jitted
-`lax.scan`: the scripted community (`normjax.env.community_actions`) drives
-slots 1..K-1 and a state policy `policy(key, state, params) -> action` drives
-slot 0 (the newcomer).
+Episodes (docs/world.md §9).  `rollout` runs the environment step
+(`normjax.env.env_step`) in one jitted `lax.scan`: the scripted community
+drives slots 1..K-1 and a state policy `policy(key, state, params) -> action`
+drives slot 0 (the newcomer).
 
 * ``interaction``: the cafe (unless another layout is given), 200 steps, one
   norm-blind background slot, the newcomer replaced when it finishes
   (`phase_params('interaction', ...)`).
 * ``train``: as interaction, with every background agent norm-aware.
 * ``seen`` / ``unseen``: one test episode (<= 100 steps) on the cafe / on the
-  norm's unseen layout, built by `normjax.scenarios.build_test_episode` when
-  that module provides it; the export falls back to a plain test reset
-  (`reset_world` with `phase_params('test', ...)`, the newcomer's group set to
-  the requested one) when scenario construction is unavailable.  With the
-  scenarios module the community is the scenario's
-  (`scenario_community_actions`, holders released by `release_holds`) and the
-  keys are split exactly as in `normjax.protocol.run_episode`, so
-  `export_episode(..., episode=e)` writes the very episode the protocol scores.
-  The scan keeps a fixed length (the horizon); recording is cut on the host
-  after the step in which the newcomer exits.
+  norm's unseen layout, built by `normjax.protocol.scenarios.build_test_episode`
+  with the scenario community (holders) and the keys split exactly as in
+  `normjax.protocol.runner.run_episode`, so `export_episode(..., episode=e)`
+  writes the very episode the protocol scores.  The scan keeps a fixed length
+  (the horizon); recording is cut on the host after the step in which the
+  newcomer exits.
 
-Decisions where SPEC 11 leaves room (documented here and in the issue note):
+Decisions where the format leaves room:
 
 * ``states`` returned by `rollout` has T + 1 entries: ``states[t]`` is the world
   at the start of step t and ``states[T]`` the world after the last step.  Step
@@ -49,7 +44,7 @@ Decisions where SPEC 11 leaves room (documented here and in the issue note):
 * ``seed`` is the integer seed of the episode key ``jax.random.PRNGKey(seed)``.
   By default it is the seed given to `export_episode` and a test newcomer's
   group is ``seed % 3``; with ``episode`` it is the protocol's episode seed
-  (SPEC 9: base seed s for interaction, s+1..s+3 seen, s+4..s+6 unseen) and the
+  (docs/world.md §9: base seed s for interaction, s+1..s+3 seen, s+4..s+6 unseen) and the
   group is the protocol's (header fields ``protocol_seed``, ``episode``,
   ``newcomer_group``).
 * Extra fields: header ``policy``, ``newcomer_group``, ``max_steps``,
@@ -63,7 +58,6 @@ Decisions where SPEC 11 leaves room (documented here and in the issue note):
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 from pathlib import Path
 from typing import Any, Callable
@@ -73,16 +67,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
-from normjax.env import STATE_POLICIES, community_actions, phase_params
-from normjax.layout import LAYOUTS, QUEUE_NAMES, load_layout
-from normjax.norms import NORMS, QUEUE_IDS, get_norm
-from normjax.state import ANY_DOOR, GOAL_CELL, ROLE_AWARE, ROLE_BLIND, ROLE_NEWCOMER, WorldConfig
-from normjax.world import reset_world, step_world
+from normjax.env import STATE_POLICIES, check_policy_name, env_step, phase_params
+from normjax.layouts import LAYOUTS, check_layout_name, load_layout
+from normjax.norms import NORMS, get_norm
+from normjax.norms.table import NORM_TABLE
+from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
+from normjax.protocol.seeds import base_seed, episode_seeds, group_orders
+from normjax.world.state import ANY_DOOR, GOAL_CELL, ROLE_AWARE, ROLE_BLIND, ROLE_NEWCOMER, WorldConfig
+from normjax.world.step import reset_world
 
 FORMAT = "normjax.trajectory/1"
 EXPORT_PHASES = ("interaction", "seen", "unseen", "train")
-INTERACTION_STEPS = 200
-TEST_STEPS = 100
 ROLE_NAMES = {ROLE_NEWCOMER: "newcomer", ROLE_AWARE: "aware", ROLE_BLIND: "blind"}
 POLICIES: dict[str, Callable] = dict(STATE_POLICIES)
 
@@ -92,30 +87,20 @@ POLICIES: dict[str, Callable] = dict(STATE_POLICIES)
 # ---------------------------------------------------------------------------
 
 
-@functools.partial(jax.jit, static_argnames=("policy", "steps", "scenario"))
-def _scan(key, state, params, policy, steps, scenario=False):
+@functools.partial(jax.jit, static_argnames=("policy", "steps"))
+def _scan(key, state, params, policy, steps):
     """`steps` environment steps; returns (states [steps + 1], infos [steps]).
 
-    Key use per step matches `normjax.protocol.run_episode` (community, policy,
-    world = split(k, 3)); with `scenario` the community is the test scenario's
-    (`scenarios.scenario_community_actions`, holders) and holders are released
-    after each step (`scenarios.release_holds`), as in the protocol.
+    Keys per step are split as in `normjax.protocol.runner.run_episode`
+    (community, policy, world = split(k, 3)), and the community is the test
+    scenarios' (`SCENARIO_COMMUNITY`), which acts exactly like the default
+    community in episodes without holders: an exported test episode is the
+    protocol's episode by construction.
     """
-    if scenario:
-        from normjax.scenarios import release_holds, scenario_community_actions
-
-        comm = scenario_community_actions
-    else:
-        comm, release_holds = community_actions, None
 
     def body(state, k):
         k_comm, k_pol, k_world = jax.random.split(k, 3)
-        joint = comm(k_comm, state, params)
-        a0 = jnp.asarray(policy(k_pol, state, params), jnp.int32)
-        joint = joint.astype(jnp.int32).at[0].set(a0)
-        new, info = step_world(k_world, state, joint, params)
-        if scenario:
-            new = release_holds(new, params)
+        _, new, info = env_step(k_comm, k_world, state, policy(k_pol, state, params), params, SCENARIO_COMMUNITY)
         return new, (state, info)
 
     final, (states, infos) = jax.lax.scan(body, state, jax.random.split(key, steps))
@@ -123,49 +108,22 @@ def _scan(key, state, params, policy, steps, scenario=False):
     return states, infos
 
 
-def _scenarios():
-    """The `normjax.scenarios` module if it provides `build_test_episode`, else None."""
-    try:
-        mod = importlib.import_module("normjax.scenarios")
-    except ImportError:
-        return None
-    return mod if hasattr(mod, "build_test_episode") else None
-
-
-def _set_newcomer_group(state, group):
-    ag = state.agents
-    return state.replace(agents=ag.replace(group=ag.group.at[0].set(jnp.int32(group))))
-
-
-def _test_start(key, layout_id: int, norm_id: int, group: int, capacity: int):
-    """(state, params, how) of a test episode's start (SPEC 9)."""
-    mod = _scenarios()
-    cfg = WorldConfig(capacity=capacity)
-    if mod is not None:
-        out = mod.build_test_episode(key, layout_id, norm_id, group, cfg)
-        if isinstance(out, tuple) and len(out) == 2:
-            state, params = out
-        else:
-            state, params = out, phase_params("test", layout_id, norm_id)
-        return state, params, "scenarios.build_test_episode"
-    params = phase_params("test", layout_id, norm_id)
-    state = reset_world(key, params, cfg)
-    return _set_newcomer_group(state, group), params, "plain_test_reset"
-
-
 def _start(key, layout_id, norm_id, phase, capacity, newcomer_group):
+    """(state, params, how it was built) at the start of an exported episode."""
+    cfg = WorldConfig(capacity=capacity)
     if phase in ("interaction", "train"):
         params = phase_params(phase, layout_id, norm_id)
-        return reset_world(key, params, WorldConfig(capacity=capacity)), params, "reset_world"
+        return reset_world(key, params, cfg), params, "reset_world"
     if phase in ("seen", "unseen"):
         group = 0 if newcomer_group is None else int(newcomer_group)
-        return _test_start(key, layout_id, norm_id, group, capacity)
+        state, params = build_test_episode(key, layout_id, norm_id, group, cfg)
+        return state, params, "scenarios.build_test_episode"
     raise ValueError(f"unknown phase {phase!r}; valid: {', '.join(EXPORT_PHASES)}")
 
 
 def rollout(key, layout_id, norm_id, phase, policy, capacity=10, steps=None, newcomer_group=None,
             return_scenario=False):
-    """Simulate one episode of the full environment (SPEC 9).
+    """Simulate one episode of the full environment (docs/world.md §9).
 
     `policy(key, state, params) -> action` drives slot 0 (a jittable function;
     `normjax.env.oracle_policy`, `blind_policy`, `random_policy`, or a name of
@@ -177,9 +135,7 @@ def rollout(key, layout_id, norm_id, phase, policy, capacity=10, steps=None, new
     says how the start state was built.
     """
     if isinstance(policy, str):
-        if policy not in POLICIES:
-            raise ValueError(f"unknown policy {policy!r}; valid: {', '.join(POLICIES)}")
-        policy = POLICIES[policy]
+        policy = POLICIES[check_policy_name(policy)]
     WorldConfig(capacity=capacity)
     k_reset, k_run = jax.random.split(key)
     state, params, how = _start(k_reset, int(layout_id), int(norm_id), phase, capacity, newcomer_group)
@@ -187,11 +143,7 @@ def rollout(key, layout_id, norm_id, phase, policy, capacity=10, steps=None, new
         steps = int(params.max_steps)
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
-    # The scenario community equals `community_actions` outside test scenarios
-    # (no holders there), so every phase uses it when available: one compiled
-    # scan serves interaction and test exports alike.
-    scenario = hasattr(_scenarios(), "release_holds")
-    states, infos = _scan(k_run, state, params, policy, int(steps), scenario)
+    states, infos = _scan(k_run, state, params, policy, int(steps))
     n = int(steps)
     if phase in ("seen", "unseen"):
         exited = np.asarray(infos.exited[:, 0])
@@ -206,7 +158,7 @@ def rollout(key, layout_id, norm_id, phase, policy, capacity=10, steps=None, new
 
 
 # ---------------------------------------------------------------------------
-# Records (SPEC 11)
+# Records (docs/world.md §12)
 # ---------------------------------------------------------------------------
 
 
@@ -219,7 +171,7 @@ def _cells(xs) -> list[list[int]]:
 
 
 def layout_cells(layout_name: str, norm_id: int | None) -> dict:
-    """The header's `cells` object of a layout (SPEC 11); `queue_path` needs a queue norm."""
+    """The header's `cells` object of a layout (docs/world.md §12); `queue_path` needs a queue norm."""
     lay = load_layout(layout_name)
     chairs = np.asarray(lay.chairs)
     regions = {
@@ -227,8 +179,9 @@ def layout_cells(layout_name: str, norm_id: int | None) -> dict:
         for i, name in enumerate(C.REGION_NAMES)
     }
     queue_path = None
-    if norm_id is not None and int(norm_id) in QUEUE_IDS:
-        queue_path = _cells(lay.queue_path(QUEUE_NAMES[int(norm_id) - QUEUE_IDS.start]))
+    j = -1 if norm_id is None else int(NORM_TABLE.queue_path[int(norm_id) + 1])
+    if j >= 0:
+        queue_path = _cells(lay.queue_paths[j][: lay.queue_len[j]])
     ring = [
         {"cell": [int(r), int(c)], "cw": [int(lay.cw[r, c, 0]), int(lay.cw[r, c, 1])]}
         for r, c in np.argwhere(lay.ring)
@@ -263,7 +216,7 @@ def _norm_object(norm_id: int):
 
 
 def header_record(params, header_info: dict, capacity: int, n_steps: int) -> dict:
-    """Line 1 of a trajectory file (SPEC 11)."""
+    """Line 1 of a trajectory file (docs/world.md §12)."""
     layout_name = LAYOUTS[int(params.layout_id)]
     nid = int(params.norm_id)
     lay = load_layout(layout_name)
@@ -288,7 +241,7 @@ def header_record(params, header_info: dict, capacity: int, n_steps: int) -> dic
 
 
 def trajectory_records(states, infos, params, header_info: dict) -> list[dict]:
-    """Header and one record per step (SPEC 11) from a rollout's arrays.
+    """Header and one record per step (docs/world.md §12) from a rollout's arrays.
 
     `states` holds at least T entries (the start of each step; a final extra
     entry is ignored), `infos` T entries.  `header_info` gives `seed`, `phase`
@@ -366,7 +319,7 @@ def read_jsonl(path) -> list[dict]:
 
 def write_frames(states, params, frames_dir, cell_px: int = 32) -> list[Path]:
     """PNG frames named by step (`frame_000.png`, ...) of a time-stacked state."""
-    from normjax.render import render_rollout, save_png
+    from normjax.interop.render import render_rollout, save_png
 
     frames = np.asarray(render_rollout(states, params, cell_px=cell_px))
     width = max(3, len(str(len(frames) - 1)))
@@ -382,9 +335,7 @@ def write_frames(states, params, frames_dir, cell_px: int = 32) -> list[Path]:
 def resolve_layout(norm, phase: str, layout: str | None) -> str:
     """The layout of an export: given, else the cafe, or the norm's unseen layout."""
     if layout is not None:
-        if layout not in LAYOUTS:
-            raise ValueError(f"unknown layout {layout!r}; valid layouts: {', '.join(LAYOUTS)}")
-        return layout
+        return check_layout_name(layout)
     if phase == "unseen":
         if norm is None:
             raise ValueError("the unseen phase needs a norm (or an explicit layout)")
@@ -393,25 +344,24 @@ def resolve_layout(norm, phase: str, layout: str | None) -> str:
 
 
 def protocol_episode(norm_id: int, phase: str, episode: int, seed: int = 0) -> tuple[int, int | None]:
-    """(key seed, newcomer group) of the protocol's episode (SPEC 9 seeds).
+    """(key seed, newcomer group) of the protocol's episode (docs/world.md §9 seeds).
 
     Interaction uses the norm's base seed s; seen episode e uses s + 1 + e and
     unseen episode e uses s + 4 + e, with the group order of
-    `normjax.scenarios.group_orders` (`seed` shifts the base seed as in
-    `normjax.protocol.evaluate`).  Needs `normjax.scenarios`.
+    `normjax.protocol.seeds.group_orders` (`seed` shifts the base seed as in
+    `normjax.protocol.evaluate`).
     """
-    mod = importlib.import_module("normjax.scenarios")
     if phase in ("interaction", "train"):
-        return mod.base_seed(norm_id, seed), None
+        return base_seed(norm_id, seed), None
     if not 0 <= int(episode) < 3:
         raise ValueError(f"episode must be 0, 1 or 2, got {episode!r}")
-    return mod.episode_seeds(norm_id, seed)[phase][episode], mod.group_orders(norm_id, seed)[phase][episode]
+    return episode_seeds(norm_id, seed)[phase][episode], group_orders(norm_id, seed)[phase][episode]
 
 
 def export_episode(norm, phase: str, seed: int, policy_name: str, out_path, frames_dir=None,
                    layout: str | None = None, capacity: int = 10, newcomer_group: int | None = None,
                    steps: int | None = None, cell_px: int = 32, episode: int | None = None) -> dict:
-    """Simulate one episode and write it as SPEC 11 JSON Lines (and PNG frames).
+    """Simulate one episode and write it as docs/world.md §12 JSON Lines (and PNG frames).
 
     `norm` is a norm name or id (None / "none" for no norm); names and values
     are validated before anything is traced.  By default the episode key is
@@ -424,8 +374,7 @@ def export_episode(norm, phase: str, seed: int, policy_name: str, out_path, fram
     spec = None if norm is None or norm == "none" else get_norm(norm)
     if phase not in EXPORT_PHASES:
         raise ValueError(f"unknown phase {phase!r}; valid: {', '.join(EXPORT_PHASES)}")
-    if policy_name not in POLICIES:
-        raise ValueError(f"unknown policy {policy_name!r}; valid: {', '.join(POLICIES)}")
+    check_policy_name(policy_name)
     layout_name = resolve_layout(spec, phase, layout)
     WorldConfig(capacity=capacity)
     key_seed, group = int(seed), None
@@ -472,44 +421,7 @@ def export_episode(norm, phase: str, seed: int, policy_name: str, out_path, fram
     }
 
 
-# ---------------------------------------------------------------------------
-# CLI
-# ---------------------------------------------------------------------------
-
-
-def cmd_export(args) -> int:
-    summary = export_episode(
-        args.norm, args.phase, args.seed, args.policy, args.out, frames_dir=args.frames,
-        layout=args.layout, capacity=args.capacity, newcomer_group=args.group,
-        steps=args.steps, cell_px=args.cell_px, episode=args.episode,
-    )
-    print(json.dumps(summary, indent=2))
-    return 0
-
-
-def add_export_parser(subparsers):
-    """Add `export` to an argparse subparsers object (the lead hooks it into the CLI)."""
-    e = subparsers.add_parser("export", help="write one episode as SPEC 11 JSON Lines")
-    e.add_argument("--norm", required=True, help="norm name (see normjax.norms.NORM_NAMES), or 'none'")
-    e.add_argument("--phase", choices=("interaction", "seen", "unseen"), default="interaction")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--policy", choices=tuple(POLICIES), default="oracle")
-    e.add_argument("--out", required=True, help="output .jsonl file")
-    e.add_argument("--frames", default=None, help="directory for PNG frames (frame_000.png, ...)")
-    e.add_argument("--layout", default=None, help="override the phase's layout")
-    e.add_argument("--capacity", type=int, default=10, choices=C.CAPACITIES)
-    e.add_argument("--group", type=int, default=None, choices=(0, 1, 2),
-                   help="newcomer group in test phases (default: seed %% 3)")
-    e.add_argument("--episode", type=int, default=None, choices=(0, 1, 2),
-                   help="export the protocol's episode (SPEC 9 seeds: --seed is then the protocol seed)")
-    e.add_argument("--steps", type=int, default=None, help="override the episode length")
-    e.add_argument("--cell-px", type=int, default=32)
-    e.set_defaults(fn=cmd_export)
-    return e
-
-
 __all__ = [
     "FORMAT", "EXPORT_PHASES", "POLICIES", "rollout", "trajectory_records", "header_record",
     "layout_cells", "protocol_episode", "write_jsonl", "read_jsonl", "write_frames", "export_episode",
-    "add_export_parser", "cmd_export",
 ]

@@ -1,12 +1,12 @@
 """Per-layout arrays stacked over the ten layouts, as device constants.
 
-Every layout is parsed once on the host (`normjax.layout`), then the arrays the
+Every layout is parsed once on the host (`normjax.layouts.parse`), then the arrays the
 jitted world needs are stacked along a leading layout axis.  A state or params
 pytree only carries the traced `layout_id`; `LayoutTables.at(layout_id)` gathers
 one layout's slice, so one compiled step serves every layout and a vmapped batch
-may mix layouts (SPEC 1, 9: seen and unseen layouts in one program).
+may mix layouts (docs/world.md §1, 9: seen and unseen layouts in one program).
 
-Shortest-path distances (SPEC 8, SPEC 10 "BFS distance") are computed here once,
+Shortest-path distances (docs/world.md §8, docs/world.md §10 "BFS distance") are computed here once,
 by breadth-first search on the host, instead of by relaxation inside each step.
 """
 
@@ -21,20 +21,13 @@ import numpy as np
 from flax import struct
 
 from normjax import constants as C
-from normjax.layout import LAYOUTS, Layout, load_layout
+from normjax.constants import UNREACHABLE
+from normjax.layouts.geometry import neighbours
+from normjax.layouts.parse import LAYOUTS, Layout, check_layout_name, load_layout
 
-# Distances are stored as int16; UNREACHABLE marks "no path".
-UNREACHABLE = 999
 # Padding for variable-length cell lists.
 MAX_CHAIRS = 48
 MAX_CELLS = C.N_CELLS
-
-
-def _neighbours(r: int, c: int):
-    for dr, dc in C.ACTION_DELTAS[:4]:
-        rr, cc = r + int(dr), c + int(dc)
-        if 0 <= rr < C.H and 0 <= cc < C.W:
-            yield rr, cc
 
 
 def bfs_to_target(lay: Layout, target: tuple[int, int], through: np.ndarray) -> np.ndarray:
@@ -42,7 +35,7 @@ def bfs_to_target(lay: Layout, target: tuple[int, int], through: np.ndarray) -> 
 
     `through[r, c]` says whether a path may pass through cell (r, c); the
     target itself may always be entered from a passable neighbour, so chairs
-    and doors can be goals without being corridors (SPEC 8).
+    and doors can be goals without being corridors (docs/world.md §8).
     """
     dist = np.full((C.H, C.W), UNREACHABLE, dtype=np.int16)
     tr, tc = target
@@ -50,7 +43,7 @@ def bfs_to_target(lay: Layout, target: tuple[int, int], through: np.ndarray) -> 
     frontier = collections.deque([(tr, tc)])
     while frontier:
         r, c = frontier.popleft()
-        for rr, cc in _neighbours(r, c):
+        for rr, cc in neighbours(r, c):
             # A path runs rr,cc -> r,c; rr,cc must be a cell one can stand on and pass.
             if dist[rr, cc] != UNREACHABLE or not through[rr, cc]:
                 continue
@@ -87,7 +80,7 @@ def _pad_cells(cells: np.ndarray, size: int) -> tuple[np.ndarray, int]:
 
 
 def destination_cells(lay: Layout) -> np.ndarray:
-    """Candidate 'specified destination' cells (SPEC 5) of a layout.
+    """Candidate 'specified destination' cells (docs/world.md §5) of a layout.
 
     Plain floor cells away from the things norms regulate, so that a
     destination never sits in Q, R, the queue block, on a chair, or on a
@@ -127,7 +120,7 @@ class LayoutTables:
     dest_cells: jax.Array  # int32 [MAX_CELLS, 2]
     n_dest_cells: jax.Array  # int32 []
     # dist[g, x]: moves from x to g; chairs may be crossed (the newcomer's view,
-    # SPEC 10 observation and dense reward).
+    # docs/world.md §10 observation and dense reward).
     dist: jax.Array  # int16 [N_CELLS, N_CELLS]
     # Distance from every cell to the nearest chair / R cell / door [3, N_CELLS],
     # and which one is nearest (flat cell index) for free-choice goal geometry.
@@ -224,6 +217,4 @@ def world_tables() -> LayoutTables:
 
 def layout_id(name: str) -> int:
     """Index of a layout name in `LAYOUTS`; a clear error for unknown names."""
-    if name not in LAYOUTS:
-        raise ValueError(f"unknown layout {name!r}; valid layouts: {', '.join(LAYOUTS)}")
-    return LAYOUTS.index(name)
+    return LAYOUTS.index(check_layout_name(name))

@@ -6,17 +6,17 @@ policy are layered on top in `normjax.env`).  `reset_world(key, params, cfg)`
 draws a fresh episode.  Both are pure, jittable and vmappable; the layout and
 norm are traced ids, so one compilation serves every layout and norm.
 
-Order inside a step (SPEC 2-7):
+Order inside a step (docs/world.md §2-7):
 1. forced WAITs (inactive agents; agents in service at goal 1), effective actions;
 2. norm evaluation of every agent's intended transition against the positions
    before the step -> public sanctions;
-3. movement, collisions and pushes (`normjax.physics`);
+3. movement, collisions and pushes (`normjax.world.physics`);
 4. exits, goal progress, rewards;
 5. turnover: slots of agents that exited are refilled with fresh agents after
    a random delay; pending agents enter on their door's inward cell if free;
 6. histories (moves, Q visits) and t + 1.
 
-Service semantics (a decision SPEC 5 leaves open): an agent that ends a step
+Service semantics (a decision docs/world.md §5 leaves open): an agent that ends a step
 on an acceptable goal-1 cell is "in service"; its next `service_steps` actions
 are forced WAITs, and goal 1 completes at the end of the last of them if it was
 not pushed off in between (a push restarts the timer).
@@ -29,11 +29,11 @@ import jax.numpy as jnp
 from flax import struct
 
 from normjax import constants as C
-from normjax import tasks
-from normjax.moves import effective_actions
+from normjax.world import tasks
+from normjax.world.moves import effective_actions
 from normjax.norms import episode_sanctions
-from normjax.physics import resolve_moves
-from normjax.state import (
+from normjax.world.physics import resolve_moves
+from normjax.world.state import (
     ROLE_AWARE,
     ROLE_BLIND,
     ROLE_NEWCOMER,
@@ -42,7 +42,8 @@ from normjax.state import (
     WorldState,
     empty_state,
 )
-from normjax.tables import UNREACHABLE, LayoutTables, world_tables
+from normjax.constants import UNREACHABLE
+from normjax.layouts.tables import LayoutTables, world_tables
 
 
 @struct.dataclass
@@ -75,7 +76,7 @@ def _refill(key, state: WorldState, slots, lt, params: WorldParams, now):
     )
     lo, hi = params.turnover_delay[0], params.turnover_delay[1]
     delay = jax.random.randint(kd, (k,), lo, hi + 1)
-    # The newcomer is replaced at once when replacement is on (SPEC 9, training).
+    # The newcomer is replaced at once when replacement is on (docs/world.md §9, training).
     delay = jnp.where(jnp.arange(k) == 0, 0, delay)
     rank = jnp.cumsum(slots) - 1
     sel = lambda new, old: jnp.where(  # noqa: E731
@@ -136,7 +137,7 @@ def reset_world(key, params: WorldParams, config: WorldConfig = WorldConfig()) -
     """A fresh episode: m agents (m uniform in [min_agents, K]), staggered entry.
 
     The newcomer (slot 0) enters at step 0; background slot i tries to enter at
-    a random step in [0, 2i).  Slots 1..n_blind are norm-blind (SPEC 9).
+    a random step in [0, 2i).  Slots 1..n_blind are norm-blind (docs/world.md §9).
     """
     k = config.capacity
     lt = world_tables().at(params.layout_id)
@@ -161,21 +162,21 @@ def step_world(key, state: WorldState, actions, params: WorldParams):
     k = ag.active.shape[0]
     k_move, k_refill = jax.random.split(key)
 
-    # 1. Forced waits and effective actions (SPEC 3, 5).
+    # 1. Forced waits and effective actions (docs/world.md §3, 5).
     start_on_goal = tasks.on_goal1(lt, ag.goal_kind, ag.goal_cell, ag.pos)
     in_service = ag.active & (ag.leg == 0) & start_on_goal
     acts = jnp.where(ag.active & ~in_service, actions.astype(jnp.int32), C.WAIT)
     eff = effective_actions(lt.kind, ag.pos, acts)
 
-    # 2. Norms judge intended transitions against pre-step positions (SPEC 7).
+    # 2. Norms judge intended transitions against pre-step positions (docs/world.md §7).
     sanctioned = episode_sanctions(lt, state.t, ag.pos, ag.active, eff, ag.group, ag.moves,
                                    ag.visited_q, params.norm_id)
 
-    # 3. Movement, collisions, pushes (SPEC 4).
+    # 3. Movement, collisions, pushes (docs/world.md §4).
     res = resolve_moves(k_move, ag.pos, ag.active, eff, lt.kind, ag.role != ROLE_NEWCOMER)
     present = ag.active & ~res.exited
 
-    # 4. Goals (SPEC 5).
+    # 4. Goals (docs/world.md §5).
     stayed = in_service & present & (res.pos == ag.pos).all(-1)
     timer = jnp.where(stayed, ag.timer + 1, 0)
     goal1_now = stayed & (timer >= params.service_steps)
@@ -187,7 +188,7 @@ def step_world(key, state: WorldState, actions, params: WorldParams):
     goals_done = ag.goals_done + completed
     # Arrival needs no bookkeeping: the next step starts in service.
 
-    # Rewards (SPEC 6).
+    # Rewards (docs/world.md §6).
     d_before = tasks.goal_distance(lt, ag.leg, ag.goal_kind, ag.goal_cell, ag.exit_door, ag.pos)
     end_cell = jnp.where(res.exited[:, None], res.exit_door_cell, res.pos)
     d_after = tasks.goal_distance(lt, ag.leg, ag.goal_kind, ag.goal_cell, ag.exit_door, end_cell)
@@ -202,7 +203,7 @@ def step_world(key, state: WorldState, actions, params: WorldParams):
     )
     reward = jnp.where(ag.active, reward, 0.0).astype(jnp.float32)
 
-    # Histories: own effective moves and Q visits (SPEC 7 procedure norms).
+    # Histories: own effective moves and Q visits (docs/world.md §7 procedure norms).
     moved = ag.active & (eff != C.WAIT)
     moves = jnp.concatenate([moved[:, None], ag.moves[:, :2]], axis=1)
     visited_q = ag.visited_q | lt.zone_q[res.pos[:, 0], res.pos[:, 1]] | lt.zone_q[ag.pos[:, 0], ag.pos[:, 1]]
@@ -239,7 +240,7 @@ def step_world(key, state: WorldState, actions, params: WorldParams):
         community_return=state.community_return + jnp.where(done_bg, ret, 0.0).sum(),
     )
 
-    # 5. Turnover and entry (SPEC 2).
+    # 5. Turnover and entry (docs/world.md §2).
     now = state.t + 1
     refill = res.exited & (~newcomer | params.replace_newcomer)
     state = _refill(k_refill, state, refill, lt, params, now)
@@ -270,7 +271,7 @@ def step_world(key, state: WorldState, actions, params: WorldParams):
 
 
 def terminated(state: WorldState, params: WorldParams):
-    """Test episodes end when the newcomer finishes its task (SPEC 9)."""
+    """Test episodes end when the newcomer finishes its task (docs/world.md §9)."""
     return state.newcomer_done & ~params.replace_newcomer
 
 

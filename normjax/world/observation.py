@@ -1,13 +1,13 @@
 """Observations of the newcomer (slot 0): symbolic state and the DQN input.
 
-The DQN observation follows SPEC 10 (paper A14): three 11x15 map planes, a
+The DQN observation follows docs/world.md §10 (paper A14): three 11x15 map planes, a
 13-vector about the newcomer, K-1 other-agent slots of 8 ordered by distance,
 and the 5-entry physical action mask; flat size 3*11*15 + 13 + 8(K-1) + 5
 (553, 569, 585 for K = 6, 8, 10).  No norm label, no other agents' goals and
 no norm-aware mask are included.
 
 Plane 0 codes each cell as wall 0, floor 1, door 2, chair 3, counter 4,
-obstacle 5, Q 6, R 7, divided by 7 (SPEC 10 leaves the coding open; Q and R are
+obstacle 5, Q 6, R 7, divided by 7 (docs/world.md §10 leaves the coding open; Q and R are
 given their own codes because several norms are about them).
 """
 
@@ -18,10 +18,11 @@ import jax.numpy as jnp
 from flax import struct
 
 from normjax import constants as C
-from normjax import tasks
-from normjax.moves import physical_mask
-from normjax.state import GOAL_CELL, ANY_DOOR, WorldParams, WorldState
-from normjax.tables import UNREACHABLE, LayoutTables, world_tables
+from normjax.world import tasks
+from normjax.world.moves import physical_mask
+from normjax.world.state import GOAL_CELL, ANY_DOOR, WorldParams, WorldState
+from normjax.constants import UNREACHABLE
+from normjax.layouts.tables import LayoutTables, world_tables
 
 N_VEC = 13
 N_OTHER = 8
@@ -52,7 +53,7 @@ def layout_plane(lt: LayoutTables):
 
 
 def observe(state: WorldState, params: WorldParams, slot: int = 0) -> Observation:
-    """SPEC 10 observation of agent `slot` (the newcomer by default)."""
+    """docs/world.md §10 observation of agent `slot` (the newcomer by default)."""
     lt = world_tables().at(params.layout_id)
     ag = state.agents
     k = ag.active.shape[0]

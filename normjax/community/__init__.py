@@ -1,0 +1,1 @@
+"""The scripted community (docs/world.md §8): the one-step predictive planner."""

@@ -1,0 +1,19 @@
+"""The environment (docs/world.md §8-9): the one composed step, newcomer policies,
+episode phases and the gymnax-style `NormGymEnv`."""
+
+from normjax.env.environment import PHASES, NormGymEnv, make, phase_params
+from normjax.env.policies import (
+    STATE_POLICIES,
+    blind_policy,
+    check_policy_name,
+    obs_policy,
+    oracle_policy,
+    random_policy,
+)
+from normjax.env.step import COMMUNITY, Community, community_actions, env_step
+
+__all__ = [
+    "COMMUNITY", "Community", "NormGymEnv", "PHASES", "STATE_POLICIES", "blind_policy",
+    "check_policy_name", "community_actions", "env_step", "make", "obs_policy",
+    "oracle_policy", "phase_params", "random_policy",
+]

@@ -1,0 +1,362 @@
+"""Test-scenario geometry, computed once on the host (docs/world.md §9).
+
+For every (layout, norm, newcomer group) a geometry record — the newcomer's
+start cell and entry door, its task, and up to `N_EXTRA` scripted agents — is
+computed from the planner's own distance tables (`normjax.layouts.routes`;
+graph variant 0 is what the norm-blind planner walks on), then stacked into
+arrays that the jittable scenario builder only gathers from.
+
+One candidate function per scenario kind of the norm table
+(`normjax.norms.table.SCENARIO_*`) returns up to three ranked geometries; the
+newcomer of group g gets the (g mod n)-th of the n found.  The "a blind
+newcomer must violate" property is certified by a distance gap: the blind
+planner's shortest route length d0 against the shortest route with the
+violating moves removed d1 (gap = d1 - d0 > 0 means every blind shortest route
+violates); for free choices, the gap between the nearest permissible and the
+nearest impermissible object.  The `gap` table holds it (1 where the violation
+is dynamic: turn/rhythm, queue and zone-R scenarios).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from normjax import constants as C
+from normjax.constants import UNREACHABLE
+from normjax.layouts import LAYOUTS, Layout, load_layout
+from normjax.layouts.routes import V_BASE, host_route_tables
+from normjax.layouts.tables import destination_cells
+from normjax.norms import N_NORMS
+from normjax.norms import table as nt
+from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL
+
+N_EXTRA = 3  # scripted agents a scenario may place (slots 1..3)
+
+
+def _cell(x) -> tuple[int, int]:
+    return tuple(int(v) for v in x)
+
+
+@dataclasses.dataclass(frozen=True)
+class Geo:
+    """One layout's cells and its planner distance tables T [variant, target, from]."""
+
+    lay: Layout
+    T: np.ndarray
+
+    @functools.cached_property
+    def doors(self):
+        return [_cell(x) for x in self.lay.doors]
+
+    @functools.cached_property
+    def inward(self):
+        return [_cell(x) for x in self.lay.door_inward]
+
+    @functools.cached_property
+    def dests(self):
+        return [_cell(x) for x in destination_cells(self.lay)]
+
+    @functools.cached_property
+    def chairs(self):
+        return [_cell(x) for x in self.lay.chairs]
+
+    def d(self, goal, start, variant=V_BASE) -> int:
+        """Moves from `start` to `goal` on a planner graph variant."""
+        return int(self.T[variant, goal[0] * C.W + goal[1], start[0] * C.W + start[1]])
+
+    def nearest_door(self, cell, variant=V_BASE) -> int:
+        return int(np.argmin([self.d(self.doors[i], cell, variant) for i in range(3)]))
+
+
+def _rank(cands, key):
+    """Up to 3 best candidates (distinct by their tag) sorted by key."""
+    out, seen = [], set()
+    for c in sorted(cands, key=key):
+        if c["tag"] in seen:
+            continue
+        seen.add(c["tag"])
+        out.append(c)
+        if len(out) == 3:
+            break
+    return out
+
+
+def _record(start, entry, goal_kind, goal_cell, exit_door, gap, extras=()):
+    return dict(start=start, entry=entry, goal_kind=goal_kind, goal_cell=goal_cell,
+                exit_door=exit_door, gap=gap, extras=list(extras), tag=(start, goal_cell))
+
+
+def _by_gap(c):
+    return (-min(c["gap"], 3), c["d"])
+
+
+def route_gap(g: Geo, row: dict, group: int) -> list[dict]:
+    """Forbidden Q, circulation: start at a door, a destination that every blind
+    shortest route reaches only by violating (gap between the norm's graph and
+    the base graph); exit door = nearest on the norm's graph."""
+    variant = int(row["route_variant"])
+    cands = []
+    for s_i, s in enumerate(g.inward):
+        if g.lay.zone_q[s]:
+            continue
+        for goal in g.dests:
+            a, b = g.d(goal, s), g.d(goal, s, variant)
+            if a >= UNREACHABLE or b >= UNREACHABLE or b <= a:
+                continue
+            ex = g.nearest_door(goal, variant)
+            cands.append(dict(_record(s, s_i, GOAL_CELL, goal, ex, b - a), d=a))
+    return _rank(cands, _by_gap)
+
+
+def timed(g: Geo, row: dict, group: int) -> list[dict]:
+    """Turn-parity and rhythm norms: a destination 6..10 moves from the door (a blind
+    agent moving on consecutive turns violates); one geometry per start door."""
+    cands = []
+    for s_i, s in enumerate(g.inward):
+        for goal in g.dests:
+            a = g.d(goal, s)
+            if 6 <= a <= 10:
+                cands.append(dict(_record(s, s_i, GOAL_CELL, goal, g.nearest_door(goal), 1), d=a, s_i=s_i))
+    out = []
+    for s_i in range(3):
+        cs = sorted([c for c in cands if c["s_i"] == s_i], key=lambda c: (abs(c["d"] - 8), c["goal_cell"]))
+        if cs:
+            out.append(cs[0])
+    return out
+
+
+def visit_q(g: Geo, row: dict, group: int) -> list[dict]:
+    """Visit Q first: a specified chair whose shortest route skips Q."""
+    q_cells = [_cell(x) for x in np.argwhere(g.lay.zone_q)]
+    cands = []
+    for s_i, s in enumerate(g.inward):
+        if g.lay.zone_q[s]:
+            continue
+        for ch in g.chairs:
+            a = g.d(ch, s)
+            via = min(g.d(q, s) + g.d(ch, q) for q in q_cells)
+            if a >= UNREACHABLE or via <= a:
+                continue
+            cands.append(dict(_record(s, s_i, GOAL_CELL, ch, g.nearest_door(ch), via - a), d=a))
+    return _rank(cands, _by_gap)
+
+
+def door_choice(g: Geo, row: dict, group: int) -> list[dict]:
+    """Free exit door (all-exit, door-forbidden, group doors): goal 1 is a chair whose
+    strictly nearest door is not allowed; the newcomer enters at the door nearest it."""
+    allowed = {i for i in range(3) if row["allowed_doors"][group, i]}
+    cands = []
+    for ch in g.chairs:
+        dd = [g.d(g.doors[i], ch) for i in range(3)]
+        good = min(dd[i] for i in allowed)
+        bad = min(dd[i] for i in range(3) if i not in allowed)
+        if good >= UNREACHABLE or bad >= good:
+            continue
+        s_i = int(np.argmin([g.d(ch, s) for s in g.inward]))
+        cands.append(dict(_record(g.inward[s_i], s_i, GOAL_CELL, ch, ANY_DOOR, good - bad), d=g.d(ch, g.inward[s_i])))
+    return _rank(cands, _by_gap)
+
+
+def _seat_starts(g: Geo, candidate):
+    """Seat-norm candidates from the doors' inward cells, else from floor cells.
+
+    `candidate(start, entry_door)` returns a record or None; the floor-cell
+    fallback enters through the door nearest to the start.
+    """
+    for starts in ([(s, i) for i, s in enumerate(g.inward)],
+                   [(s, int(np.argmin([g.d(g.doors[i], s) for i in range(3)]))) for s in g.dests]):
+        found = [c for c in (candidate(s, s_i) for s, s_i in starts) if c is not None]
+        if found:
+            return found
+    return []
+
+
+def seat_region(g: Geo, row: dict, group: int) -> list[dict]:
+    """Free seat under seat-region and group-seating norms: the newcomer enters where
+    its strictly nearest chair lies in a disallowed region."""
+    ok_reg = row["allowed_regions"][group]
+    region = g.lay.region
+    ok_chair = [bool(region[ch] >= 0 and ok_reg[region[ch]]) for ch in g.chairs]
+
+    def candidate(s, s_i):
+        dch = [g.d(ch, s) for ch in g.chairs]
+        good = min([d for d, o in zip(dch, ok_chair) if o] or [10_000])
+        bad = min([d for d, o in zip(dch, ok_chair) if not o] or [10_000])
+        if good >= UNREACHABLE or bad >= good:
+            return None
+        target = g.chairs[int(np.argmin([d if o else 10_000 for d, o in zip(dch, ok_chair)]))]
+        return dict(_record(s, s_i, GOAL_ANY_CHAIR, (-1, -1), g.nearest_door(target), good - bad), d=bad, tag=s)
+
+    return _rank(_seat_starts(g, candidate), _by_gap)
+
+
+def seat_order(g: Geo, row: dict, group: int) -> list[dict]:
+    """Seats in order: every chair nearest to the start has rank >= 3 in sigma (three
+    chairs must fill before it could be the first free one)."""
+    order = [_cell(x) for x in g.lay.seat_order[int(row["seat_order"])] if x[0] >= 0]
+    rank = {ch: i for i, ch in enumerate(order)}
+
+    def candidate(s, s_i):
+        dch = {ch: g.d(ch, s) for ch in g.chairs}
+        near = min(dch.values())
+        early = min(d for ch, d in dch.items() if rank[ch] < 3)
+        if near >= UNREACHABLE or early <= near:
+            return None  # some chair among the first three of sigma is as near
+        return dict(_record(s, s_i, GOAL_ANY_CHAIR, (-1, -1), g.nearest_door(order[0]), early - near),
+                    d=near, tag=s)
+
+    return _rank(_seat_starts(g, candidate), _by_gap)
+
+
+def queue(g: Geo, row: dict, group: int) -> list[dict]:
+    """Queues: two holders stand on pi(2), pi(3) bound for the counter; the newcomer
+    starts 3..8 moves from the counter (5 preferred) where every blind shortest route
+    stays off the path until its last step into the head: it cuts in."""
+    lay, j = g.lay, int(row["queue_path"])
+    path = [_cell(x) for x in lay.queue_paths[j][: lay.queue_len[j]]]
+    service = _cell(lay.service)
+    ex = g.nearest_door(service, int(row["route_variant"]))
+    extras = [dict(pos=cell, goal_kind=GOAL_CELL, goal_cell=service, exit_door=(ex + 1 + i) % 3,
+                   group_off=-1, hold=True) for i, cell in enumerate(path[1:3])]
+    # A blind agent waits behind stationary holders rather than detour, so a
+    # route through them would never reach the counter.
+    behind = path[1:]
+    floor = [_cell(x) for x in np.argwhere((lay.kind == C.FLOOR) & ~lay.zone_q & ~lay.zone_r)]
+    near = [(s, int(np.argmin([g.d(g.doors[i], s) for i in range(3)]))) for s in floor
+            if 3 <= g.d(service, s) <= 8 and s not in path]
+    cands = []
+    for starts in (near, [(s, i) for i, s in enumerate(g.inward)]):
+        for s, s_i in starts:
+            a = g.d(service, s)
+            if a >= UNREACHABLE or any(g.d(p, s) + g.d(service, p) <= a for p in behind) or s in path:
+                continue
+            cands.append(dict(_record(s, s_i, GOAL_CELL, service, ex, 1, extras), d=a))
+            cands[-1]["tag"] = s
+        if cands:
+            break
+    return _rank(cands, lambda c: (abs(c["d"] - 5), c["start"]))
+
+
+def zone_r(g: Geo, row: dict, group: int) -> list[dict]:
+    """Zone-R capacity and single group: the newcomer enters at the door nearest R;
+    holders (of another group under single_group_zone_r) fill R on its far cells."""
+    r_cells = [_cell(x) for x in np.argwhere(g.lay.zone_r)]
+    s_i = int(np.argmin([min(g.d(r, s) for r in r_cells) for s in g.inward]))
+    s = g.inward[s_i]
+    far = sorted(r_cells, key=lambda r: (-g.d(r, s), r))
+    group_off = 1 if row["r_holder_other_group"] else -1
+    extras = [dict(pos=cell, goal_kind=GOAL_ANY_R, goal_cell=(-1, -1), exit_door=g.nearest_door(cell),
+                   group_off=group_off, hold=True) for cell in far[: int(row["r_holders"])]]
+    near_r = min(r_cells, key=lambda r: g.d(r, s))
+    return [_record(s, s_i, GOAL_ANY_R, (-1, -1), g.nearest_door(near_r), 1, extras)]
+
+
+CANDIDATES = {
+    nt.SCENARIO_ROUTE_GAP: route_gap,
+    nt.SCENARIO_TIMED: timed,
+    nt.SCENARIO_VISIT_Q: visit_q,
+    nt.SCENARIO_DOOR: door_choice,
+    nt.SCENARIO_SEAT_REGION: seat_region,
+    nt.SCENARIO_SEAT_ORDER: seat_order,
+    nt.SCENARIO_QUEUE: queue,
+    nt.SCENARIO_ZONE_R: zone_r,
+}
+
+
+def candidates(g: Geo, norm: int, group: int) -> list[dict]:
+    """Ranked scenario geometries for one (layout, norm, newcomer group)."""
+    row = nt.NORM_TABLE.row(norm)
+    if int(row["scenario"]) not in CANDIDATES:
+        raise ValueError(f"no scenario for norm {norm}")
+    return CANDIDATES[int(row["scenario"])](g, row, group)
+
+
+def _group_dependent(norm: int) -> bool:
+    """Whether a norm's scenario differs by the newcomer's group (group doors / seating)."""
+    row = nt.NORM_TABLE.row(norm)
+    return bool((row["allowed_doors"] != row["allowed_doors"][:1]).any()
+                or (row["allowed_regions"] != row["allowed_regions"][:1]).any())
+
+
+@functools.lru_cache(maxsize=None)
+def r_boundary() -> np.ndarray:
+    """bool [n_layouts, H, W]: walkable cells outside R next to R (R's boundary)."""
+    out = np.zeros((len(LAYOUTS), C.H, C.W), bool)
+    for li, name in enumerate(LAYOUTS):
+        lay = load_layout(name)
+        r = lay.zone_r
+        adj = np.zeros_like(r)
+        adj[1:] |= r[:-1]
+        adj[:-1] |= r[1:]
+        adj[:, 1:] |= r[:, :-1]
+        adj[:, :-1] |= r[:, 1:]
+        out[li] = adj & ~r & lay.walkable
+    return out
+
+
+def _release_cells(lay: Layout, li: int, norm: int, t: dict) -> None:
+    """Cells where the newcomer releases the holders (zone R: R and its boundary;
+    queues: the path, or next to its last cell when that is held)."""
+    row = nt.NORM_TABLE.row(norm)
+    if row["scenario"] == nt.SCENARIO_ZONE_R:
+        t["release"][li, norm] = r_boundary()[li] | lay.zone_r
+    elif row["scenario"] == nt.SCENARIO_QUEUE:
+        j = int(row["queue_path"])
+        path = lay.queue_paths[j][: lay.queue_len[j]]
+        for r, c in path:
+            t["release"][li, norm, r, c] = True
+        lr, lc = path[-1]
+        for dr, dc in C.ACTION_DELTAS[:4]:
+            rr, cc = lr + dr, lc + dc
+            if 0 <= rr < C.H and 0 <= cc < C.W and lay.walkable[rr, cc]:
+                t["near_last"][li, norm, rr, cc] = True
+        t["near_last"][li, norm] &= ~t["release"][li, norm]
+
+
+@functools.lru_cache(maxsize=None)
+def host_scenarios() -> dict[str, np.ndarray]:
+    """numpy geometry tables [n_layouts, 50 norms, 3 groups, ...] (cached)."""
+    shp = (len(LAYOUTS), N_NORMS, 3)
+    x = shp + (N_EXTRA,)
+    t = dict(
+        valid=np.zeros(shp, bool), start=np.zeros(shp + (2,), np.int32), entry=np.zeros(shp, np.int32),
+        goal_kind=np.zeros(shp, np.int32), goal_cell=np.full(shp + (2,), -1, np.int32),
+        exit_door=np.zeros(shp, np.int32), gap=np.zeros(shp, np.int32),
+        x_used=np.zeros(x, bool), x_pos=np.zeros(x + (2,), np.int32), x_goal_kind=np.zeros(x, np.int32),
+        x_goal_cell=np.full(x + (2,), -1, np.int32), x_exit=np.zeros(x, np.int32),
+        x_group_off=np.full(x, -1, np.int32), x_hold=np.zeros(x, bool),
+        release=np.zeros(shp[:2] + (C.H, C.W), bool), near_last=np.zeros(shp[:2] + (C.H, C.W), bool),
+    )
+    routes = host_route_tables()
+    for li, name in enumerate(LAYOUTS):
+        geo = Geo(load_layout(name), routes[li])
+        for n in range(N_NORMS):
+            _release_cells(geo.lay, li, n, t)
+            cache = {}
+            for grp in range(3):
+                key = grp if _group_dependent(n) else -1
+                if key not in cache:
+                    cache[key] = candidates(geo, n, grp)
+                cands = cache[key]
+                if not cands:
+                    continue
+                rec = cands[grp % len(cands)]
+                ix = (li, n, grp)
+                t["valid"][ix] = True
+                for f in ("start", "entry", "goal_kind", "goal_cell", "exit_door", "gap"):
+                    t[f][ix] = rec[f]
+                for i, e in enumerate(rec["extras"]):
+                    t["x_used"][ix + (i,)] = True
+                    t["x_pos"][ix + (i,)] = e["pos"]
+                    t["x_goal_kind"][ix + (i,)] = e["goal_kind"]
+                    t["x_goal_cell"][ix + (i,)] = e["goal_cell"]
+                    t["x_exit"][ix + (i,)] = e["exit_door"]
+                    t["x_group_off"][ix + (i,)] = e["group_off"]
+                    t["x_hold"][ix + (i,)] = e["hold"]
+    return t
+
+
+__all__ = ["CANDIDATES", "N_EXTRA", "Geo", "candidates", "host_scenarios", "r_boundary"]

@@ -1,0 +1,212 @@
+"""Test episodes (docs/world.md §9, paper §10.1 and §4.1): the jittable builder,
+the holders, and the scenario community.
+
+Every norm has 3 seen test episodes (cafe) and 3 unseen ones (the norm's unseen
+layout), each built so that a shortest-path norm-blind newcomer must violate
+the norm while the norm-aware planner can finish its task without a violation
+within the 100-step horizon.  The geometry is precomputed on the host
+(`normjax.protocol.geometry`); `build_test_episode` only gathers from it, so
+the layout, norm and group may be traced (one vmapped program for all 300
+episodes).
+
+Holders.  Queue and zone-R scenarios place scripted "holders" in slots 1..3
+with `habit = HABIT_HOLD`: `hold_actions` forces them to WAIT until the
+newcomer reaches the release cells (zone R: R or its boundary; queues: the
+path, or the cell next to its last cell when that is held), and
+`release_holds`, the community's after-step hook, then clears the habit for
+good and they finish their task.  While held, their service timer is kept at
+0: they stay in leg 0 on their goal, so every planner predicts them to stay
+put.  `SCENARIO_COMMUNITY` is the scripted planner plus these holders; with no
+holders in an episode it acts exactly like the default community.
+
+Everything else in the community is drawn by `reset_world` (norm-aware
+background agents only, tasks of the norm's family, staggered entry); the drawn
+background agents are kept off the grid at step 0 (they enter from step 1 on,
+as usual) so the newcomer and the scripted agents stand where the scenario
+puts them.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from normjax import constants as C
+from normjax.env import Community, community_actions, phase_params
+from normjax.layouts.tables import world_tables
+from normjax.norms.table import norm_row
+from normjax.protocol.geometry import N_EXTRA, host_scenarios, r_boundary
+from normjax.protocol.seeds import test_episodes
+from normjax.world.state import WorldConfig, WorldParams, WorldState
+from normjax.world.step import reset_world
+
+HABIT_HOLD = 3  # scenario-only habit: WAIT in place until released
+
+
+@functools.lru_cache(maxsize=None)
+def scenario_tables() -> dict[str, jax.Array]:
+    with jax.ensure_compile_time_eval():
+        t = {k: jnp.asarray(v) for k, v in host_scenarios().items()}
+        t["r_boundary"] = jnp.asarray(r_boundary())
+        return t
+
+
+def missing_scenarios(norm_ids=None) -> list[tuple[str, str, int]]:
+    """(norm, layout, group) of protocol episodes without a valid construction."""
+    t = host_scenarios()
+    out = []
+    for ep in test_episodes(norm_ids):
+        if not t["valid"][ep["layout_id"], ep["norm_id"], ep["group"]]:
+            out.append((ep["norm"], ep["layout"], ep["group"]))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Jittable builder
+
+
+def test_params(layout_id, norm_id) -> WorldParams:
+    """Test-phase params (100 steps, newcomer not replaced, norm-aware background)."""
+    base = phase_params("test", 0, 0)
+    return base.replace(layout_id=jnp.asarray(layout_id, jnp.int32), norm_id=jnp.asarray(norm_id, jnp.int32))
+
+
+def build_test_episode(key, layout_id, norm_id, newcomer_group, config: WorldConfig = WorldConfig()):
+    """The docs/world.md §9 test episode -> (WorldState at step 0, WorldParams).
+
+    `layout_id`, `norm_id` and `newcomer_group` may be traced (vmap over all
+    300 episodes); geometry comes from gathers on precomputed tables.
+    """
+    params = test_params(layout_id, norm_id)
+    state = reset_world(key, params, config)
+    tab = scenario_tables()
+    ix = (params.layout_id, params.norm_id, jnp.asarray(newcomer_group, jnp.int32))
+    g = lambda name: tab[name][ix]  # noqa: E731
+    lt = world_tables().at(params.layout_id)
+    ag = state.agents
+    k = ag.active.shape[0]
+    idx = jnp.arange(k)
+    grp = jnp.asarray(newcomer_group, jnp.int32)
+
+    # Background agents drawn by reset_world enter from step 1 on.
+    ag = ag.replace(
+        active=jnp.zeros((k,), bool),
+        spawn_t=jnp.maximum(ag.spawn_t, 1),
+    )
+
+    # Scripted agents in slots 1..N_EXTRA.
+    x_used = g("x_used")  # [N_EXTRA]
+    slot_x = jnp.zeros((k,), bool).at[1 : 1 + N_EXTRA].set(x_used)
+    pad = lambda a, fill: jnp.concatenate(  # noqa: E731
+        [jnp.full((1,) + a.shape[1:], fill, a.dtype), a, jnp.full((k - 1 - N_EXTRA,) + a.shape[1:], fill, a.dtype)]
+    )
+    x_pos = pad(g("x_pos"), 0)
+    x_goal_kind = pad(g("x_goal_kind"), 0)
+    x_goal_cell = pad(g("x_goal_cell"), -1)
+    x_exit = pad(g("x_exit"), 0)
+    x_goff = pad(g("x_group_off"), -1)
+    x_hold = pad(g("x_hold"), False)
+    sel = lambda m, new, old: jnp.where(m.reshape(m.shape + (1,) * (jnp.ndim(old) - 1)), new, old)  # noqa: E731
+    x_group = jnp.where(x_goff >= 0, (grp + x_goff) % C.N_GROUPS, ag.group)
+    in_q = lambda p: lt.zone_q[p[:, 0], p[:, 1]]  # noqa: E731
+    ag = ag.replace(
+        in_use=ag.in_use | slot_x,
+        active=ag.active | slot_x,
+        spawn_t=jnp.where(slot_x, 0, ag.spawn_t),
+        pos=sel(slot_x, x_pos, ag.pos),
+        prev_pos=sel(slot_x, x_pos, ag.prev_pos),
+        goal_kind=jnp.where(slot_x, x_goal_kind, ag.goal_kind),
+        goal_cell=sel(slot_x, x_goal_cell, ag.goal_cell),
+        exit_door=jnp.where(slot_x, x_exit, ag.exit_door),
+        group=jnp.where(slot_x, x_group, ag.group),
+        habit=jnp.where(slot_x & x_hold, HABIT_HOLD, ag.habit),
+        visited_q=jnp.where(slot_x, in_q(x_pos), ag.visited_q),
+    )
+
+    # The newcomer (slot 0): active at its start cell at step 0.
+    start = g("start")
+    nc = idx == 0
+    ag = ag.replace(
+        in_use=ag.in_use | nc,
+        active=ag.active | nc,
+        spawn_t=jnp.where(nc, 0, ag.spawn_t),
+        pos=sel(nc, start[None, :], ag.pos),
+        prev_pos=sel(nc, start[None, :], ag.prev_pos),
+        entry_door=jnp.where(nc, g("entry"), ag.entry_door),
+        goal_kind=jnp.where(nc, g("goal_kind"), ag.goal_kind),
+        goal_cell=sel(nc, g("goal_cell")[None, :], ag.goal_cell),
+        exit_door=jnp.where(nc, g("exit_door"), ag.exit_door),
+        group=jnp.where(nc, grp, ag.group),
+        habit=jnp.where(nc, 0, ag.habit),
+        visited_q=jnp.where(nc, lt.zone_q[start[0], start[1]], ag.visited_q),
+    )
+    # Fresh histories for everyone placed at step 0.
+    placed = nc | slot_x
+    ag = ag.replace(
+        leg=jnp.where(placed, 0, ag.leg),
+        timer=jnp.where(placed, 0, ag.timer),
+        goals_done=jnp.where(placed, 0, ag.goals_done),
+        moves=jnp.where(placed[:, None], False, ag.moves),
+        last_action=jnp.where(placed, C.WAIT, ag.last_action),
+        sanctioned=jnp.zeros((k,), bool),
+        collided=jnp.zeros((k,), bool),
+        displaced=jnp.zeros((k,), bool),
+        n_sanctions=jnp.zeros((k,), jnp.int32),
+        n_collisions=jnp.zeros((k,), jnp.int32),
+        steps=jnp.zeros((k,), jnp.int32),
+        ret=jnp.zeros((k,), jnp.float32),
+    )
+    return state.replace(agents=ag), params
+
+
+# ---------------------------------------------------------------------------
+# Holders
+
+
+def hold_actions(state: WorldState, actions):
+    """Force WAIT for scripted holders (habit HABIT_HOLD) until released."""
+    hold = state.agents.active & (state.agents.habit == HABIT_HOLD)
+    return jnp.where(hold, C.WAIT, actions)
+
+
+def release_holds(state: WorldState, params: WorldParams) -> WorldState:
+    """Release every holder for good once the scenario's release condition holds.
+
+    Zone-R norms: the newcomer stands on R's boundary or in R.  Queue norms:
+    the newcomer stands on the queue path, or the path's last cell is held (no
+    tail is left to join) while the newcomer stands next to that last cell
+    (where a norm-aware newcomer waits to join).  Always: the newcomer has left.
+    """
+    ag = state.agents
+    tab = scenario_tables()
+    nid = jnp.maximum(params.norm_id, 0)
+    rel = tab["release"][params.layout_id, nid]
+    near_last = tab["near_last"][params.layout_id, nid]
+    lt = world_tables().at(params.layout_id)
+    p = ag.pos[0]
+    queue = norm_row(params.norm_id, "queue_path")  # -1 unless a queue norm
+    j = jnp.maximum(queue, 0)
+    last = lt.queue_paths[j, lt.queue_len[j] - 1]
+    is_queue = queue >= 0
+    full = is_queue & (ag.active & (ag.pos == last[None, :]).all(-1)).any()
+    release = (ag.active[0] & (rel[p[0], p[1]] | (full & near_last[p[0], p[1]]))) | ~ag.active[0]
+    habit = jnp.where(release & (ag.habit == HABIT_HOLD), 0, ag.habit)
+    # A held agent's service never completes: it stays on its goal in leg 0
+    # (so planners predict it to stay) and serves its full time after release.
+    timer = jnp.where(habit == HABIT_HOLD, 0, ag.timer)
+    return state.replace(agents=ag.replace(habit=habit, timer=timer))
+
+
+def scenario_community_actions(key, state: WorldState, params: WorldParams):
+    """The scripted community of a test episode: `community_actions` plus holders."""
+    return hold_actions(state, community_actions(key, state, params))
+
+
+SCENARIO_COMMUNITY = Community(act=scenario_community_actions, after_step=release_holds)
+
+__all__ = [
+    "HABIT_HOLD", "SCENARIO_COMMUNITY", "build_test_episode", "hold_actions", "missing_scenarios",
+    "release_holds", "scenario_community_actions", "scenario_tables", "test_params",
+]
