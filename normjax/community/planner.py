@@ -35,7 +35,7 @@ import jax.numpy as jnp
 
 from normjax import constants as C
 from normjax.layouts.geometry import flat_index as _flat
-from normjax.layouts.routes import corridor_tables, route_tables
+from normjax.layouts.routes import corridor_tables, route_rows, route_tables
 from normjax.layouts.tables import world_tables
 from normjax.norms import context, episode_row, judge, single_queue_view
 from normjax.norms.table import norm_row
@@ -55,11 +55,10 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, variant, dist
     k = ag.active.shape[0]
     cells = jnp.arange(C.N_CELLS)
     x = _flat(ag.pos)
-    occ_other = (
-        ag.active[None, :, None]
-        & (x[None, :, None] == cells[None, None, :])
-        & (jnp.arange(k)[:, None, None] != jnp.arange(k)[None, :, None])
-    ).any(axis=1)  # [K, 165]
+    # Cells held by another active agent [K, 165]: the occupancy count minus
+    # the agent itself (a [K, 165] table, not a pairwise [K, K, 165] one).
+    own = ag.active[:, None] & (x[:, None] == cells[None, :])
+    occ_other = (own.sum(0, dtype=jnp.int32)[None, :] - own) > 0
     chair = lt.chair.reshape(-1)[None, :]
     zone_r = lt.zone_r.reshape(-1)[None, :]
     zone_q = lt.zone_q.reshape(-1)[None, :]
@@ -138,7 +137,7 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware):
     # Gather single entries from the stacked tables: slicing one layout's
     # [V, 165, 165] block would copy it per environment under vmap.
     lid = params.layout_id
-    routes = route_tables()  # [L, V, 165, 165] uint8
+    routes = route_tables()  # [L, V, 165 (target), 165 (from)] uint8
     corridors = corridor_tables()  # [L, V, 165]
     ag = state.agents
     k = ag.active.shape[0]
@@ -146,7 +145,9 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware):
     seed = seed_from_key(key)  # one threefry draw; tie-breaks are hashed from it
     variant = jnp.where(aware, norm_row(norm_id, "route_variant"), 0)
     x = _flat(ag.pos)
-    dist_from = routes[lid, variant[:, None], jnp.arange(C.N_CELLS)[None, :], x[:, None]].astype(jnp.int32)
+    # Distances from each agent's cell to every cell: one contiguous row per
+    # agent of the transposed table (a row gather, not 165 scattered entries).
+    dist_from = route_rows()[lid, variant, x].astype(jnp.int32)  # [K, 165]
     lt1 = single_queue_view(lt, norm_id)
     ctx = context(lt1, ag.pos, ag.active, ag.group, ag.visited_q)
     goal = choose_goals(seed, lt, ctx, state, norm_id, aware, variant, dist_from)

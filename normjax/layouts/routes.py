@@ -126,6 +126,14 @@ def corridor_tables() -> jax.Array:
 
 
 @functools.lru_cache(maxsize=None)
+def route_rows() -> jax.Array:
+    """uint8 [n_layouts, N_VARIANTS, N_CELLS (from), N_CELLS (target)]: the
+    transposed route table, so that all distances from one cell are one row."""
+    with jax.ensure_compile_time_eval():
+        return jnp.asarray(np.ascontiguousarray(host_route_tables().transpose(0, 1, 3, 2)))
+
+
+@functools.lru_cache(maxsize=None)
 def route_tables() -> jax.Array:
     """Device copy of `host_route_tables` (created outside any trace)."""
     with jax.ensure_compile_time_eval():

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from normjax import constants as C
+from normjax.layouts.geometry import flat_index
 from normjax.world.moves import DELTAS, cell_value, in_grid
 
 NO_AGENT = -1
@@ -48,10 +49,6 @@ class MoveResult:
     target: jax.Array  # int32 [K, 2]: intended cell pos + delta(action)
 
 
-def _flat(cells):
-    return cells[..., 0] * C.W + cells[..., 1]
-
-
 def _unflat(idx):
     return jnp.stack([idx // C.W, idx % C.W], axis=-1)
 
@@ -60,7 +57,7 @@ def _neighbours_flat(idx, standable):
     """The 4 neighbours of flat cell `idx` and whether one can stand there."""
     cells = _unflat(idx)[None, :] + DELTAS[:4]  # [4, 2]
     ok = in_grid(cells) & cell_value(standable, cells, fill=False)
-    return jnp.where(ok, _flat(cells), 0), ok
+    return jnp.where(ok, flat_index(cells), 0), ok
 
 
 def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
@@ -78,7 +75,7 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     idx = jnp.arange(k)
     standable = (kind == C.FLOOR) | (kind == C.CHAIR)
     target = pos + DELTAS[actions]
-    p, tgt = _flat(pos), _flat(target)
+    p, tgt = flat_index(pos), flat_index(target)
     tgt_kind = cell_value(kind, target, fill=C.WALL)
 
     moving = active & (actions != C.WAIT)

@@ -1,0 +1,176 @@
+"""Where the full environment step spends its time: a stage breakdown.
+
+A real rollout (batch B, train-phase params on the cafe, norms mixed: env i gets
+norm i % 50, random newcomer actions) is recorded for T steps; then every stage
+is timed as `jit(scan over the T recorded states of vmap(stage))`, so each call
+sees the states of a real episode (nothing constant to hoist out of the loop):
+
+* planner      `community_actions` (goal choice, prediction, per-action norm mask)
+* norms        `episode_sanctions` of the episode's norm (the world step's part)
+* physics      `resolve_moves` (collisions, pushes)
+* world step   `step_world` (forced waits, norms, physics, tasks, rewards,
+               turnover, entry); "tasks+turnover" = world - norms - physics
+* observation  `observe` of the newcomer, flattened
+* full step    `env_step` (planner + world step + observation)
+
+Per stage: microseconds per env-step and share of the full step, and XLA's cost
+analysis of one compiled vmapped step (bytes accessed and FLOPs per env-step; XLA
+counts a while loop's body once, so these are lower bounds where loops run), plus a
+summary of the compiled full step (while loops, gathers, scatters, fusions).
+
+    python benchmarks/stage_breakdown.py --batch 1024 --steps 20
+
+Results: benchmarks/results/stage_breakdown.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import block, save, time_compiled  # noqa: E402
+from normjax import constants as C  # noqa: E402
+from normjax.env import community_actions, env_step, phase_params  # noqa: E402
+from normjax.layouts.tables import world_tables  # noqa: E402
+from normjax.norms import episode_sanctions  # noqa: E402
+from normjax.world.moves import effective_actions  # noqa: E402
+from normjax.world.observation import observe  # noqa: E402
+from normjax.world.physics import resolve_moves  # noqa: E402
+from normjax.world.state import ROLE_NEWCOMER, WorldConfig  # noqa: E402
+from normjax.world.step import reset_world, step_world  # noqa: E402
+
+
+def batch_params(batch: int):
+    p = phase_params("train", 0, 0)
+    p = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + jnp.shape(x)), p)
+    return p.replace(norm_id=(jnp.arange(batch) % 50).astype(jnp.int32))
+
+
+def record(batch: int, steps: int):
+    """(states [T, B], actions [T, B, K], keys [T, B], params [B]) of a real rollout."""
+    params = batch_params(batch)
+    keys = jax.random.split(jax.random.PRNGKey(0), batch)
+    state = jax.jit(jax.vmap(lambda k, p: reset_world(k, p, WorldConfig())))(keys, params)
+
+    @jax.jit
+    def run(state, key):
+        def body(s, k):
+            kb = jax.random.split(k, batch)
+            ka, kc, kw = jax.vmap(lambda x: jax.random.split(x, 3))(kb).transpose(1, 0, 2)
+            a = jax.random.randint(ka[0], (batch,), 0, C.N_ACTIONS)
+            joint = jax.vmap(community_actions)(kc, s, params).at[:, 0].set(a)
+            s2 = jax.vmap(lambda kk, ss, jj, pp: step_world(kk, ss, jj, pp)[0])(kw, s, joint, params)
+            return s2, (s, joint, kw)
+
+        return jax.lax.scan(body, state, jax.random.split(key, steps))[1]
+
+    states, joints, wkeys = block(run(state, jax.random.PRNGKey(1)))
+    return states, joints, wkeys, params
+
+
+def _norms(key, s, joint, p):
+    lt = world_tables().at(p.layout_id)
+    ag = s.agents
+    eff = effective_actions(lt.kind, ag.pos, joint)
+    return episode_sanctions(lt, s.t, ag.pos, ag.active, eff, ag.group, ag.moves, ag.visited_q, p.norm_id)
+
+
+def _physics(key, s, joint, p):
+    lt = world_tables().at(p.layout_id)
+    ag = s.agents
+    eff = effective_actions(lt.kind, ag.pos, jnp.where(ag.active, joint, C.WAIT))
+    return resolve_moves(key, ag.pos, ag.active, eff, lt.kind, ag.role != ROLE_NEWCOMER).pos
+
+
+STAGES = {
+    "planner": lambda k, s, j, p: community_actions(k, s, p),
+    "norms": _norms,
+    "physics": _physics,
+    "world_step": lambda k, s, j, p: step_world(k, s, j, p)[0].agents.pos,
+    "observation": lambda k, s, j, p: observe(s, p).flat(),
+    "full_step": lambda k, s, j, p: env_step(k, k, s, j[0], p)[0].flat(),
+}
+
+
+def _checksum(x):
+    return sum(jnp.sum(leaf.astype(jnp.float32)) for leaf in jax.tree.leaves(x))
+
+
+def stage_program(fn):
+    """jit of a scan over recorded steps of vmap(fn); returns a checksum (no dead code)."""
+
+    @jax.jit
+    def run(states, joints, keys, params):
+        def body(acc, xs):
+            s, j, k = xs
+            return acc + _checksum(jax.vmap(fn)(k, s, j, params)), None
+
+        return jax.lax.scan(body, jnp.float32(0), (states, joints, keys))[0]
+
+    return run
+
+
+def one_step_cost(fn, states, joints, keys, params) -> dict:
+    """XLA's cost analysis of ONE vmapped step (loops' bodies are counted once by
+    XLA, so a scanned program would under-report)."""
+    first = jax.tree.map(lambda x: x[0], (states, joints, keys))
+    cost = jax.jit(jax.vmap(fn)).lower(first[2], first[0], first[1], params).compile().cost_analysis()
+    return cost[0] if isinstance(cost, (list, tuple)) else cost
+
+
+def hlo_summary(compiled) -> dict:
+    text = compiled.as_text()
+    return {
+        "while_loops": len(re.findall(r"\bwhile\(", text)),
+        "gathers": len(re.findall(r"\bgather\(", text)),
+        "scatters": len(re.findall(r"\bscatter\(", text)),
+        "fusions": len(re.findall(r"\bfusion\(", text)) + len(re.findall(r"= \S+ fusion\(", text)),
+    }
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--name", default="stage_breakdown")
+    args = ap.parse_args(argv)
+    states, joints, keys, params = record(args.batch, args.steps)
+    n = args.batch * args.steps
+    rows = {}
+    for name, fn in STAGES.items():
+        prog = stage_program(fn)
+        compile_s, run_s, _ = time_compiled(prog, states, joints, keys, params, repeats=3)
+        cost = one_step_cost(fn, states, joints, keys, params)
+        rows[name] = dict(
+            us_per_env_step=round(1e6 * run_s / n, 3),
+            kb_accessed_per_env_step=round(cost.get("bytes accessed", 0.0) / args.batch / 1e3, 2),
+            flops_per_env_step=round(cost.get("flops", 0.0) / args.batch, 1),
+            compile_s=round(compile_s, 2),
+        )
+        print(f"{name:<12} {rows[name]['us_per_env_step']:8.2f} us/env-step  "
+              f"{rows[name]['kb_accessed_per_env_step']:8.2f} KB  {rows[name]['flops_per_env_step']:>10,.0f} FLOP  "
+              f"(compile {compile_s:.1f}s)", flush=True)
+    full = rows["full_step"]["us_per_env_step"]
+    rows["tasks_turnover"] = dict(us_per_env_step=round(
+        rows["world_step"]["us_per_env_step"] - rows["norms"]["us_per_env_step"] - rows["physics"]["us_per_env_step"], 3))
+    for r in rows.values():
+        r["share_of_full_step"] = round(r["us_per_env_step"] / full, 3)
+    full_prog = jax.jit(jax.vmap(lambda k, s, a, p: env_step(k, k, s, a, p)[1]))
+    s0 = jax.tree.map(lambda x: x[0], states)
+    compiled = full_prog.lower(keys[0], s0, joints[0][:, 0], params).compile()
+    summary = hlo_summary(compiled)
+    print("compiled full step (one step, vmapped):", summary)
+    path = save(args.name, {"what": __doc__.split("\n\n")[0], "batch": args.batch, "steps": args.steps,
+                            "stages": rows, "full_step_hlo": summary})
+    print(f"saved {path}")
+
+
+if __name__ == "__main__":
+    main()
