@@ -6,11 +6,17 @@ tasks, the world step, observation) -> `community` (the scripted planner) ->
 `env` (the one environment step, policies, `make`) -> `protocol` (seeds,
 scenarios, runner) -> `interop` (export, rendering) -> `cli`.  The rules of the
 world are written down in docs/world.md.
+
+`normjax.make` is `normjax.registration.make`: it takes an environment id
+(`normjax.registered_envs`, e.g. "NormGym-cafe-clockwise_circulation-train-v0") or
+the keyword arguments of `normjax.env.make`.  Ecosystem wrappers (pure-JAX wrappers,
+Gymnasium, PettingZoo) live in `normjax.wrappers` (docs/wrappers.md).
 """
 
-from normjax.env import NormGymEnv, env_step, make
+from normjax.env import NormGymEnv, env_step
 from normjax.layouts import LAYOUTS, LayoutError, get_layout, load_layout
 from normjax.norms import NORMS, get_norm, norm_id
+from normjax.registration import env_id, make, registered_envs
 from normjax.world.observation import Observation, obs_size, observe
 from normjax.world.state import WorldConfig, WorldParams, WorldState, make_params
 from normjax.world.step import StepInfo, reset_world, step_world
@@ -27,6 +33,7 @@ __all__ = [
     "WorldConfig",
     "WorldParams",
     "WorldState",
+    "env_id",
     "env_step",
     "get_layout",
     "get_norm",
@@ -36,6 +43,7 @@ __all__ = [
     "norm_id",
     "obs_size",
     "observe",
+    "registered_envs",
     "reset_world",
     "step_world",
 ]
