@@ -9,8 +9,8 @@ world are written down in docs/world.md.
 
 `normjax.make` is `normjax.registration.make`: it takes an environment id
 (`normjax.registered_envs`, e.g. "NormGym-cafe-clockwise_circulation-train-v0") or
-the keyword arguments of `normjax.env.make`.  Ecosystem wrappers (pure-JAX wrappers,
-Gymnasium, PettingZoo) live in `normjax.wrappers` (docs/wrappers.md).
+the keyword arguments of `normjax.env.make`.  Pure-JAX wrappers (auto-reset,
+episode statistics, flat or dict observations) live in `normjax.wrappers`.
 """
 
 from normjax.env import NormGymEnv, env_step

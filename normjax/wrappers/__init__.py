@@ -1,12 +1,8 @@
-"""Wrappers around `NormGymEnv` for the wider ecosystem (docs/wrappers.md).
+"""Wrappers around `NormGymEnv` for the wider ecosystem.
 
 Pure JAX, importable without extra packages, each jittable and vmappable:
 `AutoResetWrapper`, `LogWrapper` (episode statistics of the newcomer),
 `DictObservation` / `FlattenObservation`.
-
-Adapters to other APIs live in submodules that need an optional extra and are
-imported explicitly: `normjax.wrappers.gymnasium` (`pip install "normjax[gym]"`)
-and `normjax.wrappers.pettingzoo` (`pip install "normjax[pettingzoo]"`).
 """
 
 from normjax.wrappers.core import (
