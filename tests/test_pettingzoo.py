@@ -82,7 +82,7 @@ def test_a_departed_background_slot_returns_to_the_community():
     assert bool(_agents(env).active[1])
     obs, rew, term, trunc, info = env.step({"agent_1": _entry_exit(env, 1)})
     assert term == {"agent_1": True} and env.agents == [] and info["agent_1"]["active"] is False
-    with pytest.raises(ValueError, match="not live"):
+    with pytest.raises(RuntimeError, match="every agent has left"):
         env.step({"agent_1": C.WAIT})
     # The slot is refilled by turnover and its new occupant follows the planner.
     env2 = parallel_env(layout="cafe", norm=None, phase="train", controlled=(1, 2))
@@ -126,9 +126,14 @@ def test_bad_arguments_are_named():
         parallel_env(controlled=(1, 1))
     with pytest.raises(ValueError, match="closest valid ids"):
         parallel_env("NormGym-cafe-nome-train-v0")
-    env = parallel_env(controlled=(0,))
+    env = parallel_env(controlled=(0, 1))
     with pytest.raises(RuntimeError, match="reset"):
         env.step({"agent_0": 0})
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"missing \['agent_1'\], not live \['agent_7'\]"):
+        env.step({"agent_0": 0, "agent_7": 0})
+    with pytest.raises(ValueError, match="action of agent_1"):
+        env.step({"agent_0": 0, "agent_1": 9})
 
 
 def test_missing_pettingzoo_names_the_extra(monkeypatch):

@@ -156,6 +156,8 @@ class NormGymParallelEnv(pettingzoo.ParallelEnv):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
         live = list(self.agents)
+        if not live:
+            raise RuntimeError("every agent has left (terminated or truncated); call reset()")
         missing = [a for a in live if a not in actions]
         extra = [a for a in actions if a not in live]
         if missing or extra:
