@@ -29,6 +29,23 @@ def reset_key(key):
     return jax.random.fold_in(key, RESET_SALT)
 
 
+def seed_key(seed: int):
+    """The PRNG key of an integer seed (Gymnasium / PettingZoo `reset(seed=...)`).
+
+    `PRNGKey(seed)` for seeds below 2**32; JAX (without x64) keeps only the low 32
+    bits of a seed, so the higher bits are folded in, keeping large seeds distinct.
+    """
+    seed = int(seed)
+    if seed < 0:
+        raise ValueError(f"seeds are non-negative integers, got {seed}")
+    key = jax.random.PRNGKey(seed & 0xFFFF_FFFF)
+    high = seed >> 32
+    while high:
+        key = jax.random.fold_in(key, high & 0xFFFF_FFFF)
+        high >>= 32
+    return key
+
+
 def info_dict(info) -> dict:
     """A fresh dict view of a step's info (a bare `StepInfo` goes under "step")."""
     return dict(info) if isinstance(info, dict) else {"step": info}
@@ -107,5 +124,5 @@ class AutoResetWrapper(Wrapper):
                 reward, terminated, truncated, info)
 
 
-__all__ = ["AutoResetWrapper", "RESET_SALT", "Wrapper", "info_dict", "reset_key", "step_info",
-           "where_tree", "world_state"]
+__all__ = ["AutoResetWrapper", "RESET_SALT", "Wrapper", "info_dict", "reset_key", "seed_key",
+           "step_info", "where_tree", "world_state"]

@@ -17,10 +17,11 @@ are `Discrete(5)` (UP, DOWN, LEFT, RIGHT, WAIT); the physical action mask is the
 observation's last five entries and is also given as `info["action_mask"]`.
 
 Key scheme (what makes runs reproducible, and equal to the pure JAX environment):
-each environment owns a chain key c.  `reset(seed=s)` sets c = PRNGKey(s) (one
-environment) or c_i = split(PRNGKey(s), num_envs)[i] (vector; a list of seeds sets
-c_i = PRNGKey(s_i)); `reset()` without a seed continues the chain (the first time,
-c comes from `self.np_random`).  Every reset and every step first splits
+each environment owns a chain key c.  `reset(seed=s)` sets c = seed_key(s)
+(`normjax.wrappers.seed_key`: PRNGKey(s) for s < 2**32) for one environment, and
+c_i = split(seed_key(s), num_envs)[i] in the vector (a list of seeds sets
+c_i = seed_key(s_i)); `reset()` without a seed continues the chain (the first
+time, c comes from `self.np_random`).  Every reset and every step first splits
 (c, k) = split(c) and calls `NormGymEnv.reset(k, params)` or
 `NormGymEnv.step(k, state, action, params)`.  The vector environment starts a new
 episode inside the step that ends one, from `NormGymEnv.reset(reset_key(k))`
@@ -54,7 +55,7 @@ from normjax import constants as C  # noqa: E402
 from normjax.env.environment import NormGymEnv  # noqa: E402
 from normjax.interop.render import render_frame_jit  # noqa: E402
 from normjax.registration import make, registered_envs  # noqa: E402
-from normjax.wrappers.core import AutoResetWrapper, step_info, world_state  # noqa: E402
+from normjax.wrappers.core import AutoResetWrapper, seed_key, step_info, world_state  # noqa: E402
 from normjax.wrappers.stats import LogWrapper  # noqa: E402
 
 RENDER_FPS = 4
@@ -125,11 +126,6 @@ def _check_render_mode(render_mode):
     return render_mode
 
 
-def _seed_key(seed) -> jax.Array:
-    # Gymnasium seeds are arbitrary non-negative ints; PRNGKey takes 64 bits.
-    return jax.random.PRNGKey(int(seed) & 0xFFFF_FFFF_FFFF_FFFF)
-
-
 def _action_mask(obs: np.ndarray) -> np.ndarray:
     return obs[..., -C.N_ACTIONS:] > 0.5
 
@@ -175,9 +171,9 @@ class NormGymGymnasiumEnv(gymnasium.Env):
         if options:
             raise ValueError(f"unknown reset options {sorted(options)}; valid: params")
         if seed is not None:
-            self._chain = _seed_key(seed)
+            self._chain = seed_key(seed)
         elif self._chain is None:
-            self._chain = _seed_key(self.np_random.integers(2**32))
+            self._chain = seed_key(self.np_random.integers(2**32))
         obs, self._state = self._reset_fn(self._next_key(), self.params)
         self._done = False
         obs = np.array(obs)
@@ -260,11 +256,11 @@ class NormGymVectorEnv(VectorEnv):
         if isinstance(seed, (list, tuple)):
             if len(seed) != self.num_envs:
                 raise ValueError(f"{len(seed)} seeds for {self.num_envs} environments")
-            self._chains = jnp.stack([_seed_key(s) for s in seed])
+            self._chains = jnp.stack([seed_key(s) for s in seed])
         elif seed is not None:
-            self._chains = jax.random.split(_seed_key(seed), self.num_envs)
+            self._chains = jax.random.split(seed_key(seed), self.num_envs)
         elif self._chains is None:
-            self._chains = jax.random.split(_seed_key(self.np_random.integers(2**32)), self.num_envs)
+            self._chains = jax.random.split(seed_key(self.np_random.integers(2**32)), self.num_envs)
         self._chains, obs, self._state = self._reset_fn(self._chains, self.params)
         obs = np.array(obs)
         return obs, {"action_mask": _action_mask(obs), "_action_mask": np.ones(self.num_envs, bool)}

@@ -27,8 +27,9 @@ Semantics (PettingZoo's parallel API):
   slot 0 cannot; slot 1 is norm-blind in the interaction phase.
 
 Keys: as in `normjax.wrappers.gymnasium`: `reset(seed=s)` starts the chain
-c = PRNGKey(s); every reset and step splits (c, k) = split(c); a step splits k into
-the community and world keys exactly as `NormGymEnv.step` does.
+c = seed_key(s) (PRNGKey(s) for s < 2**32); every reset and step splits
+(c, k) = split(c); a step splits k into the community and world keys exactly as
+`NormGymEnv.step` does.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from normjax.interop.render import render_frame_jit  # noqa: E402
 from normjax.registration import make  # noqa: E402
 from normjax.world.observation import observe  # noqa: E402
 from normjax.world.step import terminated, truncated  # noqa: E402
+from normjax.wrappers.core import seed_key  # noqa: E402
 
 RENDER_FPS = 4
 
@@ -141,9 +143,9 @@ class NormGymParallelEnv(pettingzoo.ParallelEnv):
 
     def reset(self, seed: int | None = None, options: dict | None = None):
         if seed is not None:
-            self._chain = jax.random.PRNGKey(int(seed) & 0xFFFF_FFFF_FFFF_FFFF)
+            self._chain = seed_key(seed)
         elif self._chain is None:
-            self._chain = jax.random.PRNGKey(int(np.random.default_rng().integers(2**32)))
+            self._chain = seed_key(np.random.default_rng().integers(2**32))
         self._state, obs = self._reset_fn(self._next_key(), self.params)
         obs, active = jax.device_get((obs, self._state.agents.active))
         self.agents = list(self.possible_agents)
