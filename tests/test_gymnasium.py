@@ -6,6 +6,7 @@ Compiled programs are shared through the module: the single env's reset/step
 """
 
 import importlib
+import subprocess
 import sys
 import warnings
 
@@ -55,6 +56,21 @@ def test_every_id_is_registered_without_building_anything():
     assert env.unwrapped.env == normjax.make("NormGym-bank-none-train-v0", capacity=6)
     assert env.observation_space.shape == (553,) and env.action_space.n == 5
     assert env.unwrapped._state is None  # nothing is reset (or compiled) before reset()
+
+
+def test_importing_the_adapter_compiles_nothing():
+    """Registration stores strings: importing the module traces and compiles nothing."""
+    code = (
+        "import jax, normjax\n"
+        "events = []\n"
+        "jax.monitoring.register_event_duration_secs_listener(lambda name, *a, **k: events.append(name))\n"
+        "import gymnasium, normjax.wrappers.gymnasium\n"
+        "assert 'NormGym-post_office-seats_in_order_r2l-test-v0' in gymnasium.registry\n"
+        "print(sorted(e for e in events if '/compile/' in e))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
 
 
 def test_check_env_passes_and_renders():
