@@ -24,6 +24,7 @@ from normjax.wrappers import (
     LogWrapper,
     flatten_observation,
     reset_key,
+    seed_key,
     step_info,
     unflatten_observation,
     world_state,
@@ -184,6 +185,15 @@ def test_stats_of_a_hand_checked_sanction_episode():
     assert not bool(third["returned_episode"])
     assert third["episode_length"].item() == 1 and third["episode_sanctions"].item() == 0
     assert _returned(third) == got
+
+
+def test_seed_keys():
+    np.testing.assert_array_equal(seed_key(5), jax.random.PRNGKey(5))
+    np.testing.assert_array_equal(seed_key(2**32 - 1), jax.random.PRNGKey(2**32 - 1))
+    big = [seed_key(s) for s in (5, 2**32 + 5, 2**64 + 5, 2**70)]
+    assert len({tuple(np.asarray(k).tolist()) for k in big}) == 4  # high bits are kept
+    with pytest.raises(ValueError, match="non-negative"):
+        seed_key(-1)
 
 
 def _batched_params(n):

@@ -9,6 +9,7 @@ from normjax.wrappers.core import (
     AutoResetWrapper,
     Wrapper,
     reset_key,
+    seed_key,
     step_info,
     world_state,
 )
@@ -23,6 +24,6 @@ from normjax.wrappers.stats import EpisodeStats, LogState, LogWrapper
 
 __all__ = [
     "AutoResetWrapper", "DictObservation", "EpisodeStats", "FlattenObservation", "LogState",
-    "LogWrapper", "OBS_KEYS", "Wrapper", "flatten_observation", "reset_key", "step_info",
+    "LogWrapper", "OBS_KEYS", "Wrapper", "flatten_observation", "reset_key", "seed_key", "step_info",
     "unflatten_observation", "world_state",
 ]

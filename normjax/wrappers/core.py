@@ -19,14 +19,32 @@ from normjax.world.step import StepInfo
 
 # Salt of the auto-reset key: `jax.random.fold_in(step_key, RESET_SALT)`.  The step
 # key itself goes to the wrapped step untouched, so an auto-reset environment steps
-# exactly like the bare one until an episode ends (tested), and the reset draws
-# from a key no split of the step key can produce.
+# exactly like the bare one until an episode ends (tests/test_gymnasium.py replays the
+# vector env with the bare env), and the reset draws from a key derived by hashing,
+# not one of the step's own splits.
 RESET_SALT = 0x5E7
 
 
 def reset_key(key):
     """The key an auto-reset uses after a step taken with `key`."""
     return jax.random.fold_in(key, RESET_SALT)
+
+
+def seed_key(seed: int):
+    """The PRNG key of an integer seed (Gymnasium / PettingZoo `reset(seed=...)`).
+
+    `PRNGKey(seed)` for seeds below 2**32; JAX (without x64) keeps only the low 32
+    bits of a seed, so the higher bits are folded in, keeping large seeds distinct.
+    """
+    seed = int(seed)
+    if seed < 0:
+        raise ValueError(f"seeds are non-negative integers, got {seed}")
+    key = jax.random.PRNGKey(seed & 0xFFFF_FFFF)
+    high = seed >> 32
+    while high:
+        key = jax.random.fold_in(key, high & 0xFFFF_FFFF)
+        high >>= 32
+    return key
 
 
 def info_dict(info) -> dict:
@@ -107,5 +125,5 @@ class AutoResetWrapper(Wrapper):
                 reward, terminated, truncated, info)
 
 
-__all__ = ["AutoResetWrapper", "RESET_SALT", "Wrapper", "info_dict", "reset_key", "step_info",
-           "where_tree", "world_state"]
+__all__ = ["AutoResetWrapper", "RESET_SALT", "Wrapper", "info_dict", "reset_key", "seed_key",
+           "step_info", "where_tree", "world_state"]
