@@ -32,26 +32,38 @@ def block(tree):
     return jax.block_until_ready(tree)
 
 
-def time_compiled(fn, *args, repeats: int = 3):
-    """Compile `fn(*args)` (timed separately), then time `repeats` runs.
-
-    Returns (compile_seconds, best_run_seconds, output).  `fn` must be jitted.
-    """
+def compile_timed(fn, *args):
+    """Lower and compile jitted `fn` for `args` -> (compiled, compile_seconds)."""
     t0 = time.perf_counter()
     compiled = fn.lower(*args).compile()
-    compile_s = time.perf_counter() - t0
+    return compiled, time.perf_counter() - t0
+
+
+def best_of(compiled, *args, repeats: int = 3):
+    """One warm-up run, then the best of `repeats` timed runs -> (best_seconds, output)."""
     out = block(compiled(*args))  # warm-up run
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
         out = block(compiled(*args))
         best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def time_compiled(fn, *args, repeats: int = 3):
+    """Compile `fn(*args)` (timed separately), then time `repeats` runs.
+
+    Returns (compile_seconds, best_run_seconds, output).  `fn` must be jitted.
+    """
+    compiled, compile_s = compile_timed(fn, *args)
+    best, out = best_of(compiled, *args, repeats=repeats)
     return compile_s, best, out
 
 
-def save(name: str, payload: dict) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
+def save(name: str, payload: dict, results: Path | None = None) -> Path:
+    results = RESULTS if results is None else Path(results)
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / f"{name}.json"
     payload = {"machine": machine(), **payload}
     path.write_text(json.dumps(payload, indent=2))
     return path

@@ -1,0 +1,526 @@
+"""Side-by-side env-steps/s: normjax against XLand-MiniGrid and gymnax, one harness, one process.
+
+Every environment is timed the same way: `jit(vmap(scan))` of `--steps` steps with
+uniformly random actions (drawn inside the scan from a per-env key), the env state
+carried step to step, starting from a batch reset done outside the timed region.
+Compile time is measured on its own; throughput is the best of 3 runs after one
+warm-up run: env-steps/s = batch * steps / best.  The final state (with the last
+observation) and the summed reward are the program's output, so every step's
+observation is computed.
+
+Programs (`--only` selects by group: normjax, xminigrid, gymnax):
+
+  normjax-full       normjax's public env: `make(layout="cafe", phase="train")` reset/step
+                     (scripted community planner + world step + newcomer observation),
+                     K = 10, norms mixed across the batch (env i -> norm i % 50). No auto-reset
+                     (NormGymEnv.step has none; 200-step training episodes outlast the scan).
+  normjax-full-ar    the same step followed by a gymnax-style auto-reset (the reset is
+                     computed every step and selected where the episode ended), which is what
+                     the XLand-MiniGrid (GymAutoResetWrapper) and gymnax steps below pay.
+  normjax-world      the world step alone (`step_world`, random joint actions for all K slots).
+  xland-empty-8x8    XLand-MiniGrid `MiniGrid-Empty-8x8`, GymAutoResetWrapper.
+  xland-r1-9x9       XLand-MiniGrid `XLand-MiniGrid-R1-9x9`, GymAutoResetWrapper, one ruleset
+                     for the whole batch (as XLand-MiniGrid's own benchmark script).  Its
+                     benchmark rulesets are downloaded from the internet; by default this harness
+                     builds its own one-rule ruleset with the library's API (`own_ruleset`), or
+                     loads a benchmark's ruleset with `--xland-benchmark NAME` when it can.
+  gymnax-cartpole    gymnax `CartPole-v1` (its step auto-resets).
+  normjax-dqn        normjax's in-graph DQN trainer (train/dqn.py, `make_train` with the
+                     50-norm DQN-MLP population, replay 10k, updates from the start):
+                     `--train-chunks` chunks (4 transitions + 1 update per run) in transitions/s.
+
+XLA cost analysis (`compiled.cost_analysis()`: 'bytes accessed' and 'flops') is reported per
+env-step.  XLA counts a while-loop body once whatever its trip count (checked at run time
+with a tiny scan, `xla_counts_loop_body_once`), so the scanned program's cost is divided by
+the batch only; loops inside a step are counted once too (their count is shown).  The
+compiled HLO text is searched for `while`, `gather` and `fusion` instructions.
+
+    python benchmarks/compare.py                                  # batches 1024 4096, 100 steps
+    python benchmarks/compare.py --only normjax --skip-train      # without the optional packages
+    python benchmarks/compare.py --batches 256 --steps 20
+
+Results: benchmarks/results/compare.json and compare.png.  The comparison packages
+are the optional extra `pip install -e ".[bench]"`; without them their rows are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.metadata
+import os
+import re
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import RESULTS, best_of, block, compile_timed, save  # noqa: E402
+
+BENCH_HINT = 'pip install -e ".[bench]"'
+GROUPS = ("normjax", "xminigrid", "gymnax")
+NORMJAX_ENVS = ("normjax-full", "normjax-full-ar", "normjax-world")
+# (numerator, denominator) pairs of the printed ratios.
+RATIO_PAIRS = [(num, den) for num in NORMJAX_ENVS for den in ("xland-empty-8x8", "xland-r1-9x9", "gymnax-cartpole")]
+PACKAGES = ("normjax", "jax", "jaxlib", "flax", "xminigrid", "gymnax", "gymnasium")
+
+
+@dataclasses.dataclass
+class Program:
+    """One environment as the harness drives it (all functions are for ONE env; vmapped here)."""
+
+    name: str
+    label: str
+    group: str
+    what: str
+    reset: Callable  # (key, params) -> carry
+    step: Callable  # (key, carry, action, params) -> (carry, reward)
+    action: Callable  # key -> action
+    params: Any  # params with a leading batch axis, or None (constants closed over)
+    notes: dict = dataclasses.field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- programs
+
+
+def _batched(p, batch: int):
+    return jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + jnp.shape(x)), p)
+
+
+def normjax_programs(batch: int) -> list[Program]:
+    from normjax import constants as C
+    from normjax.env import make
+    from normjax.world.step import step_world
+
+    env = make(layout="cafe", norm=None, phase="train")
+    params = _batched(env.default_params, batch).replace(norm_id=(jnp.arange(batch) % 50).astype(jnp.int32))
+    scalar_action = lambda k: jax.random.randint(k, (), 0, env.num_actions)  # noqa: E731
+
+    def reset(key, p):
+        return env.reset(key, p)  # (obs, state)
+
+    def full(key, carry, action, p):
+        obs, state, reward, _term, _trunc, _info = env.step(key, carry[1], action, p)
+        return (obs, state), reward
+
+    def full_autoreset(key, carry, action, p):
+        k_step, k_reset = jax.random.split(key)
+        obs, state, reward, term, trunc, _info = env.step(k_step, carry[1], action, p)
+        obs_r, state_r = env.reset(k_reset, p)
+        done = term | trunc
+        pick = lambda a, b: jnp.where(done, a, b)  # noqa: E731
+        return (pick(obs_r, obs), jax.tree.map(pick, state_r, state)), reward
+
+    def world_reset(key, p):
+        return env.reset(key, p)[1]
+
+    def world(key, state, actions, p):
+        state, info = step_world(key, state, actions, p)
+        return state, info.reward[0]
+
+    common = dict(group="normjax", reset=reset, action=scalar_action, params=params,
+                  notes={"layout": "cafe", "capacity": env.capacity, "phase": "train",
+                         "norms": "env i -> norm i % 50"})
+    return [
+        Program(name="normjax-full", label="normjax full step", step=full,
+                what="NormGymEnv.step: community planner + world step (50 norms mixed) + observation; no auto-reset",
+                **common),
+        Program(name="normjax-full-ar", label="normjax full step + auto-reset", step=full_autoreset,
+                what="NormGymEnv.step, then env.reset computed every step and selected on terminated|truncated "
+                     "(gymnax-style auto-reset)", **common),
+        Program(name="normjax-world", label="normjax world step", group="normjax", reset=world_reset, step=world,
+                action=lambda k: jax.random.randint(k, (env.capacity,), 0, C.N_ACTIONS), params=params,
+                what="step_world only: random joint actions for all K slots, 50 norms mixed; no observation",
+                notes=common["notes"]),
+    ]
+
+
+def own_ruleset():
+    """A one-rule XLand-MiniGrid ruleset built with the library's API (no download).
+
+    Goal: hold a blue key.  Rule: picking up the red ball turns it into a blue key.
+    Objects placed: the red ball and three distractors (green square, yellow pyramid,
+    purple key): one real rule and four objects, like a depth-1 chain of the library's
+    generated benchmarks.
+    """
+    from xminigrid.core.constants import Colors, Tiles
+    from xminigrid.core.goals import AgentHoldGoal
+    from xminigrid.core.rules import AgentHoldRule
+    from xminigrid.types import RuleSet
+
+    tile = lambda t, c: jnp.array([t, c], dtype=jnp.uint8)  # noqa: E731
+    goal = AgentHoldGoal(tile=tile(Tiles.KEY, Colors.BLUE))
+    rule = AgentHoldRule(tile=tile(Tiles.BALL, Colors.RED), prod_tile=tile(Tiles.KEY, Colors.BLUE))
+    init_tiles = jnp.stack([tile(Tiles.BALL, Colors.RED), tile(Tiles.SQUARE, Colors.GREEN),
+                            tile(Tiles.PYRAMID, Colors.YELLOW), tile(Tiles.KEY, Colors.PURPLE)])
+    ruleset = RuleSet(goal=goal.encode(), rules=rule.encode()[None, :], init_tiles=init_tiles)
+    desc = {"source": "own (benchmarks/compare.py own_ruleset)",
+            "goal": "AgentHoldGoal(key, blue)",
+            "rules": ["AgentHoldRule(ball red -> key blue)"],
+            "init_tiles": ["ball red", "square green", "pyramid yellow", "key purple"]}
+    return ruleset, desc
+
+
+def xland_programs(batch: int, benchmark: str | None) -> list[Program]:
+    import xminigrid
+    from xminigrid.wrappers import GymAutoResetWrapper
+
+    out = []
+    for name, env_id in (("xland-empty-8x8", "MiniGrid-Empty-8x8"), ("xland-r1-9x9", "XLand-MiniGrid-R1-9x9")):
+        env, env_params = xminigrid.make(env_id)
+        env = GymAutoResetWrapper(env)
+        notes = {"env_id": env_id, "wrapper": "GymAutoResetWrapper", "view_size": env_params.view_size,
+                 "max_steps": env_params.max_steps}
+        label = f"xminigrid {env_id}"
+        if "XLand" in env_id:
+            ruleset, desc = None, None
+            if benchmark is not None:
+                try:
+                    ruleset = xminigrid.load_benchmark(benchmark).sample_ruleset(jax.random.PRNGKey(0))
+                    desc = {"source": f"xminigrid.load_benchmark({benchmark!r}).sample_ruleset(PRNGKey(0))"}
+                except Exception as e:  # no network: fall back to our own
+                    print(f"  could not load XLand-MiniGrid benchmark {benchmark!r} ({type(e).__name__}: {e}); "
+                          "using own_ruleset()", flush=True)
+            if ruleset is None:
+                ruleset, desc = own_ruleset()
+                label += " (own 1-rule ruleset)"
+            env_params = env_params.replace(ruleset=ruleset)
+            notes["ruleset"] = desc
+        n_act = env.num_actions(env_params)
+
+        def reset(key, _p, env=env, env_params=env_params):
+            return env.reset(env_params, key)
+
+        def step(_key, timestep, action, _p, env=env, env_params=env_params):
+            timestep = env.step(env_params, timestep, action)
+            return timestep, timestep.reward
+
+        out.append(Program(name=name, label=label, group="xminigrid", reset=reset, step=step,
+                           action=lambda k, n=n_act: jax.random.randint(k, (), 0, n), params=None,
+                           what=f"{env_id} step with GymAutoResetWrapper, {n_act} actions, "
+                                f"{env_params.view_size}x{env_params.view_size} view", notes=notes))
+    return out
+
+
+def gymnax_programs(batch: int) -> list[Program]:
+    import gymnax
+
+    env, env_params = gymnax.make("CartPole-v1")
+    n_act = env.num_actions
+
+    def reset(key, _p):
+        return env.reset(key, env_params)  # (obs, state)
+
+    def step(key, carry, action, _p):
+        obs, state, reward, _term, _trunc, _info = env.step(key, carry[1], action, env_params)
+        return (obs, state), reward
+
+    return [Program(name="gymnax-cartpole", label="gymnax CartPole-v1", group="gymnax", reset=reset, step=step,
+                    action=lambda k: jax.random.randint(k, (), 0, n_act), params=None,
+                    what="gymnax CartPole-v1 step (auto-resets)", notes={"env_id": "CartPole-v1"})]
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def make_rollout(prog: Program, steps: int):
+    """jit(vmap(scan)) of `steps` steps of one env, random actions, carry in and out."""
+
+    def one_env(key, carry, params):
+        def body(c, _):
+            carry, key, acc = c
+            key, k_act, k_step = jax.random.split(key, 3)
+            carry, reward = prog.step(k_step, carry, prog.action(k_act), params)
+            return (carry, key, acc + jnp.asarray(reward, jnp.float32)), None
+
+        (carry, _, acc), _ = jax.lax.scan(body, (carry, key, jnp.float32(0.0)), None, length=steps)
+        return carry, acc
+
+    return jax.jit(jax.vmap(one_env))
+
+
+_OPS = re.compile(r"(?<![\w.-])(while|gather|fusion)\(")
+
+
+def hlo_counts(hlo_text: str) -> dict:
+    """Instructions of the optimized HLO module by opcode (fused computations included)."""
+    counts = {"while": 0, "gather": 0, "fusion": 0}
+    for m in _OPS.finditer(hlo_text):
+        counts[m.group(1)] += 1
+    return counts
+
+
+def cost(compiled) -> dict:
+    ca = compiled.cost_analysis()
+    if isinstance(ca, (list, tuple)):  # older jax: one dict per computation
+        ca = ca[0] if ca else {}
+    ca = ca or {}
+    return {"bytes": float(ca.get("bytes accessed", float("nan"))), "flops": float(ca.get("flops", float("nan")))}
+
+
+def xla_counts_loop_body_once() -> bool:
+    """True if XLA's cost analysis counts a scan's body once (independent of the trip count)."""
+
+    def f(n):
+        return jax.jit(lambda x: jax.lax.scan(lambda c, _: (jnp.tanh(c) @ c, None), x, None, length=n)[0])
+
+    x = jnp.ones((16, 16), jnp.float32)
+    a, b = (cost(f(n).lower(x).compile())["flops"] for n in (2, 8))
+    return abs(b - a) < 0.5 * a
+
+
+def measure(prog: Program, batch: int, steps: int, repeats: int, body_once: bool) -> dict:
+    keys = jax.random.split(jax.random.PRNGKey(0), batch)
+    params = prog.params
+    carry = block(jax.jit(jax.vmap(prog.reset))(keys, params))  # outside the timed region
+    run_keys = jax.random.split(jax.random.PRNGKey(1), batch)
+    fn = make_rollout(prog, steps)
+    compiled, compile_s = compile_timed(fn, run_keys, carry, params)
+    run_s, _ = best_of(compiled, run_keys, carry, params, repeats=repeats)
+    c = cost(compiled)
+    per = batch if body_once else batch * steps
+    sps = batch * steps / run_s
+    return dict(env=prog.name, label=prog.label, group=prog.group, batch=batch, steps=steps,
+                compile_s=round(compile_s, 3), run_s=round(run_s, 5), steps_per_s=round(sps, 1),
+                us_per_env_step=round(1e6 / sps, 4),
+                xla_bytes_per_env_step=round(c["bytes"] / per, 1), xla_flops_per_env_step=round(c["flops"] / per, 1),
+                xla_bytes_total=c["bytes"], xla_flops_total=c["flops"],
+                hlo=hlo_counts(compiled.as_text()))
+
+
+def measure_train(chunks: int, repeats: int, body_once: bool, buffer_size: int = 10_000) -> dict:
+    """Transitions/s of normjax's in-graph DQN population (50 norms, MLP), compile separate."""
+    from benchmarks.train_throughput import _setup
+
+    cfg, tr, carry = _setup("mlp", buffer_size, 50)
+    runs = len(tr.rows)
+    fn = jax.jit(lambda c, s: tr.run_chunks(c, s, chunks), donate_argnums=0)
+    compiled, compile_s = compile_timed(fn, carry, tr.specs)
+    carry = block(compiled(carry, tr.specs))  # warm-up; the carry is donated, so each run continues
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        carry = block(compiled(carry, tr.specs))
+        best = min(best, time.perf_counter() - t0)
+    c = cost(compiled)
+    transitions = runs * chunks * cfg.train_freq
+    # One loop body = one population chunk: train_freq env steps and one update per run.
+    per_chunk = runs if body_once else runs * chunks
+    return dict(env="normjax-dqn", label="normjax DQN-MLP chunk (50 runs)", group="normjax", runs=runs,
+                chunks=chunks, transitions_per_chunk=cfg.train_freq, transitions=transitions,
+                buffer_size=buffer_size, learning_starts=cfg.learning_starts,
+                compile_s=round(compile_s, 3), run_s=round(best, 5), transitions_per_s=round(transitions / best, 1),
+                xla_bytes_per_run_chunk=round(c["bytes"] / per_chunk, 1),
+                xla_flops_per_run_chunk=round(c["flops"] / per_chunk, 1),
+                xla_bytes_total=c["bytes"], xla_flops_total=c["flops"], hlo=hlo_counts(compiled.as_text()))
+
+
+# --------------------------------------------------------------------------- output
+
+
+def versions() -> dict:
+    out = {}
+    for pkg in PACKAGES:
+        try:
+            out[pkg] = importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def ratios(rows: list[dict]) -> list[dict]:
+    by = {(r["env"], r["batch"]): r["steps_per_s"] for r in rows}
+    out = []
+    for batch in sorted({r["batch"] for r in rows}):
+        for num, den in RATIO_PAIRS:
+            if (num, batch) in by and (den, batch) in by:
+                out.append(dict(batch=batch, numerator=num, denominator=den,
+                                ratio=round(by[(num, batch)] / by[(den, batch)], 5)))
+    return out
+
+
+def print_table(rows, train, ratio_rows):
+    head = (f"{'program':<52} {'batch':>6} {'steps':>5} {'env-steps/s':>13} {'us/step':>9} {'compile s':>9} "
+            f"{'run s':>8} {'bytes/step':>11} {'flops/step':>11} {'while':>5} {'gather':>6} {'fusion':>6}")
+    print("\n" + head + "\n" + "-" * len(head))
+    for r in rows:
+        h = r["hlo"]
+        print(f"{r['label'][:52]:<52} {r['batch']:>6} {r['steps']:>5} {r['steps_per_s']:>13,.0f} "
+              f"{r['us_per_env_step']:>9.3f} {r['compile_s']:>9.1f} {r['run_s']:>8.3f} "
+              f"{r['xla_bytes_per_env_step']:>11,.0f} {r['xla_flops_per_env_step']:>11,.0f} "
+              f"{h['while']:>5} {h['gather']:>6} {h['fusion']:>6}")
+    if train:
+        h = train["hlo"]
+        print(f"{train['label'][:52]:<52} {train['runs']:>6} {train['chunks'] * train['transitions_per_chunk']:>5} "
+              f"{train['transitions_per_s']:>13,.0f} {1e6 / train['transitions_per_s']:>9.3f} "
+              f"{train['compile_s']:>9.1f} {train['run_s']:>8.3f} {train['xla_bytes_per_run_chunk']:>11,.0f} "
+              f"{train['xla_flops_per_run_chunk']:>11,.0f} {h['while']:>5} {h['gather']:>6} {h['fusion']:>6}")
+        print("  (DQN row: 'batch' = runs, 'steps' = transitions per run, env-steps/s = transitions/s, "
+              "bytes/flops per run-chunk of 4 transitions + 1 update)")
+    if ratio_rows:
+        print("\nratios of env-steps/s (normjax / other):")
+        for q in ratio_rows:
+            print(f"  batch {q['batch']:>6}  {q['numerator']:<16} / {q['denominator']:<16} = {q['ratio']:.4f}")
+
+
+def plot(rows, train, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    envs = list(dict.fromkeys(r["env"] for r in rows))
+    labels = {r["env"]: r["label"] for r in rows}
+    batches = sorted({r["batch"] for r in rows})
+    by = {(r["env"], r["batch"]): r["steps_per_s"] for r in rows}
+    groups = envs + (["normjax-dqn"] if train else [])
+    x = np.arange(len(groups))
+    width = 0.8 / max(len(batches), 1)
+    fig, ax = plt.subplots(figsize=(max(7, 1.5 * len(groups)), 4.5))
+    for j, b in enumerate(batches):
+        vals = [by.get((e, b), np.nan) for e in envs]
+        bars = ax.bar(x[: len(envs)] + (j - (len(batches) - 1) / 2) * width, vals, width, label=f"batch {b:,}")
+        for bar, v in zip(bars, vals):
+            if np.isfinite(v):
+                ax.annotate(f"{v:,.0f}", (bar.get_x() + bar.get_width() / 2, v), ha="center", va="bottom",
+                            fontsize=6, rotation=90, xytext=(0, 2), textcoords="offset points")
+    if train:
+        v = train["transitions_per_s"]
+        ax.bar(x[-1], v, width, color="grey", hatch="//", label=f"DQN transitions/s ({train['runs']} runs)")
+        ax.annotate(f"{v:,.0f}", (x[-1], v), ha="center", va="bottom", fontsize=6, rotation=90,
+                    xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(x)
+    names = [labels.get(e, "normjax DQN-MLP\n50-run chunk") for e in groups]
+    ax.set_xticklabels([textwrap.fill(n, 20) for n in names], fontsize=7)
+    ax.set_yscale("log")
+    ax.set_ylabel("env-steps / s (log)")
+    ax.set_title(f"jit(vmap(scan)) of {rows[0]['steps'] if rows else '?'} random-action steps, "
+                 f"{jax.devices()[0].platform.upper()}, {os.cpu_count()} cores", fontsize=10)
+    ax.legend(fontsize=7)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def available(groups) -> tuple[list[str], list[dict]]:
+    """The groups whose package imports, and the skipped ones with the reason."""
+    ok, skipped = [], []
+    for g in groups:
+        if g == "normjax":
+            ok.append(g)
+            continue
+        try:
+            __import__(g)
+            ok.append(g)
+        except Exception as e:  # ImportError, or a broken install
+            skipped.append({"group": g, "reason": f"{type(e).__name__}: {e}; install the comparison packages "
+                                                  f"with {BENCH_HINT}"})
+    return ok, skipped
+
+
+def run(args) -> dict:
+    groups = args.only or list(GROUPS)
+    skipped = [{"group": g, "reason": "not selected (--only " + " ".join(groups) + ")"}
+               for g in GROUPS if g not in groups]
+    groups, missing = available(groups)
+    skipped += missing
+    for s in skipped:
+        print(f"skipped {s['group']}: {s['reason']}", flush=True)
+    if args.skip_train:
+        skipped.append({"group": "normjax-dqn", "reason": "--skip-train"})
+    elif "normjax" not in groups:
+        skipped.append({"group": "normjax-dqn", "reason": "normjax not selected"})
+
+    load_start = os.getloadavg()
+    print(f"load average (1, 5, 15 min) at start: {load_start}", flush=True)
+    body_once = xla_counts_loop_body_once()
+    rows, notes = [], {}
+    for batch in args.batches:
+        progs = []
+        if "normjax" in groups:
+            progs += normjax_programs(batch)
+        if "xminigrid" in groups:
+            progs += xland_programs(batch, args.xland_benchmark)
+        if "gymnax" in groups:
+            progs += gymnax_programs(batch)
+        if args.envs:
+            progs = [p for p in progs if p.name in args.envs]
+        for p in progs:
+            r = measure(p, batch, args.steps, args.repeats, body_once)
+            rows.append(r)
+            notes[p.name] = {"label": p.label, "what": p.what, **p.notes}
+            print(f"{p.label:<52} batch {batch:>6}: {r['steps_per_s']:>13,.0f} env-steps/s "
+                  f"(best of {args.repeats}: {r['run_s']:.3f}s; compile {r['compile_s']:.1f}s)", flush=True)
+    train = None
+    if not args.skip_train and "normjax" in groups:
+        train = measure_train(args.train_chunks, args.repeats, body_once)
+        print(f"{train['label']}: {train['transitions_per_s']:,.0f} transitions/s "
+              f"(best of {args.repeats}: {train['run_s']:.3f}s; compile {train['compile_s']:.1f}s)", flush=True)
+    ratio_rows = ratios(rows)
+    print_table(rows, train, ratio_rows)
+    return {
+        "what": "env-steps/s of jit(vmap(scan)) over random-action steps from a reset outside the timed region; "
+                "compile separate; best of `repeats` runs after one warm-up",
+        "versions": versions(),
+        "config": {"batches": list(args.batches), "steps": args.steps, "repeats": args.repeats,
+                   "train_chunks": None if args.skip_train else args.train_chunks, "only": args.only,
+                   "envs": args.envs, "xland_benchmark": args.xland_benchmark},
+        "load_average": {"start": load_start, "end": os.getloadavg(),
+                         "note": "os.getloadavg() (1, 5, 15 min): other processes sharing the cores slow every row"},
+        "xla_counts_loop_body_once": body_once,
+        "cost_note": "xla_*_per_env_step = cost_analysis() of the whole scanned program divided by batch when XLA "
+                     "counts a while body once (xla_counts_loop_body_once), else by batch*steps; while loops inside "
+                     "a step are counted once as well, so these are lower bounds where hlo.while > 1",
+        "programs": notes,
+        "rows": rows,
+        "train": train,
+        "ratios": ratio_rows,
+        "skipped": skipped,
+    }
+
+
+def parse(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--batches", type=int, nargs="+", default=[1024, 4096])
+    ap.add_argument("--steps", type=int, default=100, help="steps scanned per timed call")
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs (best taken), after one warm-up")
+    ap.add_argument("--only", nargs="+", choices=GROUPS, help="run only these groups (normjax needs no extra package)")
+    ap.add_argument("--envs", nargs="+", help="run only these programs (e.g. normjax-full xland-empty-8x8)")
+    ap.add_argument("--skip-train", action="store_true", help="skip the DQN training chunk")
+    ap.add_argument("--train-chunks", type=int, default=100, help="DQN chunks (4 transitions per run) per timed call")
+    ap.add_argument("--xland-benchmark", default=None,
+                    help="XLand-MiniGrid benchmark to take the R1 ruleset from (e.g. trivial-21k; downloads it); "
+                         "default: own_ruleset(), no download")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="folder of compare.json / compare.png")
+    ap.add_argument("--name", default="compare")
+    ap.add_argument("--no-plot", action="store_true")
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = parse(argv)
+    payload = run(args)
+    path = save(args.name, payload, results=args.results)
+    print(f"\nsaved {path}")
+    if not args.no_plot:
+        try:
+            plot(payload["rows"], payload["train"], Path(args.results) / f"{args.name}.png")
+            print(f"saved {Path(args.results) / (args.name + '.png')}")
+        except Exception as e:  # plotting is optional; the JSON is the result
+            print(f"plot skipped: {e}")
+    return payload
+
+
+if __name__ == "__main__":
+    main()

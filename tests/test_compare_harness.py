@@ -1,0 +1,49 @@
+"""benchmarks/compare.py runs without the optional packages and writes its JSON (no timing is checked)."""
+
+import builtins
+import json
+
+from benchmarks import compare
+
+
+def test_compare_harness_normjax_only(tmp_path):
+    # One normjax program keeps the test to one small compile; the structure is what is checked.
+    payload = compare.main(["--only", "normjax", "--envs", "normjax-world", "--batches", "8", "--steps", "5",
+                            "--repeats", "1", "--skip-train", "--no-plot", "--results", str(tmp_path)])
+    saved = json.loads((tmp_path / "compare.json").read_text())
+    assert saved["rows"] == payload["rows"]
+    assert {"machine", "versions", "config", "rows", "train", "ratios", "skipped", "programs"} <= saved.keys()
+    assert saved["versions"]["jax"] and saved["machine"]["platform"]
+    (row,) = saved["rows"]
+    assert (row["env"], row["batch"], row["steps"]) == ("normjax-world", 8, 5)
+    assert row["steps_per_s"] > 0 and row["compile_s"] > 0
+    assert row["xla_flops_per_env_step"] > 0 and row["xla_bytes_per_env_step"] > 0
+    assert set(row["hlo"]) == {"while", "gather", "fusion"} and row["hlo"]["while"] >= 1
+    assert saved["train"] is None and saved["ratios"] == []
+    skipped = {s["group"] for s in saved["skipped"]}
+    assert {"xminigrid", "gymnax", "normjax-dqn"} <= skipped
+
+
+def test_missing_package_is_skipped_with_install_hint(monkeypatch):
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name.split(".")[0] in ("xminigrid", "gymnax"):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    ok, skipped = compare.available(["normjax", "xminigrid", "gymnax"])
+    assert ok == ["normjax"]
+    assert [s["group"] for s in skipped] == ["xminigrid", "gymnax"]
+    assert all(compare.BENCH_HINT in s["reason"] for s in skipped)
+
+
+def test_ratios_and_hlo_counts():
+    rows = [dict(env="normjax-full", batch=8, steps_per_s=10.0), dict(env="xland-empty-8x8", batch=8, steps_per_s=40.0),
+            dict(env="normjax-world", batch=8, steps_per_s=20.0), dict(env="xland-r1-9x9", batch=16, steps_per_s=1.0)]
+    got = {(q["numerator"], q["denominator"], q["batch"]): q["ratio"] for q in compare.ratios(rows)}
+    assert got == {("normjax-full", "xland-empty-8x8", 8): 0.25, ("normjax-world", "xland-empty-8x8", 8): 0.5}
+    text = "%w = (s32[]) while(%t), body=%b\n%g = f32[2] gather(%a, %i)\n%f = f32[2] fusion(%x), calls=%fused\n" \
+           "%ag = f32[2] all-gather(%a)\n"
+    assert compare.hlo_counts(text) == {"while": 1, "gather": 1, "fusion": 1}
