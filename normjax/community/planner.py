@@ -24,8 +24,8 @@ Implements docs/world.md §8 (paper 9.4, Algorithm 1) for all K slots at once:
 
 The static parts of norms are in the move graphs of `normjax.layouts.routes`
 (forbidden cells removed, ring edges directed, queue path cells kept clear).
-Cost under `vmap`: a few [K, 165] gathers and [K, 5] arithmetic per step, plus
-the per-action norm mask; no search runs inside the step.
+Cost under `vmap`: gathers of a few dozen goal candidates per agent, [K, 5]
+arithmetic, and the per-action norm mask; no search runs inside the step.
 """
 
 from __future__ import annotations
@@ -35,11 +35,19 @@ import jax.numpy as jnp
 
 from normjax import constants as C
 from normjax.layouts.geometry import flat_index as _flat
-from normjax.layouts.routes import corridor_tables, route_rows, route_tables
+from normjax.layouts.routes import (
+    CAND_CHAIR,
+    CAND_DOOR,
+    CAND_Q,
+    CAND_R,
+    corridor_tables,
+    goal_candidate_tables,
+    route_rows,
+)
 from normjax.layouts.tables import world_tables
 from normjax.norms import context, episode_row, judge, single_queue_view
 from normjax.norms.table import norm_row
-from normjax.world.hashrand import hash_uniform, seed_from_key
+from normjax.world.hashrand import hash_at, hash_uniform, seed_from_key
 from normjax.world.moves import DELTAS, cell_value, effective_actions, in_grid
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, ROLE_AWARE, WorldParams, WorldState
 
@@ -49,53 +57,73 @@ INF = 1e6
 HABIT_NONE, HABIT_SAME_EXIT_DOOR, HABIT_MOVE1_WAIT1 = 0, 1, 2
 
 
-def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, variant, dist_from):
-    """Flat goal cell per agent [K] for its current leg (step 1 above)."""
+def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):
+    """Flat goal cell per agent [K] for its current leg (step 1 above).
+
+    Scores only the layout's goal candidates (chairs, R, Q, doors and the
+    agent's own specified cell; `host_goal_candidates`), not all 165 cells.
+    `dist(cells [K, N]) -> [K, N]` gives each agent's moves to the cells.  The
+    result equals an argmin over all 165 cells of (distance + tie-break noise)
+    with non-candidates at INF: the same noise values (`hash_at` of the same
+    flat indices), the lowest flat index among equal scores, and cell 0 when an
+    agent has no candidate at all.
+    """
     ag = state.agents
     k = ag.active.shape[0]
-    cells = jnp.arange(C.N_CELLS)
+    cand = goal_candidate_tables()
+    lid = lt.layout_index
+    cell, kind = cand["cell"][lid], cand["kind"][lid]  # [N]
     x = _flat(ag.pos)
-    # Cells held by another active agent [K, 165]: the occupancy count minus
-    # the agent itself (a [K, 165] table, not a pairwise [K, K, 165] one).
-    own = ag.active[:, None] & (x[:, None] == cells[None, :])
-    occ_other = (own.sum(0, dtype=jnp.int32)[None, :] - own) > 0
-    chair = lt.chair.reshape(-1)[None, :]
-    zone_r = lt.zone_r.reshape(-1)[None, :]
-    zone_q = lt.zone_q.reshape(-1)[None, :]
-    region = lt.region.reshape(-1)
-    reg_ok = norm_row(norm_id, "allowed_regions")[ag.group]  # [K, 3]
-    chair_region_ok = jnp.where(region[None, :] >= 0, reg_ok[:, jnp.maximum(region, 0)], False)
-    # seats in order: only the first free chair of sigma is permissible.
-    order = norm_row(norm_id, "seat_order")  # -1 unless a seats-in-order norm
-    first = ctx.first_free[jnp.maximum(order, 0)]
-    first_ok = (order < 0) | (cells == _flat(first))[None, :] & (first[0] >= 0)
-    chair_aware = chair_region_ok & first_ok
-    free_chair = chair & ~occ_other & jnp.where(aware[:, None], chair_aware, True)
+    goal_flat = _flat(ag.goal_cell)
 
-    goal_onehot = cells[None, :] == _flat(ag.goal_cell)[:, None]
-    leg0 = jnp.select(
-        [ag.goal_kind[:, None] == GOAL_ANY_CHAIR, ag.goal_kind[:, None] == GOAL_ANY_R],
-        [free_chair, zone_r & ~occ_other],
-        goal_onehot,
-    )
-    # visit_zone_q_first: a norm-aware agent bound for a chair visits Q first.
+    # The case of each agent: leg 1 -> a door; visit Q first -> Q; else its goal kind.
     to_chair = (ag.goal_kind == GOAL_ANY_CHAIR) | lt.chair.reshape(-1)[_flat(jnp.maximum(ag.goal_cell, 0))]
     need_q = aware & norm_row(norm_id, "visit_q_first") & ~ctx.ever_q & to_chair
-    leg0 = jnp.where(need_q[:, None], zone_q & ~occ_other, leg0)
+    leg0 = ag.leg == 0
 
-    door_flat = _flat(lt.doors)  # [3]
+    # Cells held by another active agent, at the candidates [K, N].
+    own = ag.active[:, None] & (x[:, None] == cell[None, :])
+    occ_other = (own.sum(0, dtype=jnp.int32)[None, :] - own) > 0
+
+    # Chairs: a norm-aware agent only takes permissible ones (seat region, the
+    # first free seat in sigma under the seats-in-order norms).
+    reg_ok = norm_row(norm_id, "allowed_regions")[ag.group]  # [K, 3]
+    region = cand["region"][lid]
+    chair_region_ok = jnp.where(region[None, :] >= 0, reg_ok[:, jnp.maximum(region, 0)], False)
+    order = norm_row(norm_id, "seat_order")  # -1 unless a seats-in-order norm
+    first = ctx.first_free[jnp.maximum(order, 0)]
+    first_ok = (order < 0) | (cell == _flat(first))[None, :] & (first[0] >= 0)
+    chair_ok = jnp.where(aware[:, None], chair_region_ok & first_ok, True)
+
+    # Doors an agent may leave by (its norm's doors for its group, a habit, a specified door).
     allowed = jnp.where(aware[:, None], norm_row(norm_id, "allowed_doors")[ag.group], True)  # [K, 3]
     entry_ok = jnp.take_along_axis(allowed, ag.entry_door[:, None], 1)[:, 0]
     same = (ag.habit == HABIT_SAME_EXIT_DOOR) & entry_ok
     allowed = jnp.where(same[:, None], jnp.arange(3)[None, :] == ag.entry_door[:, None], allowed)
     spec = jnp.arange(3)[None, :] == ag.exit_door[:, None]
     doors_ok = jnp.where((ag.exit_door == ANY_DOOR)[:, None], allowed, spec)  # [K, 3]
-    leg1 = (doors_ok[:, :, None] & (door_flat[None, :, None] == cells[None, None, :])).any(1)
+    door_ok = jnp.take_along_axis(doors_ok, jnp.broadcast_to(cand["door"][lid], (k, cell.shape[0])), 1)
 
-    cand = jnp.where((ag.leg == 0)[:, None], leg0, leg1)
-    noise = 0.01 * hash_uniform(seed, (k, C.N_CELLS), salt=1)
-    score = jnp.where(cand, dist_from.astype(jnp.float32) + noise, INF)
-    goal = jnp.argmin(score, axis=1)
+    chair_case = leg0 & ~need_q & (ag.goal_kind == GOAL_ANY_CHAIR)
+    r_case = leg0 & ~need_q & (ag.goal_kind == GOAL_ANY_R)
+    free = ~occ_other
+    listed = (
+        ((kind == CAND_CHAIR)[None, :] & chair_case[:, None] & free & chair_ok)
+        | ((kind == CAND_R)[None, :] & r_case[:, None] & free)
+        | ((kind == CAND_Q)[None, :] & (leg0 & need_q)[:, None] & free)
+        | ((kind == CAND_DOOR)[None, :] & ~leg0[:, None] & door_ok)
+    )
+    # The agent's own specified cell is its only candidate in the remaining case.
+    own_case = leg0 & ~need_q & (ag.goal_kind != GOAL_ANY_CHAIR) & (ag.goal_kind != GOAL_ANY_R)
+    own_ok = own_case & (goal_flat >= 0) & (goal_flat < C.N_CELLS)
+    cells = jnp.concatenate([jnp.broadcast_to(cell, (k, cell.shape[0])), goal_flat[:, None]], axis=1)
+    valid = jnp.concatenate([listed, own_ok[:, None]], axis=1)
+    safe = jnp.clip(cells, 0, C.N_CELLS - 1)
+    noise = 0.01 * hash_at(seed, jnp.arange(k)[:, None] * C.N_CELLS + safe, salt=1)
+    score = jnp.where(valid, dist(safe).astype(jnp.float32) + noise, INF)
+    best = score.min(axis=1, keepdims=True)
+    tie = valid & (score == best)
+    goal = jnp.where(best[:, 0] < INF, jnp.where(tie, safe, C.N_CELLS).min(axis=1), 0)
 
     # Queue norms: join at the tail, then step toward the head along the path.
     queue = norm_row(norm_id, "queue_path")  # -1 unless a queue norm
@@ -137,7 +165,7 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware):
     # Gather single entries from the stacked tables: slicing one layout's
     # [V, 165, 165] block would copy it per environment under vmap.
     lid = params.layout_id
-    routes = route_tables()  # [L, V, 165 (target), 165 (from)] uint8
+    rows = route_rows()  # [L, V, 165 (from), 165 (target)] uint8
     corridors = corridor_tables()  # [L, V, 165]
     ag = state.agents
     k = ag.active.shape[0]
@@ -145,24 +173,22 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware):
     seed = seed_from_key(key)  # one threefry draw; tie-breaks are hashed from it
     variant = jnp.where(aware, norm_row(norm_id, "route_variant"), 0)
     x = _flat(ag.pos)
-    # Distances from each agent's cell to every cell: one contiguous row per
-    # agent of the transposed table (a row gather, not 165 scattered entries).
-    dist_from = route_rows()[lid, variant, x].astype(jnp.int32)  # [K, 165]
     lt1 = single_queue_view(lt, norm_id)
     ctx = context(lt1, ag.pos, ag.active, ag.group, ag.visited_q)
-    goal = choose_goals(seed, lt, ctx, state, norm_id, aware, variant, dist_from)
+    goal = choose_goals(seed, lt, ctx, state, norm_id, aware,
+                        lambda cells: rows[lid, variant[:, None], x[:, None], cells])
 
     # Costs of the five actions.
     acts = jnp.arange(C.N_ACTIONS)
     nxt = ag.pos[:, None, :] + DELTAS[None, :, :]  # [K, 5, 2]
     eff = effective_actions(lt.kind, ag.pos[:, None, :], acts[None, :])  # [K, 5]
     y = jnp.where(in_grid(nxt), _flat(nxt), x[:, None])
-    d_y = routes[lid, variant[:, None], goal[:, None], y].astype(jnp.float32)
+    d_y = rows[lid, variant[:, None], y, goal[:, None]].astype(jnp.float32)
     enter_ok = corridors[lid, variant[:, None], y] | (y == goal[:, None])
     moving = (eff == acts[None, :]) & (acts[None, :] != C.WAIT)
     reach = d_y < C.UNREACHABLE
     base = jnp.where(moving & enter_ok & reach, d_y, INF)
-    d_x = routes[lid, variant, goal, x].astype(jnp.float32)
+    d_x = rows[lid, variant, x, goal].astype(jnp.float32)
     base = base.at[:, C.WAIT].set(jnp.where(d_x < C.UNREACHABLE, d_x, 300.0) + WAIT_BIAS)
 
     # Norm-aware: infinite cost for whatever the norm forbids now.

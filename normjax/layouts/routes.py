@@ -125,6 +125,44 @@ def corridor_tables() -> jax.Array:
         return jnp.asarray(host_corridors())
 
 
+# Kinds of the planner's goal candidates (`host_goal_candidates`).
+CAND_PAD, CAND_CHAIR, CAND_R, CAND_Q, CAND_DOOR = -1, 0, 1, 2, 3
+
+
+@functools.lru_cache(maxsize=None)
+def host_goal_candidates() -> dict[str, np.ndarray]:
+    """Every cell a free-choice goal can be, per layout, as short padded lists.
+
+    A goal is a chair, an R cell, a Q cell (visit Q first) or a door, or the
+    agent's own specified cell; listing these few cells (at most a few dozen per
+    layout) lets the planner score its candidates instead of all 165 cells.
+    Returns int32 arrays [n_layouts, N]: `cell` (flat index, -1 padded), `kind`
+    (CAND_*), `door` (door index of a CAND_DOOR entry, else 0) and `region`
+    (seat region of a chair, else -1).
+    """
+    rows = []
+    for name in LAYOUTS:
+        lay = load_layout(name)
+        flat = lambda mask: [int(r) * C.W + int(c) for r, c in np.argwhere(mask)]  # noqa: E731
+        cells = flat(lay.kind == C.CHAIR) + flat(lay.zone_r) + flat(lay.zone_q)
+        kinds = ([CAND_CHAIR] * int((lay.kind == C.CHAIR).sum()) + [CAND_R] * int(lay.zone_r.sum())
+                 + [CAND_Q] * int(lay.zone_q.sum()))
+        doors = [int(r) * C.W + int(c) for r, c in lay.doors]
+        rows.append(dict(cell=cells + doors, kind=kinds + [CAND_DOOR] * 3,
+                         door=[0] * len(cells) + [0, 1, 2],
+                         region=[int(lay.region.reshape(-1)[x]) if kd == CAND_CHAIR else -1
+                                 for x, kd in zip(cells, kinds)] + [-1] * 3))
+    n = max(len(r["cell"]) for r in rows)
+    pad = {"cell": -1, "kind": CAND_PAD, "door": 0, "region": -1}
+    return {f: np.asarray([r[f] + [v] * (n - len(r[f])) for r in rows], np.int32) for f, v in pad.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def goal_candidate_tables() -> dict[str, jax.Array]:
+    with jax.ensure_compile_time_eval():
+        return {k: jnp.asarray(v) for k, v in host_goal_candidates().items()}
+
+
 @functools.lru_cache(maxsize=None)
 def route_rows() -> jax.Array:
     """uint8 [n_layouts, N_VARIANTS, N_CELLS (from), N_CELLS (target)]: the

@@ -30,7 +30,13 @@ def hash_uniform(seed, shape, salt: int = 0) -> jax.Array:
     n = 1
     for d in shape:
         n *= d
-    idx = jnp.arange(n, dtype=jnp.uint32).reshape(shape)
+    return hash_at(seed, jnp.arange(n, dtype=jnp.uint32).reshape(shape), salt)
+
+
+def hash_at(seed, index, salt: int = 0) -> jax.Array:
+    """The values `hash_uniform(seed, shape, salt)` has at the given flat indices:
+    a caller that needs a few entries of a large table of draws computes only those."""
+    idx = jnp.asarray(index).astype(jnp.uint32)
     x = _lowbias32(idx * jnp.uint32(0x9E3779B9) + seed + jnp.uint32(salt * 0x85EBCA6B % 2**32))
     x = _lowbias32(x ^ seed)
     return (x >> 8).astype(jnp.float32) * (1.0 / (1 << 24))
