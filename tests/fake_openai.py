@@ -11,6 +11,8 @@ with many requests in flight.
 position and its target from the paper's prompts and answers the next move
 of a shortest path (norm-blind), in the requested JSON shape.  `chaos` wraps
 it with errors chosen by a hash of the prompt (`category`).
+
+    python tests/fake_openai.py --port 8765      # serve it (docs/llm.md's example)
 """
 
 from __future__ import annotations
@@ -41,8 +43,13 @@ def prompt_text(payload: dict) -> str:
     return content
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024  # the listen backlog: hundreds of requests arrive at once
+
+
 class FakeOpenAI:
-    def __init__(self, script):
+    def __init__(self, script, port: int = 0):
         self.script = script
         self.lock = threading.Lock()
         self.log = []  # (prompt, attempt, status, usage or None)
@@ -97,8 +104,7 @@ class FakeOpenAI:
                     with server.lock:
                         server.inflight -= 1
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Server(("127.0.0.1", port), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
@@ -217,3 +223,25 @@ def chaos(slow_s: float = 1.5, transport_errors: bool = True):
 
 # Categories that end as errors when max_retries >= 2 and the timeout < slow_s.
 ERROR_CATEGORIES = ("malformed", "invalid", "slow")
+
+
+def main(argv=None) -> int:
+    """Serve the scripted model on 127.0.0.1 (the example of docs/llm.md)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description="a scripted fake OpenAI-compatible server (127.0.0.1)")
+    ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--transport-errors", action="store_true",
+                    help="also answer with HTTP 500 / 429, slow replies and garbage bodies")
+    args = ap.parse_args(argv)
+    server = FakeOpenAI(chaos(transport_errors=args.transport_errors), port=args.port)
+    print(f"serving the scripted model at http://127.0.0.1:{args.port}/v1 (Ctrl-C to stop)", flush=True)
+    try:
+        server.httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -22,7 +22,6 @@ import faulthandler
 import functools
 import io
 import json
-import zlib
 
 import jax
 import jax.numpy as jnp

@@ -100,10 +100,10 @@ class _Stage:
                  store: TranscriptStore | None, run_info: dict, cell_px: int, progress: Callable | None):
         self.agent, self.episodes, self.steps = agent, episodes, steps
         self.store, self.run_info, self.cell_px, self.progress = store, run_info, cell_px, progress
-        self.phase = episodes[0].spec["condition"] if episodes else "interaction"
+        self.phase = "interaction" if episodes and episodes[0].spec["condition"] == "interaction" else "test"
         self.horizon = horizon
         self.capacity = capacity
-        self.timing = dict(steps=0, wall_s=0.0, agent_s=0.0, init_s=0.0)
+        self.timing = dict(steps=0, wall_s=0.0, agent_s=0.0, frames_s=0.0, init_s=0.0)
 
     def _turn(self, e: _Episode, host, view, t: int) -> Turn:
         ag, r = host.agents, e.row
@@ -177,12 +177,11 @@ class _Stage:
         if self.store is not None:
             self.store.append(e.name, int(prev.t[r]), rec)
 
-    def _finish(self, e: _Episode, n: int, final, waits) -> None:
+    def _finish(self, e: _Episode, n: int, final, done, waits) -> None:
         r = e.row
         ag = final.agents
         raw = dict(goals=int(ag.goals_done[r, 0]), sanctions=int(ag.n_sanctions[r, 0]),
-                   collisions=int(ag.n_collisions[r, 0]), path_length=int(ag.steps[r, 0]),
-                   finished=bool(final.newcomer_done[r]) if e.spec["condition"] != "interaction" else False,
+                   collisions=int(ag.n_collisions[r, 0]), path_length=int(ag.steps[r, 0]), finished=bool(done[r]),
                    t_end=int(final.t[r]), community_finished=int(final.community_finished[r]),
                    community_steps=int(final.community_steps[r]),
                    community_return=float(final.community_return[r]), waits=int(waits[r]))
@@ -231,9 +230,11 @@ class _Stage:
             view = jax.device_get(batch.view(keys_t, states, params, intents=wants_intents))
             deciders = [e for e in live if host.agents.active[e.row, 0] and not view["in_service"][e.row]]
             turns = [self._turn(e, host, view, t) for e in deciders]
-            ta = time.perf_counter()
             if turns and wants_frames:
+                tf = time.perf_counter()
                 self._frames(turns, states, params)
+                self.timing["frames_s"] += time.perf_counter() - tf
+            ta = time.perf_counter()
             decisions = []
             if turns:
                 decisions = self.agent.act(turns, StepContext(states, params, keys_t))
@@ -259,7 +260,7 @@ class _Stage:
                 d = decided.get(e.row)
                 self._record(e, t, prev, info_h, d, queried=d is not None)
                 if done_h[e.row] or t == self.steps - 1:
-                    self._finish(e, t + 1, host, waits_h)
+                    self._finish(e, t + 1, host, done_h, waits_h)
             self.timing["steps"] += 1
             if self.progress is not None:
                 self.progress(self.phase, t + 1, self.steps, len(live), len(turns))
@@ -285,6 +286,8 @@ async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int 
     mode, ...) are stored in ``run.json`` and checked on resume.
     """
     ids = resolve_norms(norms)
+    if not ids:
+        raise ValueError("no norms to evaluate")
     if not 0 <= interaction_steps <= INTERACTION_STEPS:
         raise ValueError(f"interaction_steps must be in 0..{INTERACTION_STEPS}, got {interaction_steps}")
     settings = dict(settings or {}, seed=seed, capacity=capacity, interaction_steps=interaction_steps)
