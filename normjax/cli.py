@@ -4,6 +4,7 @@
     normjax report   runs/NAME
     normjax evaluate --policy oracle --out oracle.json
     normjax export   --norm bend_right_1 --phase seen --seed 0 --policy blind --out ep.jsonl
+    normjax llm-eval --base-url http://127.0.0.1:8000/v1 --model NAME --out runs/llm/NAME
 
 Every command is a thin `cmd_*` function over the library.
     normjax rollout  --layout cafe --norm forbidden_zone_q --steps 60 --gif out.gif
@@ -165,6 +166,20 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_llm_eval(args) -> int:
+    norms = _norm_list(args.norms)  # before any tracing
+    from normjax.llm.evaluate import llm_eval
+    from normjax.protocol import format_table
+
+    result = llm_eval(args.base_url, args.model, args.out, norms, text_only=args.text_only,
+                      known_norm=args.known_norm, concurrency=args.concurrency, timeout=args.timeout,
+                      max_retries=args.max_retries, temperature=args.temperature,
+                      max_tokens=args.max_tokens, judge_scores=args.judge_scores)
+    print(format_table(result))
+    print(f"llm: {json.dumps(result['llm'])}; wrote {Path(args.out) / 'results.json'}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="normjax", description="NormGym in JAX")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -229,6 +244,23 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--steps", type=int, default=None, help="override the episode length")
     x.add_argument("--cell-px", type=int, default=32)
     x.set_defaults(fn=cmd_export)
+
+    m = sub.add_parser("llm-eval", help="run the protocol with an LLM/VLM newcomer (docs/llm.md)")
+    m.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 "
+                   "(API key from NORMJAX_LLM_API_KEY or OPENAI_API_KEY)")
+    m.add_argument("--model", required=True)
+    m.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
+    m.add_argument("--text-only", action="store_true", help="no images: the state as text only")
+    m.add_argument("--known-norm", action="store_true", help="state the true norm in the system prompt")
+    m.add_argument("--concurrency", type=int, default=64, help="requests in flight at most")
+    m.add_argument("--timeout", type=float, default=120.0, help="seconds per request attempt")
+    m.add_argument("--max-retries", type=int, default=4)
+    m.add_argument("--temperature", type=float, default=0.7)
+    m.add_argument("--max-tokens", type=int, default=4048)
+    m.add_argument("--judge-scores", default=None, metavar="FILE",
+                   help="import LLM-judge scores (JSONL) for the run's judge_prompts.jsonl")
+    m.add_argument("--out", required=True, help="run directory (transcripts, results.json); resumes if it exists")
+    m.set_defaults(fn=cmd_llm_eval)
     return ap
 
 

@@ -1,0 +1,16 @@
+"""LLM / VLM newcomers (docs/llm.md; paper §4.1 and appendix "Prompts").
+
+* `runner`: the protocol for external agents, every episode of a stage in one
+  jitted, vmapped lockstep step (`batch`), one agent call per step;
+* `agents`: `LLMAgent` (prompt, request, parse), `StatePolicyAgent`,
+  `ScriptedAgent`; `turns`: what an agent sees and answers;
+* `prompts`: the paper's system, interactive-stage and test-stage prompts;
+  `frames`: the frame a VLM sees (arrows for intended moves);
+* `parse`: the tolerant reply parser; `client`: the async OpenAI-compatible
+  client (needs ``pip install "normjax[llm]"``);
+* `transcripts`: per-episode transcripts and resume; `judge`: belief-accuracy
+  judge prompts and scores; `evaluate`: the ``normjax llm-eval`` pipeline.
+
+Submodules are imported on demand, so that `normjax.llm.parse` and
+`normjax.llm.prompts` work without the optional HTTP client.
+"""

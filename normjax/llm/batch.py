@@ -1,0 +1,160 @@
+"""Batched episodes for the external-agent runner: many episodes, one jitted step.
+
+Every episode of a runner stage is one row of a batch (a vmapped `WorldState`
+and `WorldParams`).  The episodes are exactly the protocol's (docs/world.md §9):
+
+* interaction (norm n, base seed s): ``k_reset, k_run = split(PRNGKey(s))``,
+  ``reset_world(k_reset, phase_params("interaction", cafe, n))``, then
+  ``split(k_run, 200)`` step keys, as `normjax.interop.export.rollout` does
+  for ``normjax export --phase interaction --episode 0``;
+* test episodes: ``k_build, k_run = split(PRNGKey(seed))``,
+  ``build_test_episode(k_build, layout, n, group)``, then
+  ``split(k_run, 100)`` step keys, as `normjax.protocol.run_episode`.
+
+Each step key k is split ``kc, kp, kw = split(k, 3)``: kc drives the
+community, kp is the newcomer's policy key (what a state policy wrapped as
+an external agent receives) and kw the world step, and `step` applies
+`normjax.env.env_step(kc, kw, ...)` with the scenario community, exactly like
+`run_episode`: a test episode's state is frozen once its newcomer has
+finished.  The interaction phase has no holders, so there the scenario
+community acts exactly as the default `COMMUNITY` (docs/world.md §9.3); using
+it in both stages keeps one compiled step per batch size.
+
+Batches are padded to a multiple of `PAD` rows (copies of row 0 marked done)
+so that runs of nearby sizes share compilations.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from normjax import constants as C
+from normjax.env import env_step, phase_params
+from normjax.interop.render import render_frame
+from normjax.layouts.tables import world_tables
+from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
+from normjax.world import tasks
+from normjax.world.moves import effective_actions
+from normjax.world.state import WorldConfig
+from normjax.world.step import reset_world, terminated
+
+PAD = 32
+RENDER_CHUNK = 16
+
+
+def padded_size(n: int) -> int:
+    return max(PAD, -(-n // PAD) * PAD)
+
+
+def _pad_index(n: int) -> np.ndarray:
+    """Row indices of a padded batch of n episodes (extra rows repeat row 0)."""
+    return np.concatenate([np.arange(n), np.zeros(padded_size(n) - n, np.int64)])
+
+
+@functools.partial(jax.jit, static_argnames=("capacity", "steps"))
+def _init_interaction(seeds, norm_ids, capacity, steps):
+    cfg = WorldConfig(capacity=capacity)
+
+    def one(seed, nid):
+        k_reset, k_run = jax.random.split(jax.random.PRNGKey(seed))
+        params = phase_params("interaction", 0, 0).replace(norm_id=nid)
+        return reset_world(k_reset, params, cfg), params, jax.random.split(k_run, steps)
+
+    return jax.vmap(one)(seeds, norm_ids)
+
+
+@functools.partial(jax.jit, static_argnames=("capacity", "steps"))
+def _init_tests(seeds, layout_ids, norm_ids, groups, capacity, steps):
+    cfg = WorldConfig(capacity=capacity)
+
+    def one(seed, lid, nid, grp):
+        k_build, k_run = jax.random.split(jax.random.PRNGKey(seed))
+        state, params = build_test_episode(k_build, lid, nid, grp, cfg)
+        return state, params, jax.random.split(k_run, steps)
+
+    return jax.vmap(one)(seeds, layout_ids, norm_ids, groups)
+
+
+def init_stage(episodes: list[dict], capacity: int, steps: int):
+    """(states, params, step keys [B, steps, 2], pad mask [B]) of a stage's episodes.
+
+    `episodes` are all interaction episodes or all test episodes (dicts with
+    ``condition``, ``seed``, ``norm_id``, ``layout_id``, ``group``).
+    """
+    idx = _pad_index(len(episodes))
+    col = lambda f: jnp.asarray([f(episodes[i]) for i in idx], jnp.int32)  # noqa: E731
+    seeds = col(lambda e: e["seed"])
+    if episodes[0]["condition"] == "interaction":
+        out = _init_interaction(seeds, col(lambda e: e["norm_id"]), capacity=capacity, steps=steps)
+    else:
+        out = _init_tests(seeds, col(lambda e: e["layout_id"]), col(lambda e: e["norm_id"]),
+                          col(lambda e: e["group"]), capacity=capacity, steps=steps)
+    pad = np.arange(len(idx)) >= len(episodes)
+    return (*out, pad)
+
+
+def _view_one(key, state, params, intents: bool):
+    kc, _, _ = jax.random.split(key, 3)
+    lt = world_tables().at(params.layout_id)
+    ag = state.agents
+    on_goal = tasks.on_goal1(lt, ag.goal_kind, ag.goal_cell, ag.pos)
+    out = {"in_service": ag.active[0] & (ag.leg[0] == 0) & on_goal[0]}
+    if intents:
+        planned = SCENARIO_COMMUNITY.act(kc, state, params).astype(jnp.int32)
+        out["intent"] = effective_actions(lt.kind, ag.pos, planned)
+    return out
+
+
+@functools.partial(jax.jit, static_argnames="intents")
+def view(keys, states, params, intents: bool = False):
+    """Per episode: whether the newcomer's action is forced (service), and the
+    community's intended effective actions [B, K] for this step (with `intents`)."""
+    return jax.vmap(lambda k, s, p: _view_one(k, s, p, intents))(keys, states, params)
+
+
+def _step_one(key, state, done, waits, action, params):
+    kc, _, kw = jax.random.split(key, 3)
+    _, s2, info = env_step(kc, kw, state, action, params, SCENARIO_COMMUNITY)
+    waited = info.active[0] & (info.action[0] == C.WAIT) & ~info.forced_wait[0] & ~done
+    s2 = jax.tree.map(lambda a, b: jnp.where(done, a, b), state, s2)
+    return s2, done | terminated(s2, params), waits + waited, info
+
+
+@jax.jit
+def step(keys, states, done, waits, actions, params):
+    """One lockstep step of every episode -> (states, done, waits, StepInfo)."""
+    return jax.vmap(_step_one)(keys, states, done, waits, actions, params)
+
+
+@functools.partial(jax.jit, static_argnames="cell_px")
+def _render(states, params, idx, cell_px):
+    pick = lambda x: x[idx]  # noqa: E731
+    return jax.vmap(lambda s, p: render_frame(s, p, cell_px))(jax.tree.map(pick, states), jax.tree.map(pick, params))
+
+
+def render(states, params, rows, cell_px: int = 32) -> np.ndarray:
+    """uint8 frames [len(rows), 11*px, 15*px, 3] of the batch rows `rows` (chunks of RENDER_CHUNK)."""
+    rows = np.asarray(rows, np.int32)
+    out = []
+    for i in range(0, len(rows), RENDER_CHUNK):
+        chunk = rows[i: i + RENDER_CHUNK]
+        idx = np.concatenate([chunk, np.full(RENDER_CHUNK - len(chunk), chunk[0], np.int32)])
+        out.append(np.asarray(_render(states, params, jnp.asarray(idx), cell_px))[: len(chunk)])
+    return np.concatenate(out) if out else np.zeros((0, C.H * cell_px, C.W * cell_px, 3), np.uint8)
+
+
+def policy_actions(policy, keys, states, params):
+    """A jittable state policy over the batch with the protocol's policy keys -> actions [B]."""
+    return _policy_batch(policy)(keys, states, params)
+
+
+@functools.lru_cache(maxsize=None)
+def _policy_batch(policy):
+    return jax.jit(jax.vmap(lambda k, s, p: policy(jax.random.split(k, 3)[1], s, p)))
+
+
+__all__ = ["PAD", "init_stage", "padded_size", "policy_actions", "render", "step", "view"]

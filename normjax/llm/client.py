@@ -1,0 +1,254 @@
+"""An async client for OpenAI-compatible chat endpoints (vLLM, llama.cpp server, ...).
+
+    client = ChatClient(ClientConfig(base_url="http://127.0.0.1:8000/v1", model="Qwen/Qwen3-VL-8B-Instruct"))
+    async with client:
+        result = await client.chat(messages)      # ChatResult; never raises
+
+One request is ``POST {base_url}/chat/completions`` with ``model``,
+``messages``, ``temperature`` and ``max_tokens`` (paper §4.1 / appendix: 0.7
+and 4048).  Messages are OpenAI chat messages; `user_message` builds one with
+text and PNG images as content parts (base64 ``data:image/png`` URLs).
+
+Robustness, so that a run never crashes because of its endpoint:
+
+* at most ``concurrency`` requests are in flight (an `asyncio.Semaphore`,
+  held only while a request is on the wire, not during back-off);
+* every attempt is bounded by ``timeout`` seconds in total (connect, send,
+  wait, read), enforced with `asyncio.wait_for` on top of httpx's own timeouts;
+* HTTP 429 and 5xx, timeouts, connection errors and malformed response
+  bodies are retried up to ``max_retries`` times with exponential back-off
+  (``backoff * 2**attempt`` seconds, capped at ``max_backoff``, with +-25%
+  jitter; a ``Retry-After`` header in seconds is honoured up to the cap);
+  other HTTP errors (400, 401, 404, ...) are not retried;
+* after the retries `chat` returns a `ChatResult` with ``error`` set and no
+  text; the caller records the error and the newcomer waits.
+
+Token accounting reads ``usage.prompt_tokens`` / ``usage.completion_tokens``
+of successful responses (0 when a server does not report usage).
+
+The API key comes only from the environment: ``NORMJAX_LLM_API_KEY``, else
+``OPENAI_API_KEY``; without one no Authorization header is sent (local
+servers need none).  It is never a command-line argument and never written to
+transcripts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import os
+import random
+import time
+
+try:
+    import httpx
+except ImportError as e:  # pragma: no cover - exercised by a subprocess test
+    raise ImportError(
+        'normjax.llm.client needs httpx, an optional dependency: pip install "normjax[llm]"'
+    ) from e
+
+API_KEY_ENV = ("NORMJAX_LLM_API_KEY", "OPENAI_API_KEY")
+
+
+@dataclasses.dataclass(frozen=True)
+class ClientConfig:
+    """Endpoint and request settings (validated on construction)."""
+
+    base_url: str
+    model: str
+    temperature: float = 0.7
+    max_tokens: int = 4048
+    concurrency: int = 64
+    timeout: float = 120.0
+    max_retries: int = 4
+    backoff: float = 1.0
+    max_backoff: float = 30.0
+
+    def __post_init__(self):
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
+        if not self.model:
+            raise ValueError("model must be a non-empty name")
+        if self.concurrency < 1 or self.max_tokens < 1:
+            raise ValueError(f"concurrency and max_tokens must be >= 1, got {self.concurrency}, {self.max_tokens}")
+        if self.timeout <= 0 or self.max_retries < 0 or self.backoff < 0 or self.max_backoff < 0:
+            raise ValueError("timeout must be > 0, and max_retries, backoff and max_backoff >= 0")
+        if not 0.0 <= self.temperature <= 2.0:
+            raise ValueError(f"temperature must be in [0, 2], got {self.temperature}")
+
+    @property
+    def url(self) -> str:
+        return self.base_url.rstrip("/") + "/chat/completions"
+
+
+@dataclasses.dataclass
+class ChatResult:
+    """One chat call after retries: the reply text, or an error."""
+
+    text: str | None = None
+    error: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    retries: int = 0  # attempts beyond the first
+    latency_s: float = 0.0  # wall time of the whole call, back-off included
+    finish_reason: str | None = None
+
+
+def png_data_url(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def user_message(text: str, images: list[bytes] | tuple = ()) -> dict:
+    """A user message: plain text, or text followed by PNG images as content parts."""
+    if not images:
+        return {"role": "user", "content": text}
+    parts = [{"type": "text", "text": text}]
+    parts += [{"type": "image_url", "image_url": {"url": png_data_url(p)}} for p in images]
+    return {"role": "user", "content": parts}
+
+
+def api_key() -> str | None:
+    """The API key from the environment (NORMJAX_LLM_API_KEY, then OPENAI_API_KEY)."""
+    for name in API_KEY_ENV:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class _Fatal(Exception):
+    pass
+
+
+def _retry_after(response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _read_completion(response) -> ChatResult:
+    """ChatResult from a response (raises _Retryable / _Fatal on errors)."""
+    status = response.status_code
+    if status == 429 or status >= 500:
+        raise _Retryable(f"HTTP {status}: {response.text[:200]}", _retry_after(response))
+    if status >= 400:
+        raise _Fatal(f"HTTP {status}: {response.text[:300]}")
+    try:
+        body = response.json()
+        choice = body["choices"][0]
+        content = choice["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError) as e:
+        raise _Retryable(f"malformed response body ({type(e).__name__}): {response.text[:200]}") from None
+    if isinstance(content, list):  # some servers return content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    if content is not None and not isinstance(content, str):
+        raise _Retryable(f"malformed message content of type {type(content).__name__}")
+    usage = body.get("usage") or {}
+
+    def count(name):
+        v = usage.get(name, 0) if isinstance(usage, dict) else 0
+        return int(v) if isinstance(v, (int, float)) else 0
+
+    return ChatResult(text=content or "", tokens_in=count("prompt_tokens"), tokens_out=count("completion_tokens"),
+                      finish_reason=choice.get("finish_reason") if isinstance(choice, dict) else None)
+
+
+class ChatClient:
+    """Async chat client; use as `async with ChatClient(cfg) as c: await c.chat(msgs)`."""
+
+    def __init__(self, config: ClientConfig, transport=None):
+        self.config = config
+        self._transport = transport  # tests may inject an httpx transport
+        self._client: httpx.AsyncClient | None = None
+        self._sem: asyncio.Semaphore | None = None
+        self.stats = {"requests": 0, "attempts": 0, "retries": 0, "errors": 0, "tokens_in": 0, "tokens_out": 0}
+
+    async def __aenter__(self) -> "ChatClient":
+        c = self.config
+        headers = {"Content-Type": "application/json"}
+        key = api_key()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        limits = httpx.Limits(max_connections=c.concurrency, max_keepalive_connections=c.concurrency)
+        self._client = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(c.timeout), limits=limits,
+                                         transport=self._transport)
+        self._sem = asyncio.Semaphore(c.concurrency)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        c = self.config
+        base = min(c.max_backoff, c.backoff * (2 ** attempt))
+        if retry_after is not None:
+            base = min(c.max_backoff, max(base, retry_after))
+        return base * random.uniform(0.75, 1.25)
+
+    async def _attempt(self, payload: dict) -> ChatResult:
+        async with self._sem:
+            self.stats["attempts"] += 1
+            try:
+                response = await asyncio.wait_for(self._client.post(self.config.url, json=payload),
+                                                  timeout=self.config.timeout)
+            except (asyncio.TimeoutError, httpx.TimeoutException):
+                raise _Retryable(f"timeout after {self.config.timeout:g}s") from None
+            except httpx.TransportError as e:  # connection refused / reset, protocol errors
+                raise _Retryable(f"connection error: {type(e).__name__}: {e}") from None
+        return _read_completion(response)
+
+    async def chat(self, messages: list[dict], **overrides) -> ChatResult:
+        """One chat completion with retries; returns a ChatResult and never raises.
+
+        `overrides` replace request fields (e.g. ``temperature=0``).
+        """
+        if self._client is None:
+            raise RuntimeError("use ChatClient inside 'async with'")
+        c = self.config
+        payload = {"model": c.model, "messages": messages, "temperature": c.temperature,
+                   "max_tokens": c.max_tokens, **overrides}
+        t0 = time.perf_counter()
+        self.stats["requests"] += 1
+        result, last_error = None, "no attempt made"
+        for attempt in range(c.max_retries + 1):
+            try:
+                result = await self._attempt(payload)
+                result.retries = attempt
+                break
+            except _Fatal as e:
+                last_error = str(e)
+                result = ChatResult(error=last_error, retries=attempt)
+                break
+            except _Retryable as e:
+                last_error = str(e)
+                if attempt == c.max_retries:
+                    result = ChatResult(error=f"{last_error} (gave up after {attempt + 1} attempts)",
+                                        retries=attempt)
+                    break
+                self.stats["retries"] += 1
+                await asyncio.sleep(self._delay(attempt, e.retry_after))
+            except Exception as e:  # noqa: BLE001 - never let a request crash a run
+                result = ChatResult(error=f"client failure: {type(e).__name__}: {e}", retries=attempt)
+                break
+        result.latency_s = time.perf_counter() - t0
+        self.stats["errors"] += result.error is not None
+        self.stats["tokens_in"] += result.tokens_in
+        self.stats["tokens_out"] += result.tokens_out
+        return result
+
+
+__all__ = ["API_KEY_ENV", "ChatClient", "ChatResult", "ClientConfig", "api_key", "png_data_url", "user_message"]

@@ -1,0 +1,172 @@
+"""Transcripts of external-agent runs, and resuming a killed run from them.
+
+Layout of a run directory ``OUT`` (`TranscriptStore`):
+
+    OUT/run.json                                the run's settings (checked on resume)
+    OUT/results.json                            the results (`normjax.llm.runner`)
+    OUT/transcripts/<norm>/interaction.jsonl    one file per episode ...
+    OUT/transcripts/<norm>/seen_<e>.jsonl       ... e = 0, 1, 2 (protocol order)
+    OUT/transcripts/<norm>/unseen_<e>.jsonl
+    OUT/transcripts/<norm>/<episode>_frames/frame_<t>.png   frames sent to a VLM
+    OUT/transcripts/<norm>/<episode>.jsonl.part             an episode in progress
+
+A finished episode's file is a trajectory file in the export format
+(docs/world.md §12, ``"format": "normjax.trajectory/1"``), readable by any
+JSON Lines reader, with extras: the header carries ``transcript``
+(``"normjax.llm_transcript/1"``), ``name``, ``run`` (model and settings) and
+``result`` (the protocol's raw metrics of the episode and its LLM counters:
+errors, requests, retries, tokens in and out, the belief and confidence it
+ended with, or was given), and every step line carries an ``llm`` object:
+whether the model was asked (``queried``; not while the newcomer's WAIT is
+forced by service or while it is off the grid), the request ``messages``
+(images replaced by their frame file), the raw ``reply``, the parsed
+``action`` and the ``executed`` (effective) one, ``error``, ``warnings``,
+``reasoning``, ``belief`` and ``confidence`` (interaction: the belief held
+after the step), tokens, retries and latency.
+
+While an episode runs, its ``.part`` file receives one ``{"t", "llm"}`` line
+per step (a log to inspect a live or crashed run).  The finished file is
+written at once, through a temporary file and an atomic rename, so a file
+named ``<episode>.jsonl`` is always complete.
+
+**Resume.**  Running again into the same ``OUT`` with the same settings
+(`check_run`: model, prompt mode, temperature, max tokens, protocol seed,
+capacity and interaction length must match; endpoint, concurrency, timeout
+and retries may change) skips every episode whose ``.jsonl`` exists and
+reads its result from the header.  Episodes in progress when the run was
+killed (``.part`` files, frames) are discarded and rerun from their first
+step: the environment is deterministic per episode, so the rerun sees the
+same world as long as the model acts the same.  If a norm's interaction
+episode is rerun, that norm's finished test episodes are discarded too
+(their frozen belief came from the old interaction).  Norms may be added to
+an existing run directory; results always cover the norms requested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+TRANSCRIPT_FORMAT = "normjax.llm_transcript/1"
+RUN_FORMAT = "normjax.llm_run/1"
+# Settings that change what an episode is or how the model is prompted.
+RUN_KEYS = ("model", "text_only", "known_norm", "temperature", "max_tokens", "seed", "capacity",
+            "interaction_steps")
+
+
+def _dumps(obj) -> str:
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False, default=_default)
+
+
+def _default(o):
+    import numpy as np
+
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.bool_):
+        return bool(o)
+    if isinstance(o, (bytes, bytearray)):
+        return f"<{len(o)} bytes>"
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+class TranscriptStore:
+    """Per-episode transcript files under ``OUT/transcripts`` (see the module docstring)."""
+
+    def __init__(self, out_dir):
+        self.out = Path(out_dir)
+        self.root = self.out / "transcripts"
+
+    def path(self, name: str) -> Path:
+        return self.root / f"{name}.jsonl"
+
+    def frames_dir(self, name: str) -> Path:
+        return self.root / f"{name}_frames"
+
+    def frame_file(self, name: str, t: int) -> tuple[Path, str]:
+        """(absolute path, name relative to the transcript's folder) of step t's frame."""
+        rel = f"{Path(name).name}_frames/frame_{t:03d}.png"
+        return self.path(name).parent / rel, rel
+
+    def load(self, name: str) -> dict | None:
+        """The header of a finished episode, or None."""
+        p = self.path(name)
+        if not p.exists():
+            return None
+        with p.open(encoding="utf-8") as f:
+            header = json.loads(f.readline())
+        return header if header.get("transcript") == TRANSCRIPT_FORMAT and "result" in header else None
+
+    def read(self, name: str) -> list[dict]:
+        """All records (header, then steps) of a finished episode."""
+        with self.path(name).open(encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+    def discard(self, name: str) -> None:
+        """Remove an episode's files (finished, partial and frames)."""
+        for p in (self.path(name), self.path(name).with_suffix(".jsonl.part")):
+            p.unlink(missing_ok=True)
+        shutil.rmtree(self.frames_dir(name), ignore_errors=True)
+
+    def start(self, name: str) -> None:
+        """Begin an episode: drop leftovers of an interrupted attempt."""
+        self.discard(name)
+        self.path(name).parent.mkdir(parents=True, exist_ok=True)
+
+    def append(self, name: str, t: int, llm: dict) -> None:
+        with self.path(name).with_suffix(".jsonl.part").open("a", encoding="utf-8") as f:
+            f.write(_dumps({"t": t, "llm": llm}) + "\n")
+
+    def finish(self, name: str, records: list[dict]) -> Path:
+        """Write the finished episode atomically and drop its .part log."""
+        p = self.path(name)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(".jsonl.tmp")
+        with tmp.open("w", encoding="utf-8") as f:
+            for rec in records:
+                f.write(_dumps(rec) + "\n")
+        os.replace(tmp, p)
+        p.with_suffix(".jsonl.part").unlink(missing_ok=True)
+        return p
+
+    def episodes(self, prefix: str = "") -> list[str]:
+        """Names of finished episodes (``<norm>/<episode>``)."""
+        if not self.root.exists():
+            return []
+        return sorted(str(p.relative_to(self.root).with_suffix("")) for p in self.root.glob("*/*.jsonl")
+                      if str(p.relative_to(self.root)).startswith(prefix))
+
+
+def transcript_records(trajectory: list[dict], llm_steps: dict[int, dict], extra_header: dict) -> list[dict]:
+    """Merge `normjax.interop.export.trajectory_records` output with per-step LLM records."""
+    header = {**trajectory[0], "transcript": TRANSCRIPT_FORMAT, **extra_header}
+    steps = [{**rec, "llm": llm_steps.get(rec["t"])} for rec in trajectory[1:]]
+    return [header, *steps]
+
+
+def check_run(out_dir, settings: dict, resume: bool = True) -> None:
+    """Write ``OUT/run.json``, or check that an existing run used the same settings.
+
+    Raises ValueError naming the differing settings (use a new --out, or the
+    same settings).  With `resume` False an existing run directory is an error.
+    """
+    out = Path(out_dir)
+    p = out / "run.json"
+    if p.exists():
+        if not resume:
+            raise ValueError(f"{out} already holds a run; resume it or choose a new output directory")
+        old = json.loads(p.read_text())
+        diff = [k for k in RUN_KEYS if old.get(k) != settings.get(k)]
+        if diff:
+            details = ", ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in diff)
+            raise ValueError(f"{out} holds a run with other settings ({details}); use a new output directory")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    p.write_text(json.dumps({"format": RUN_FORMAT, **settings}, indent=1))
+
+
+__all__ = ["RUN_FORMAT", "RUN_KEYS", "TRANSCRIPT_FORMAT", "TranscriptStore", "check_run", "transcript_records"]

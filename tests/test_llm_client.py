@@ -1,0 +1,163 @@
+"""normjax.llm.client against a fake OpenAI-compatible server on 127.0.0.1:
+retries on 429 / 5xx / timeouts / malformed bodies with back-off, no retry on
+other 4xx, token accounting, the concurrency limit, image content parts, the
+API key from the environment only, and no hang or crash on a dead endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import faulthandler
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from normjax.llm.client import ChatClient, ClientConfig, user_message
+from tests.fake_openai import FakeOpenAI, Reply
+
+
+@pytest.fixture(autouse=True)
+def _bounded():
+    faulthandler.dump_traceback_later(120, exit=True)  # a hang fails the run instead of blocking it
+    yield
+    faulthandler.cancel_dump_traceback_later()
+
+
+def chat(url, messages, bound=30.0, **cfg):
+    cfg = dict(dict(model="fake", timeout=2.0, max_retries=2, backoff=0.01, max_backoff=0.05), **cfg)
+
+    async def main():
+        async with ChatClient(ClientConfig(base_url=url, **cfg)) as c:
+            if isinstance(messages, list) and messages and isinstance(messages[0], list):
+                results = await asyncio.gather(*(c.chat(m) for m in messages))
+            else:
+                results = await c.chat(messages)
+            return results, dict(c.stats)
+
+    return asyncio.run(asyncio.wait_for(main(), bound))
+
+
+MSG = [{"role": "user", "content": "hello"}]
+
+
+def test_success_and_usage():
+    with FakeOpenAI(lambda p, a: Reply("hi there")) as srv:
+        r, stats = chat(srv.base_url, MSG)
+    assert r.error is None and r.text == "hi there" and r.retries == 0
+    assert r.tokens_in == srv.log[0]["usage"]["prompt_tokens"] and r.tokens_out == srv.log[0]["usage"]["completion_tokens"]
+    p = srv.log[0]["payload"]
+    assert p["model"] == "fake" and p["messages"] == MSG and p["temperature"] == 0.7 and p["max_tokens"] == 4048
+    assert stats["requests"] == 1 and stats["attempts"] == 1 and stats["errors"] == 0
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 429])
+def test_retryable_status_then_success(status):
+    with FakeOpenAI(lambda p, a: Reply(status=status) if a < 2 else Reply("ok")) as srv:
+        r, stats = chat(srv.base_url, MSG)
+    assert r.error is None and r.text == "ok" and r.retries == 2
+    assert stats["attempts"] == 3 and stats["retries"] == 2 and len(srv.log) == 3
+
+
+def test_gives_up_after_max_retries():
+    with FakeOpenAI(lambda p, a: Reply(status=500)) as srv:
+        r, stats = chat(srv.base_url, MSG, max_retries=3)
+    assert r.text is None and "HTTP 500" in r.error and "4 attempts" in r.error
+    assert len(srv.log) == 4 and stats["errors"] == 1 and r.retries == 3
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 422])
+def test_client_errors_are_not_retried(status):
+    with FakeOpenAI(lambda p, a: Reply(status=status)) as srv:
+        r, _ = chat(srv.base_url, MSG)
+    assert f"HTTP {status}" in r.error and len(srv.log) == 1
+
+
+@pytest.mark.parametrize("body", [b"not json", b"{}", b'{"choices": []}', b'{"choices": [{"message": {}}]}',
+                                  b'{"choices": [{"message": {"content": 5}}]}'])
+def test_malformed_bodies_are_retried_then_errors(body):
+    with FakeOpenAI(lambda p, a: Reply(body=body)) as srv:
+        r, _ = chat(srv.base_url, MSG, max_retries=1)
+    assert r.error is not None and "malformed" in r.error and len(srv.log) == 2
+
+
+def test_timeout_is_retried_and_bounded():
+    with FakeOpenAI(lambda p, a: Reply("late", delay=1.0) if a == 0 else Reply("fast")) as srv:
+        r, _ = chat(srv.base_url, MSG, timeout=0.3)
+    assert r.error is None and r.text == "fast" and r.retries == 1
+    with FakeOpenAI(lambda p, a: Reply("late", delay=1.0)) as srv:
+        t0 = time.perf_counter()
+        r, _ = chat(srv.base_url, MSG, timeout=0.3, max_retries=1)
+        wall = time.perf_counter() - t0
+    assert r.text is None and "timeout" in r.error and wall < 2.0
+
+
+def test_dead_endpoint_is_an_error_not_a_crash():
+    with socket.socket() as s:  # a free port that nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    r, stats = chat(f"http://127.0.0.1:{port}/v1", MSG, max_retries=2)
+    assert r.text is None and "connection error" in r.error and stats["attempts"] == 3
+
+
+def test_concurrency_limit():
+    with FakeOpenAI(lambda p, a: Reply("ok", delay=0.15)) as srv:
+        msgs = [[{"role": "user", "content": f"m{i}"}] for i in range(12)]
+        results, _ = chat(srv.base_url, msgs, concurrency=3)
+    assert all(r.error is None for r in results)
+    assert srv.max_inflight <= 3 and len(srv.log) == 12
+
+
+def test_retry_after_header_is_honoured_up_to_the_cap():
+    with FakeOpenAI(lambda p, a: Reply(status=429, headers={"Retry-After": "0.3"}) if a == 0 else Reply("ok")) as srv:
+        t0 = time.perf_counter()
+        r, _ = chat(srv.base_url, MSG, backoff=0.0, max_backoff=1.0)
+        wall = time.perf_counter() - t0
+    assert r.error is None and wall >= 0.2
+
+
+def test_images_as_content_parts():
+    png = b"\x89PNG\r\n\x1a\nfake"
+    msg = user_message("look", [png])
+    assert msg["content"][0] == {"type": "text", "text": "look"}
+    url = msg["content"][1]["image_url"]["url"]
+    assert url.startswith("data:image/png;base64,") and base64.b64decode(url.split(",", 1)[1]) == png
+    assert user_message("plain") == {"role": "user", "content": "plain"}
+    with FakeOpenAI(lambda p, a: Reply("seen")) as srv:
+        r, _ = chat(srv.base_url, [msg])
+    assert r.text == "seen" and srv.log[0]["payload"]["messages"][0]["content"][1]["image_url"]["url"] == url
+
+
+def test_api_key_only_from_the_environment(monkeypatch):
+    monkeypatch.delenv("NORMJAX_LLM_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeOpenAI(lambda p, a: Reply("x")) as srv:
+        chat(srv.base_url, MSG)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-fallback")
+        chat(srv.base_url, MSG)
+        monkeypatch.setenv("NORMJAX_LLM_API_KEY", "sk-normjax")
+        chat(srv.base_url, MSG)
+    assert [e["auth"] for e in srv.log] == [None, "Bearer sk-fallback", "Bearer sk-normjax"]
+    from normjax.cli import build_parser
+
+    assert "--api-key" not in build_parser()._subparsers._group_actions[0].choices["llm-eval"].format_help()
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(base_url="127.0.0.1:8000"), "http://"), (dict(model=""), "model"), (dict(concurrency=0), ">= 1"),
+    (dict(timeout=0), "timeout"), (dict(temperature=3.0), "temperature"), (dict(max_retries=-1), "max_retries"),
+])
+def test_config_validation(kwargs, fragment):
+    cfg = {"base_url": "http://127.0.0.1:1/v1", "model": "m", **kwargs}
+    with pytest.raises(ValueError, match=fragment):
+        ClientConfig(**cfg)
+
+
+def test_import_without_httpx_names_the_extra():
+    code = ("import sys; sys.modules['httpx'] = None\n"
+            "import normjax.llm.parse, normjax.llm.prompts  # these do not need it\n"
+            "try:\n    import normjax.llm.client\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert 'pip install "normjax[llm]"' in out.stdout, out.stderr

@@ -1,0 +1,270 @@
+"""normjax.llm.runner end to end.
+
+* The oracle and blind state policies, wrapped as external agents, reproduce
+  the protocol's per-episode numbers exactly (the same seeds, groups,
+  scenarios and key splits as `normjax.protocol.run_episode`).
+* A scripted fake OpenAI-compatible server (tests/fake_openai.py) answers
+  with malformed JSON, invalid actions, HTTP 500 and 429, slow replies past
+  the timeout and garbage bodies: the run completes, every error is counted
+  where the script says it must be, and the newcomer WAITs on each.
+* Transcripts, resume after a simulated kill, frames for VLMs, the judge
+  export / import, and the CLI.
+
+All runs use one norm or the five of SUBSET, so every batch pads to the same
+32 rows and the compiled step is shared by all tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import faulthandler
+import functools
+import io
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from normjax import constants as C
+from normjax.community.planner import plan_actions
+from normjax.env import blind_policy, oracle_policy
+from normjax.llm.agents import LLMAgent, StatePolicyAgent
+from normjax.llm.client import ChatClient, ClientConfig
+from normjax.llm.judge import export_judge_prompts, import_judge_scores
+from normjax.llm.runner import run_protocol, run_protocol_async
+from normjax.llm.transcripts import TranscriptStore
+from normjax.protocol.runner import format_table, run_episode, summarize
+from normjax.protocol.seeds import test_episodes as protocol_episodes
+from tests.fake_openai import ERROR_CATEGORIES, FakeOpenAI, category, chaos, prompt_text
+
+SUBSET = [0, 12, 23, 39, 44]  # one or two norms per family
+NORM = "forbidden_zone_q"
+SETTINGS = dict(model="fake", text_only=True, known_norm=False, temperature=0.7, max_tokens=4048)
+
+
+@pytest.fixture(autouse=True)
+def _bounded():
+    faulthandler.dump_traceback_later(300, exit=True)  # a hang fails the run instead of blocking it
+    yield
+    faulthandler.cancel_dump_traceback_later()
+
+
+@functools.lru_cache(maxsize=None)
+def _reference():
+    """run_episode (what `normjax.protocol.evaluate` runs) for oracle and blind, one program."""
+    eps = protocol_episodes(SUBSET)
+
+    def one(aware, key, lay, nid, grp):
+        def policy(k, s, p):  # aware: oracle_policy; not aware: blind_policy
+            return plan_actions(k, s, p, (jnp.arange(s.agents.active.shape[0]) == 0) & aware)[0]
+
+        return run_episode(policy, key, lay, nid, grp)
+
+    col = lambda f: jnp.asarray([f(e) for e in eps] * 2)  # noqa: E731
+    out = jax.jit(jax.vmap(one))(jnp.asarray([True] * len(eps) + [False] * len(eps)),
+                                 jnp.stack([jax.random.PRNGKey(e["seed"]) for e in eps] * 2),
+                                 col(lambda e: e["layout_id"]), col(lambda e: e["norm_id"]), col(lambda e: e["group"]))
+    out = {k: np.asarray(v) for k, v in out.items()}
+    n = len(eps)
+    return {name: (summarize(eps, {k: v[sl] for k, v in out.items()}), out["waits"][sl])
+            for name, sl in (("oracle", slice(0, n)), ("blind", slice(n, None)))}
+
+
+@pytest.mark.parametrize("name, policy", [("oracle", oracle_policy), ("blind", blind_policy)])
+def test_state_policies_reproduce_the_protocol_exactly(name, policy):
+    want, waits = _reference()[name]
+    got = run_protocol(StatePolicyAgent(policy), SUBSET, interaction_steps=0)
+    assert len(got["episodes"]) == len(want["episodes"]) == 30
+    for g, w, wt in zip(got["episodes"], want["episodes"], waits):
+        assert {k: g[k] for k in w} == w  # every per-episode number, exactly
+        assert g["waits"] == int(wt) and g["errors"] == 0 and g["decisions"] > 0
+    for cond in ("seen", "unseen"):
+        assert got[cond] == want[cond]
+    assert format_table(got) == format_table(want)
+    joint = 100.0 if name == "oracle" else 0.0
+    assert got["seen"]["overall"]["joint"] == joint and got["unseen"]["overall"]["task"] == 100.0
+
+
+def _run(url, out, agent_wrap=None, norms=(NORM,), interaction_steps=40, text_only=True, **cfg):
+    cfg = dict(dict(model="fake", timeout=0.5, max_retries=2, backoff=0.01, max_backoff=0.05, concurrency=16), **cfg)
+
+    async def main():
+        async with ChatClient(ClientConfig(base_url=url, **cfg)) as client:
+            agent = LLMAgent(client, text_only=text_only)
+            if agent_wrap is not None:
+                agent = agent_wrap(agent)
+            result = await run_protocol_async(agent, list(norms), interaction_steps=interaction_steps, out=out,
+                                              settings=dict(SETTINGS, text_only=text_only))
+            return result, dict(client.stats)
+
+    return asyncio.run(asyncio.wait_for(main(), 240))
+
+
+@functools.lru_cache(maxsize=None)
+def _chaos_run(tmp_root):
+    with FakeOpenAI(chaos()) as srv:
+        result, stats = _run(srv.base_url, f"{tmp_root}/chaos")
+        return result, stats, list(srv.log)
+
+
+@pytest.fixture(scope="module")
+def chaos_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("llm")
+    return (*_chaos_run(str(root)), root / "chaos")
+
+
+def test_fake_server_run_counts_errors_and_retries(chaos_run):
+    result, stats, log, out = chaos_run
+    store = TranscriptStore(out)
+    names = store.episodes()
+    assert names == sorted(f"{NORM}/{e}" for e in ["interaction", "seen_0", "seen_1", "seen_2", "unseen_0",
+                                                   "unseen_1", "unseen_2"])
+    seen_kinds, errors, requests = set(), 0, 0
+    for name in names:
+        records = store.read(name)
+        header, steps = records[0], records[1:]
+        assert header["format"] == "normjax.trajectory/1" and header["transcript"] == "normjax.llm_transcript/1"
+        n_err = 0
+        for rec in steps:
+            llm = rec["llm"]
+            assert rec["agents"][0]["slot"] == 0 and "sanctioned" in rec["agents"][0]
+            if llm is None or not llm["queried"]:
+                continue
+            kind = category(prompt_text({"messages": llm["messages"]}))
+            seen_kinds.add(kind)
+            assert (llm["error"] is not None) == (kind in ERROR_CATEGORIES), (name, rec["t"], kind, llm["error"])
+            if llm["error"] is not None:
+                n_err += 1
+                assert llm["action"] == C.WAIT and llm["executed"] == C.WAIT  # the newcomer waits
+                assert rec["agents"][0]["action"] == C.WAIT
+            # scripted failures are retried as often as scripted (a reply delayed by a loaded machine may add one)
+            assert {"http500": 1, "http429": 2, "garbage": 1, "slow": 2}.get(kind, 0) <= llm["retries"] <= 2
+        assert n_err == header["result"]["llm"]["errors"]
+        errors += n_err
+        requests += header["result"]["llm"]["requests"]
+    assert set(ERROR_CATEGORIES) | {"http500", "http429", "ok"} <= seen_kinds  # the script exercised them
+    assert result["llm"]["errors"] == errors > 0 and result["llm"]["requests"] == requests == stats["requests"]
+    assert result["llm"]["retries"] == stats["retries"] > 0 and stats["attempts"] == len(log)
+    ok = [e["usage"] for e in log if e["usage"] is not None and e["delay"] == 0]
+    assert result["llm"]["tokens_in"] == sum(u["prompt_tokens"] for u in ok)
+    assert result["llm"]["tokens_out"] == sum(u["completion_tokens"] for u in ok)
+    rows = result["episodes"]
+    assert len(rows) == 6 and sum(r["errors"] for r in rows) + result["interaction"][0]["errors"] == errors
+    assert all(r["belief"] == result["interaction"][0]["belief"] for r in rows)  # frozen belief
+    assert result["interaction"][0]["belief"] in ("Agents avoid the marked zone Q.", "?")
+    assert result["seen"]["overall"]["task"] > 0  # the scripted navigator reaches its goals
+    on_disk = json.loads((out / "results.json").read_text())
+    assert on_disk["llm"] == result["llm"] and "seen" in format_table(on_disk)
+
+
+def test_judge_export_and_import(chaos_run, tmp_path):
+    result, _, _, out = chaos_run
+    path = export_judge_prompts(out)
+    prompts = [json.loads(x) for x in path.read_text().splitlines()]
+    assert prompts and {p["norm"] for p in prompts} == {NORM}
+    for p in prompts:
+        assert p["description"] in p["messages"][1]["content"] and p["belief"] in p["messages"][1]["content"]
+        assert "7 = the same rule" in p["messages"][1]["content"]
+    scores = tmp_path / "scores.jsonl"
+    lines = [json.dumps({"id": p["id"], "score": 7 if "zone Q" in p["belief"] else None,
+                         "reply": f'```json\n{{"score": 2, "rationale": "r"}}\n```'}) for p in prompts]
+    scores.write_text("\n".join(lines + ["not json", json.dumps({"id": "x", "score": 9})]) + "\n")
+    acc = import_judge_scores(out, scores)
+    assert acc["judged"] == len(prompts) and acc["missing"] == [] and acc["invalid_lines"] == 2
+    steps = TranscriptStore(out).read(f"{NORM}/interaction")[1:]
+    want = []
+    for rec in steps:
+        b = (rec["llm"] or {}).get("belief")
+        want.append(1 if not b else (7 if "zone Q" in b else 2))
+    assert acc["curve"]["t"] == list(range(40)) and acc["curve"]["mean_score"] == want
+    assert acc["curve"]["correct_share"] == [float(s >= 6) for s in want]
+
+
+class _Killer:
+    """Wraps an agent and raises (like a killed process) on its n-th test-stage call."""
+
+    def __init__(self, agent, n):
+        self.agent, self.n, self.calls = agent, n, 0
+        self.wants_frames, self.wants_intents = agent.wants_frames, agent.wants_intents
+
+    async def act(self, turns, ctx):
+        if turns[0].phase != "interaction":
+            self.calls += 1
+            if self.calls == self.n:
+                raise RuntimeError("simulated kill")
+        return await self.agent.act(turns, ctx)
+
+
+def test_resume_after_a_kill(tmp_path):
+    out = tmp_path / "run"
+    with FakeOpenAI(chaos()) as srv:
+        with pytest.raises(RuntimeError, match="simulated kill"):
+            _run(srv.base_url, out, agent_wrap=lambda a: _Killer(a, 6), interaction_steps=10)
+        store = TranscriptStore(out)
+        assert store.episodes() == [f"{NORM}/interaction"]
+        assert len(list((out / "transcripts" / NORM).glob("*.jsonl.part"))) == 6  # tests in progress
+        before = len(srv.log)
+        resumed, _ = _run(srv.base_url, out, interaction_steps=10)
+        new = srv.log[before:]
+        assert new and not any("Your goal in this interactive stage" in e["prompt"] for e in new)  # interaction not rerun
+        assert len(store.episodes()) == 7 and not list(out.rglob("*.part"))
+        before = len(srv.log)
+        again, _ = _run(srv.base_url, out, interaction_steps=10)
+        assert len(srv.log) == before  # everything finished: no request at all
+        assert again["episodes"] == resumed["episodes"] and again["interaction"] == resumed["interaction"]
+    with pytest.raises(ValueError, match="other settings"):
+        asyncio.run(run_protocol_async(StatePolicyAgent(oracle_policy), [NORM], interaction_steps=10, out=out,
+                                       settings=dict(SETTINGS, model="another")))
+
+
+def test_vlm_frames(tmp_path):
+    out = tmp_path / "vlm"
+    with FakeOpenAI(chaos(transport_errors=False)) as srv:
+        result, _ = _run(srv.base_url, out, interaction_steps=4, text_only=False)
+        log = list(srv.log)
+    from PIL import Image
+
+    urls = [p["image_url"]["url"] for e in log for p in e["payload"]["messages"][-1]["content"]
+            if p.get("type") == "image_url"]
+    assert len(urls) == len(log) > 0
+    im = Image.open(io.BytesIO(base64.b64decode(urls[0].split(",", 1)[1])))
+    assert im.format == "PNG" and im.size[0] > 15 * 32 and im.size[1] > 11 * 32
+    assert "You are shown an image" in log[0]["payload"]["messages"][0]["content"]
+    store = TranscriptStore(out)
+    rec = next(r for r in store.read(f"{NORM}/seen_0")[1:] if r["llm"] and r["llm"]["queried"])
+    ref = rec["llm"]["messages"][1]["content"][1]["image_url"]["url"]
+    frame = store.path(f"{NORM}/seen_0").parent / ref
+    assert ref.startswith("seen_0_frames/frame_") and frame.exists()
+    assert Image.open(frame).size == im.size
+    assert result["llm"]["requests"] == len({e["prompt"] for e in log})  # one request per prompt (retries aside)
+
+
+def test_cli_llm_eval(tmp_path, capsys):
+    from normjax.cli import main
+
+    out = tmp_path / "cli"
+    assert main(["llm-eval", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--norms", "no_such_norm",
+                 "--out", str(out)]) == 2
+    assert "valid names are: forbidden_zone_q" in capsys.readouterr().err and not out.exists()
+    assert main(["llm-eval", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--concurrency", "0",
+                 "--out", str(out)]) == 2
+    with FakeOpenAI(chaos(transport_errors=False)) as srv:  # the CLI's back-off is seconds long
+        argv = ["llm-eval", "--base-url", srv.base_url, "--model", "fake", "--norms", NORM, "--text-only",
+                "--timeout", "0.5", "--max-retries", "2", "--concurrency", "8", "--out", str(out)]
+        assert main(argv) == 0
+        text = capsys.readouterr().out
+        assert "seen     overall" in text and "llm: {" in text
+        result = json.loads((out / "results.json").read_text())
+        assert result["meta"]["interaction_steps"] == 200 and len(result["episodes"]) == 6
+        prompts = [json.loads(x) for x in (out / "judge_prompts.jsonl").read_text().splitlines()]
+        scores = tmp_path / "scores.jsonl"
+        scores.write_text("".join(json.dumps({"id": p["id"], "score": 5}) + "\n" for p in prompts))
+        before = len(srv.log)
+        assert main(argv + ["--judge-scores", str(scores)]) == 0
+        assert len(srv.log) == before  # import only: the finished run makes no request
+    result = json.loads((out / "results.json").read_text())
+    curve = result["belief_accuracy"]["curve"]
+    assert len(curve["t"]) == 200 and set(curve["mean_score"]) <= {1.0, 5.0} and curve["mean_score"][-1] == 5.0
