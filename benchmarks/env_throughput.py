@@ -47,9 +47,10 @@ from normjax.world.step import reset_world  # noqa: E402
 CAPACITY = 10
 
 
-def batch_params(batch: int):
-    """Training-phase params on the cafe, norm i % 50 for env i."""
-    p = phase_params("train", 0, 0)
+def batch_params(batch: int, static_layout: bool = False):
+    """Training-phase params on the cafe, norm i % 50 for env i (`static_layout`:
+    the single-layout fast path, tables as compile-time constants)."""
+    p = phase_params("train", 0, 0, static_layout=static_layout)
     p = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + jnp.shape(x)), p)
     return p.replace(norm_id=(jnp.arange(batch) % 50).astype(jnp.int32))
 
@@ -84,14 +85,14 @@ def make_rollout(n_steps: int):
     return jax.jit(jax.vmap(one_env))
 
 
-def bench_env(batches, steps_for):
+def bench_env(batches, steps_for, static_layout=False):
     rows = []
     fns = {}
     for batch in batches:
         n_steps = steps_for(batch)
         fn = fns.setdefault(n_steps, make_rollout(n_steps))
         keys = jax.random.split(jax.random.PRNGKey(0), batch)
-        params = batch_params(batch)
+        params = batch_params(batch, static_layout)
         state = block(batch_reset(keys, params))
         run_keys = jax.random.split(jax.random.PRNGKey(1), batch)
         t0 = time.perf_counter()
@@ -154,15 +155,18 @@ def main(argv=None):
                     help="cap on batch x steps per timed call (large batches scan fewer steps)")
     ap.add_argument("--protocol", action="store_true", help="also time normjax.protocol.evaluate")
     ap.add_argument("--name", default="env_throughput", help="result file name (without extension)")
+    ap.add_argument("--static-layout", action="store_true",
+                    help="single-layout fast path (WorldParams.static_layout): the layout's tables as constants")
     args = ap.parse_args(argv)
 
     def steps_for(batch):
         return max(5, min(args.steps, args.max_env_steps // batch))
 
-    rows = bench_env(args.batches, steps_for)
+    rows = bench_env(args.batches, steps_for, args.static_layout)
     payload = {
         "what": "full env step (normjax.env.env_step): community planner + world step + observation; random newcomer; "
                 "K=10; cafe; train-phase params; norms mixed (env i -> norm i % 50)",
+        "static_layout": args.static_layout,
         "rows": rows,
     }
     if args.protocol:

@@ -161,10 +161,10 @@ def episode_norm_per_action(lt1, ctx, state: WorldState, norm_id):
 
 def plan_actions(key, state: WorldState, params: WorldParams, aware):
     """Actions [K] of the norm-aware (aware=True) / norm-blind planner per slot."""
-    lt = world_tables().at(params.layout_id)
+    lt = world_tables().at(params.layout)
     # Gather single entries from the stacked tables: slicing one layout's
     # [V, 165, 165] block would copy it per environment under vmap.
-    lid = params.layout_id
+    lid = params.layout
     rows = route_rows()  # [L, V, 165 (from), 165 (target)] uint8
     corridors = corridor_tables()  # [L, V, 165]
     ag = state.agents

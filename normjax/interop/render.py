@@ -80,7 +80,7 @@ def _blend(img, cond, mask, rgb):
 def _cell_layout(params: WorldParams):
     """Per-cell tile index [H, W] and chair mask [H, W] of the episode's layout (docs/world.md §1)."""
     tab = world_tables()
-    lid = params.layout_id
+    lid = params.layout
     kind = tab.kind[lid].astype(jnp.int32)
     zq, zr, doors = tab.zone_q[lid], tab.zone_r[lid], tab.doors[lid]
     rows = jnp.arange(C.H)[:, None]

@@ -99,7 +99,7 @@ def init_stage(episodes: list[dict], capacity: int, steps: int):
 
 def _view_one(key, state, params, intents: bool):
     kc, _, _ = jax.random.split(key, 3)
-    lt = world_tables().at(params.layout_id)
+    lt = world_tables().at(params.layout)
     ag = state.agents
     on_goal = tasks.on_goal1(lt, ag.goal_kind, ag.goal_cell, ag.pos)
     out = {"in_service": ag.active[0] & (ag.leg[0] == 0) & on_goal[0]}

@@ -84,7 +84,7 @@ def build_test_episode(key, layout_id, norm_id, newcomer_group, config: WorldCon
     tab = scenario_tables()
     ix = (params.layout_id, params.norm_id, jnp.asarray(newcomer_group, jnp.int32))
     g = lambda name: tab[name][ix]  # noqa: E731
-    lt = world_tables().at(params.layout_id)
+    lt = world_tables().at(params.layout)
     ag = state.agents
     k = ag.active.shape[0]
     idx = jnp.arange(k)
@@ -182,9 +182,9 @@ def release_holds(state: WorldState, params: WorldParams) -> WorldState:
     ag = state.agents
     tab = scenario_tables()
     nid = jnp.maximum(params.norm_id, 0)
-    rel = tab["release"][params.layout_id, nid]
-    near_last = tab["near_last"][params.layout_id, nid]
-    lt = world_tables().at(params.layout_id)
+    rel = tab["release"][params.layout, nid]
+    near_last = tab["near_last"][params.layout, nid]
+    lt = world_tables().at(params.layout)
     p = ag.pos[0]
     queue = norm_row(params.norm_id, "queue_path")  # -1 unless a queue norm
     j = jnp.maximum(queue, 0)

@@ -54,7 +54,7 @@ def layout_plane(lt: LayoutTables):
 
 def observe(state: WorldState, params: WorldParams, slot: int = 0) -> Observation:
     """docs/world.md §10 observation of agent `slot` (the newcomer by default)."""
-    lt = world_tables().at(params.layout_id)
+    lt = world_tables().at(params.layout)
     ag = state.agents
     k = ag.active.shape[0]
     me = jnp.arange(k) == slot

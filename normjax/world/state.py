@@ -58,6 +58,17 @@ class WorldParams:
     turnover_delay: jax.Array  # int32 [2]: refill delay range [lo, hi] in steps
     n_blind: jax.Array  # int32: background slots 1..n_blind use the norm-blind planner
     min_agents: jax.Array  # int32: the episode uses m in [min_agents, K] slots (docs/world.md §2)
+    # Static (not traced): >= 0 promises that every environment stepped with these
+    # params uses this layout, so the layout's tables are compile-time constants
+    # (gathers from constants instead of per-environment copies under vmap: the
+    # single-layout fast path, e.g. DQN training on the cafe).  -1: the traced
+    # `layout_id` decides, and a batch may mix layouts.
+    static_layout: int = struct.field(pytree_node=False, default=-1)
+
+    @property
+    def layout(self):
+        """The layout index to read tables with: the static one when promised."""
+        return self.static_layout if self.static_layout >= 0 else self.layout_id
 
 
 def make_params(
@@ -71,6 +82,7 @@ def make_params(
     turnover_delay: tuple[int, int] = (1, 5),
     n_blind: int = 0,
     min_agents: int = 6,
+    static_layout: bool = False,
 ) -> WorldParams:
     """Build WorldParams from plain values, validating them before any tracing."""
     if reward_condition not in REWARD_CONDITIONS:
@@ -107,6 +119,7 @@ def make_params(
         turnover_delay=jnp.asarray([lo, hi], dtype=jnp.int32),
         n_blind=jnp.int32(n_blind),
         min_agents=jnp.int32(min_agents),
+        static_layout=int(layout) if static_layout else -1,
     )
 
 

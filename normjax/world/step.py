@@ -140,7 +140,7 @@ def reset_world(key, params: WorldParams, config: WorldConfig = WorldConfig()) -
     a random step in [0, 2i).  Slots 1..n_blind are norm-blind (docs/world.md §9).
     """
     k = config.capacity
-    lt = world_tables().at(params.layout_id)
+    lt = world_tables().at(params.layout)
     km, ks, kr = jax.random.split(key, 3)
     idx = jnp.arange(k)
     m = jax.random.randint(km, (), jnp.minimum(params.min_agents, k), k + 1)
@@ -157,7 +157,7 @@ def reset_world(key, params: WorldParams, config: WorldConfig = WorldConfig()) -
 
 def step_world(key, state: WorldState, actions, params: WorldParams):
     """One world step for a joint action [K]. Returns (state, StepInfo)."""
-    lt = world_tables().at(params.layout_id)
+    lt = world_tables().at(params.layout)
     ag = state.agents
     k = ag.active.shape[0]
     k_move, k_refill = jax.random.split(key)
