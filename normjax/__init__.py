@@ -13,13 +13,17 @@ the keyword arguments of `normjax.env.make`.  Pure-JAX wrappers (auto-reset,
 episode statistics, flat or dict observations) live in `normjax.wrappers`.
 """
 
-from normjax.env import NormGymEnv, env_step
-from normjax.layouts import LAYOUTS, LayoutError, get_layout, load_layout
-from normjax.norms import NORMS, get_norm, norm_id
-from normjax.registration import env_id, make, registered_envs
-from normjax.world.observation import Observation, obs_size, observe
-from normjax.world.state import WorldConfig, WorldParams, WorldState, make_params
-from normjax.world.step import StepInfo, reset_world, step_world
+from normjax.xla_cpu import use_unrolled_threefry
+
+use_unrolled_threefry()  # same random bits, fewer loops on CPU (normjax/xla_cpu.py)
+
+from normjax.env import NormGymEnv, env_step  # noqa: E402
+from normjax.layouts import LAYOUTS, LayoutError, get_layout, load_layout  # noqa: E402
+from normjax.norms import NORMS, get_norm, norm_id  # noqa: E402
+from normjax.registration import env_id, make, registered_envs  # noqa: E402
+from normjax.world.observation import Observation, obs_size, observe  # noqa: E402
+from normjax.world.state import WorldConfig, WorldParams, WorldState, make_params  # noqa: E402
+from normjax.world.step import StepInfo, reset_world, step_world  # noqa: E402
 
 __version__ = "0.1.0"
 
