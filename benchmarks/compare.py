@@ -14,6 +14,8 @@ Programs (`--only` selects by group: normjax, xminigrid, gymnax):
                      (scripted community planner + world step + newcomer observation),
                      K = 10, norms mixed across the batch (env i -> norm i % 50). No auto-reset
                      (NormGymEnv.step has none; 200-step training episodes outlast the scan).
+  normjax-full-static  the same with `make(..., static_layout=True)`: every env on the cafe,
+                     its tables compile as constants (the single-layout path the trainer uses).
   normjax-full-ar    the same step followed by a gymnax-style auto-reset (the reset is
                      computed every step and selected where the episode ended), which is what
                      the XLand-MiniGrid (GymAutoResetWrapper) and gymnax steps below pay.
@@ -65,7 +67,7 @@ from benchmarks.common import RESULTS, best_of, block, compile_timed, save  # no
 
 BENCH_HINT = 'pip install -e ".[bench]"'
 GROUPS = ("normjax", "xminigrid", "gymnax")
-NORMJAX_ENVS = ("normjax-full", "normjax-full-ar", "normjax-world")
+NORMJAX_ENVS = ("normjax-full", "normjax-full-static", "normjax-full-ar", "normjax-world")
 # (numerator, denominator) pairs of the printed ratios.
 RATIO_PAIRS = [(num, den) for num in NORMJAX_ENVS for den in ("xland-empty-8x8", "xland-r1-9x9", "gymnax-cartpole")]
 PACKAGES = ("normjax", "jax", "jaxlib", "flax", "xminigrid", "gymnax", "gymnasium")
@@ -124,6 +126,9 @@ def normjax_programs(batch: int) -> list[Program]:
         state, info = step_world(key, state, actions, p)
         return state, info.reward[0]
 
+    static_env = make(layout="cafe", norm=None, phase="train", static_layout=True)
+    static_params = _batched(static_env.default_params, batch).replace(norm_id=params.norm_id)
+
     common = dict(group="normjax", reset=reset, action=scalar_action, params=params,
                   notes={"layout": "cafe", "capacity": env.capacity, "phase": "train",
                          "norms": "env i -> norm i % 50"})
@@ -131,6 +136,9 @@ def normjax_programs(batch: int) -> list[Program]:
         Program(name="normjax-full", label="normjax full step", step=full,
                 what="NormGymEnv.step: community planner + world step (50 norms mixed) + observation; no auto-reset",
                 **common),
+        Program(name="normjax-full-static", label="normjax full step, single-layout path", step=full,
+                what="as normjax-full with make(..., static_layout=True): the cafe's tables as compile-time "
+                     "constants (the DQN trainer's path)", **dict(common, params=static_params)),
         Program(name="normjax-full-ar", label="normjax full step + auto-reset", step=full_autoreset,
                 what="NormGymEnv.step, then env.reset computed every step and selected on terminated|truncated "
                      "(gymnax-style auto-reset)", **common),

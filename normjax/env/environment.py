@@ -52,6 +52,10 @@ class NormGymEnv:
     capacity: int = 10
     phase: str = "train"
     reward_condition: str = "sparse_penalty"
+    # Single-layout fast path (WorldParams.static_layout): `default_params` promise
+    # this env's layout, so its tables compile as constants.  Keep False to step
+    # params whose `layout_id` you change (e.g. a batch mixing layouts).
+    static_layout: bool = False
 
     def __post_init__(self):
         _layout_id(self.layout)  # clear errors before any tracing
@@ -67,7 +71,7 @@ class NormGymEnv:
     def default_params(self) -> WorldParams:
         return phase_params(
             self.phase, _layout_id(self.layout), _norm_id(self.norm),
-            reward_condition=self.reward_condition,
+            reward_condition=self.reward_condition, static_layout=self.static_layout,
         )
 
     @property
@@ -94,7 +98,7 @@ class NormGymEnv:
 
 
 def make(layout: str = "cafe", norm: str | int | None = None, capacity: int = 10,
-         phase: str = "train", reward_condition: str = "sparse_penalty") -> NormGymEnv:
+         phase: str = "train", reward_condition: str = "sparse_penalty", static_layout: bool = False) -> NormGymEnv:
     """Build an environment; names are validated here, before any tracing."""
     return NormGymEnv(layout=layout, norm=norm, capacity=capacity, phase=phase,
-                      reward_condition=reward_condition)
+                      reward_condition=reward_condition, static_layout=static_layout)
