@@ -171,7 +171,10 @@ def figures(result: dict, out_dir) -> list[Path]:
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("posterior on the true norm")
-    axes[0].legend(loc="lower right")
+    for ax in axes:
+        if ax.has_data():
+            ax.legend(loc="lower right")
+            break
     fig.suptitle(f"Ideal observer, interaction phase (eps={result['eps']}, {result['source']} evidence, "
                  f"newcomer {result['learner']})")
     fig.tight_layout()

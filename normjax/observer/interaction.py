@@ -75,12 +75,24 @@ def _prepare(learn_act, eps, source, key, norm_id, config):
     return learn(key, norm_id, learn_act, eps, source, config)[0]
 
 
+@functools.lru_cache(maxsize=None)
+def _prepare_fn(learner: str, eps: float, source: str, min_gain: float):
+    """One function object per learning setting, so that the runner's compiled
+    interaction program is shared by policies that learn alike."""
+    return functools.partial(_prepare, make_act(learner, eps, DEFAULT_THRESHOLD, min_gain), eps, source)
+
+
 def _begin(belief: Belief, state, params) -> Belief:
     return new_episode(belief, world_tables().at(params.layout_id), state)
 
 
 def _observe(eps, source, belief: Belief, state_before, info, params) -> Belief:
     return update(belief, state_before, info, world_tables().at(params.layout_id), eps, source)
+
+
+@functools.lru_cache(maxsize=None)
+def _observe_fn(eps: float, source: str):
+    return functools.partial(_observe, eps, source)
 
 
 @functools.lru_cache(maxsize=None)
@@ -98,13 +110,12 @@ def observer_policy(name: str, eps: float = 0.0, threshold: float = DEFAULT_THRE
     check_source(source)
     if not 0.0 <= threshold < 1.0:
         raise ValueError(f"threshold must be in [0, 1), got {threshold!r}")
-    learn_act = make_act("bayes_active" if name == "bayes_active" else "bayes_map", eps, threshold, min_gain)
-    test_act = make_act("bayes_map" if name == "bayes_active" else name, eps, threshold, min_gain)
+    learner = "bayes_active" if name == "bayes_active" else "bayes_map"
     return StatefulPolicy(
-        prepare=functools.partial(_prepare, learn_act, eps, source),
+        prepare=_prepare_fn(learner, eps, source, min_gain if learner == "bayes_active" else DEFAULT_MIN_GAIN),
         begin=_begin,
-        act=test_act,
-        observe=functools.partial(_observe, eps, source),
+        act=make_act("bayes_map" if name == "bayes_active" else name, eps, threshold, min_gain),
+        observe=_observe_fn(eps, source),
     )
 
 

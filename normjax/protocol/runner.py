@@ -166,16 +166,17 @@ def _compiled(policy: Callable, capacity: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled_prepare(policy: StatefulPolicy, capacity: int):
+def _compiled_prepare(prepare: Callable, capacity: int):
+    """Keyed on the prepare function: policies that learn alike share one program."""
     cfg = WorldConfig(capacity=capacity)
-    return jax.jit(jax.vmap(lambda key, nid: policy.prepare(key, nid, cfg)))
+    return jax.jit(jax.vmap(lambda key, nid: prepare(key, nid, cfg)))
 
 
 def prepare_states(policy: StatefulPolicy, norm_ids: list[int], seed: int = 0, capacity: int = 10):
     """The prepared carry of every norm in `norm_ids` (stacked on a leading axis),
     each from key `PRNGKey(base_seed(norm, seed))` (docs/world.md §9)."""
     keys = jnp.stack([jax.random.PRNGKey(base_seed(n, seed)) for n in norm_ids])
-    return _compiled_prepare(policy, capacity)(keys, jnp.asarray(norm_ids, jnp.int32))
+    return _compiled_prepare(policy.prepare, capacity)(keys, jnp.asarray(norm_ids, jnp.int32))
 
 
 def _episode_states(states, norm_ids: list[int], episodes: list[dict]):
@@ -274,7 +275,7 @@ def evaluate(policy: Callable, norms=None, seed: int = 0, capacity: int = 10, ti
         pkeys = jnp.stack([jax.random.PRNGKey(base_seed(n, seed)) for n in ids])
         pargs = (pkeys, jnp.asarray(ids, jnp.int32))
         t0 = time.perf_counter()
-        prep = _compiled_prepare(policy, capacity).lower(*pargs).compile()
+        prep = _compiled_prepare(policy.prepare, capacity).lower(*pargs).compile()
         t1 = time.perf_counter()
         states = jax.block_until_ready(prep(*pargs))
         prep_compile, prep_run = t1 - t0, time.perf_counter() - t1
