@@ -9,8 +9,8 @@ records the posterior after every step.  Per (norm, seed) it reports:
 * the first step at which the true norm is the strict MAP (-1: never);
 * the final posterior, averaged over seeds into a 50 x 50 confusion matrix
   (row = true norm, column = posterior mass);
-* for every hypothesis still alive at the end (with eps = 0, alive = it
-  predicted every readable observation), why the observations did not
+* for every other hypothesis holding more than 1% at the end (with eps = 0:
+  every survivor, i.e. every norm that predicted each readable flag), why the observations did not
   separate it from the true norm.  Diagnostics read the world's own state (this
   is analysis, not the observer): in every observed state, for every active
   agent and each of its five actions, would the two norms judge it differently?
@@ -19,7 +19,9 @@ records the posterior after every step.  Per (norm, seed) it reports:
     two norms differ (they sanction identically on everything that happened);
   - ``not attempted``: such a move was available, but nobody made one;
   - ``unreadable``: someone made one, but positions did not show which move it
-    was (a collision or push; positions evidence only).
+    was (a collision or push; positions evidence only);
+  - ``noise`` (eps > 0 only): it was contradicted, but too few times to fall
+    below `CONFUSER_MASS`.
 
 `figures(result, out_dir)` draws the posterior on the true norm against the
 step per family (median and interquartile range over norms and seeds) and the
@@ -43,7 +45,8 @@ from normjax.observer.policies import make_act
 from normjax.protocol.seeds import base_seed
 from normjax.world.state import WorldConfig
 
-REASONS = ("identical", "not attempted", "unreadable")
+REASONS = ("identical", "not attempted", "unreadable", "noise")
+CONFUSER_MASS = 0.01  # a hypothesis holding more than this at the end is a confuser
 
 
 def _probe(source):
@@ -113,7 +116,7 @@ def analyse(raw: dict, eps: float = 0.0, source: str = "positions", learner: str
         runs = []
         for j, seed in enumerate(seeds):
             confusers = []
-            for m in np.flatnonzero(final[i, j] > 1e-6):
+            for m in np.flatnonzero(final[i, j] > CONFUSER_MASS):
                 if m == nid:
                     continue
                 reason = ("identical" if not available[i, j, m] else
@@ -231,4 +234,4 @@ def format_summary(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["REASONS", "analyse", "figures", "format_summary", "identify", "run"]
+__all__ = ["CONFUSER_MASS", "REASONS", "analyse", "figures", "format_summary", "identify", "run"]
