@@ -8,7 +8,7 @@ T steps, with the observer's belief carried along.  Each stage is then timed as
 
 * env_step        `env_step` (community planner + world step + observation)
 * update          the belief update `normjax.observer.update`, positions evidence
-* update_actions  the same with the move arrows as evidence
+* update_actions  the same with the public effective actions as evidence
 * env+update      both in one step (what an observing newcomer runs)
 * bayes_map       the newcomer's action: the planner under the MAP norm
 * bayes_safe      bayes_map plus the newcomer's [50, 5] masks

@@ -238,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--threshold", type=float, default=0.05,
                    help="bayes_safe: norms above this posterior must all permit the action")
     e.add_argument("--evidence", choices=EVIDENCE_SOURCES, default="positions",
-                   help="bayes_*: read moves from positions, or from the public move arrows")
+                   help="bayes_*: read moves from positions, or from the public effective actions")
     e.set_defaults(fn=cmd_evaluate)
 
     i = sub.add_parser("identify", help="how well the Bayesian observer identifies each norm in its interaction phase")

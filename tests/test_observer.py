@@ -80,7 +80,7 @@ def test_posterior_equals_hand_computed_values(source):
     b = UPDATE(b, s2, info2, CAFE, eps, source=source)
     want = _expected(want, CASE2_FORBIDDING, False, eps)
     np.testing.assert_allclose(np.asarray(B.probs(b)), want, rtol=1e-5)
-    assert int(b.n_judged) == 2 + (source == "actions")  # the WAIT counts as read with arrows
+    assert int(b.n_judged) == 2 + (source == "actions")  # with actions the WAIT is read too
     assert int(b.n_sanctions) == 1 and int(b.n_conflicts) == 0
 
 

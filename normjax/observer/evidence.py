@@ -35,10 +35,10 @@ Two evidence sources (a static choice):
   marked unknown; the likelihood brackets the rhythm norms (the only ones that
   read `moves`) over them (`normjax.observer.belief`).
 
-* ``"actions"``: the effective action itself, as the rendered frames show it
-  (each agent's move arrow, docs/world.md §12) and as the state marks public
-  (`last_action`, docs/world.md §2.2).  Every active transition is evidence
-  and every history bit is known.
+* ``"actions"``: the effective action itself, which the world lists among an
+  agent's public facts (`last_action`, docs/world.md §2.2) and trajectory
+  exports record for every agent (`action`, docs/world.md §12).  Every active
+  transition is evidence and every history bit is known.
 
 `StepInfo` fields read: ``active`` and ``pos`` (cells before the step),
 ``next_pos`` (cells after it), ``exited`` (walked out through a door),
@@ -164,7 +164,7 @@ def from_positions(lt, pos, active, next_pos, exited, sanctioned) -> Transitions
 
 
 def from_actions(active, action) -> Transitions:
-    """Every active transition with its public effective action (the frames' arrows)."""
+    """Every active transition with its public effective action (docs/world.md §2.2)."""
     active = active.astype(bool)
     action = jnp.where(active, action, C.WAIT).astype(jnp.int32)
     return Transitions(
