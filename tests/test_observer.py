@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 
 from normjax import constants as C
 from normjax.layouts.tables import world_tables
-from normjax.norms import N_NORMS
+from normjax.norms import N_NORMS, context
 from normjax.observer import belief as B
 from normjax.observer.evidence import observe_step
+from normjax.observer.queues import queue_fields
 from normjax.world.state import WorldConfig, make_params
 from normjax.world.step import reset_world, step_world
 from tests.world_helpers import actions, blank, params, put
@@ -182,6 +183,14 @@ ROLL_STEPS = 30
 ROLL_BATCH = 6
 
 
+def _queue_fields_differ(lt, pos, active):
+    """Whether `queues.queue_fields` disagrees with `normjax.norms.context` anywhere."""
+    ref = context(lt, pos, active, jnp.zeros_like(active, jnp.int32), active)
+    fast = queue_fields(lt.layout_index, pos, active)
+    return jnp.any(jnp.stack([jnp.any(a != b) for a, b in
+                              zip(fast, (ref.queue_src, ref.queue_held, ref.queue_tail))]))
+
+
 @jax.jit
 def _random_rollouts(key, layout_id, norm_id):
     """ROLL_BATCH episodes of random actions on one layout under one norm, observed
@@ -206,6 +215,7 @@ def _random_rollouts(key, layout_id, norm_id):
                 h = b2.history
                 on = s2.agents.active & h.present
                 out.append(dict(
+                    queue_fields_differ=_queue_fields_differ(lt, s.agents.pos, s.agents.active),
                     true_alive=jnp.isfinite(b2.log_probs[norm_id]),
                     nan=jnp.isnan(b2.log_probs).any(),
                     bad_action=(tr.judged & (tr.action != info.action)).any(),
@@ -230,6 +240,7 @@ def test_true_norm_is_never_eliminated_and_derived_inputs_match_the_world(norm, 
         assert o["true_alive"].all(), (source, norm, layout)
         assert not o["nan"].any() and (o["conflicts"] == 0).all()
         assert not o["bad_action"].any() and not o["bad_moves"].any() and not o["bad_q"].any()
+        assert not o["queue_fields_differ"].any()
     assert out[0]["judged"].sum() > 0
 
 
@@ -252,3 +263,19 @@ def test_distribution_helpers():
     draws = jax.vmap(lambda k: B.sample(k, b))(jax.random.split(jax.random.PRNGKey(0), 64))
     assert set(np.asarray(draws).tolist()) <= CASE1_FORBIDDING
     assert isinstance(B.categorical(b), distrax.Categorical)
+
+
+def test_queue_fields_equal_the_predicates_context_on_a_crowded_queue():
+    """Agents on and around every queue path of the cafe: the table-based queue
+    fields equal `normjax.norms.context`'s, agent by agent."""
+    cells = [(1, 7), (1, 6), (1, 8), (2, 7), (2, 8), (2, 6), (3, 7), (3, 5), (1, 9), (2, 9)]
+    s = blank()
+    for i, c in enumerate(cells):
+        s = put(s, i, c, active=i != 4)  # one slot inactive: it holds nothing
+    ag = s.agents
+    ref = context(CAFE, ag.pos, ag.active, ag.group, ag.visited_q)
+    src, held, tail = queue_fields(CAFE.layout_index, ag.pos, ag.active)
+    np.testing.assert_array_equal(np.asarray(src), np.asarray(ref.queue_src))
+    np.testing.assert_array_equal(np.asarray(held), np.asarray(ref.queue_held))
+    np.testing.assert_array_equal(np.asarray(tail), np.asarray(ref.queue_tail))
+    assert (np.asarray(src) >= 0).sum() > 20 and np.asarray(held).any()

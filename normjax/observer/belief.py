@@ -40,10 +40,11 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from normjax.norms import N_NORMS, context, judge
+from normjax.norms import N_NORMS, judge
 from normjax.observer.evidence import (
     PublicHistory, Transitions, advance, init_history, observe_step, refresh,
 )
+from normjax.observer.queues import fast_context
 from normjax.world.moves import effective_actions
 
 
@@ -100,7 +101,7 @@ def predicted_permissible(lt, t, pos, active, group, history: PublicHistory, act
     predicates that read `moves` are batched over the two completions.
     """
     action = effective_actions(lt.kind, pos, action)
-    ctx = context(lt, pos, active, group, history.visited_q)
+    ctx = fast_context(lt, pos, active, group, history.visited_q)
     unknown = ~history.moves_known
     completions = jnp.stack([history.moves | unknown, history.moves & ~unknown])
     lo, hi = jax.vmap(lambda m: judge(lt, ctx, t, pos, active, action, group, m))(completions)
