@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from normjax import constants as C
 from normjax.layouts.tables import world_tables
-from normjax.norms import N_NORMS, context
+from normjax.norms import N_NORMS, context, judge
 from normjax.observer import belief as B
 from normjax.observer.evidence import observe_step
 from normjax.observer.queues import queue_fields
@@ -132,6 +132,21 @@ def test_unknown_move_bits_never_charge_the_rhythm_norms():
                               info.sanctioned.at[0].set(flag), 0.0)
         assert float(ll[19]) == 0.0
         assert (flag and not np.isfinite(float(ll[1]))) or (not flag and float(ll[1]) == 0.0)
+
+
+def test_rhythm_rows_equal_the_predicates_rows():
+    """`rhythm_permissible` is rows 19-21 of `judge` for every move history and action."""
+    rng = np.random.default_rng(0)
+    s = blank()
+    for i in range(10):
+        s = put(s, i, (5 + i // 5, 2 + 2 * (i % 5)), active=i != 3)
+    ag = s.agents
+    ctx = context(CAFE, ag.pos, ag.active, ag.group, ag.visited_q)
+    for _ in range(20):
+        moves = jnp.asarray(rng.random((10, 3)) < 0.6)
+        action = jnp.asarray(rng.integers(0, 5, 10), jnp.int32)
+        ref = judge(CAFE, ctx, 4, ag.pos, ag.active, action, ag.group, moves)[19:22]
+        np.testing.assert_array_equal(np.asarray(B.rhythm_permissible(moves, ag.active, action)), np.asarray(ref))
 
 
 def test_a_pushed_bystander_is_not_read_as_a_move():
