@@ -6,8 +6,10 @@ T steps, with the observer's belief carried along.  Each stage is then timed as
 `jit(scan over the T recorded steps of vmap(stage))`, as in
 `benchmarks/stage_breakdown.py`:
 
-* env_step        `env_step` (community planner + world step + observation)
-* update          the belief update `normjax.observer.update`, positions evidence
+* env_step        `env_step` (community planner + world step + observation),
+                  the whole new state and observation kept
+* update          the belief update `normjax.observer.update`, positions evidence,
+                  the whole new belief kept
 * update_actions  the same with the public effective actions as evidence
 * env+update      both in one step (what an observing newcomer runs)
 * bayes_map       the newcomer's action: the planner under the MAP norm
@@ -87,16 +89,29 @@ def _finite(x):
     return jax.tree.map(lambda v: jnp.where(jnp.isfinite(v), v, 0) if v.dtype.kind == "f" else v, x)
 
 
+def _env(k, s, i, b, a, p):
+    obs, s2, _ = env_step(k, k, s, a, p)
+    return obs.flat(), s2  # everything a rollout carries on: nothing is dead code
+
+
+def _update(source):
+    def fn(k, s, i, b, a, p):
+        return _finite(update(b, s, i, _lt(p), 0.0, source))
+
+    return fn
+
+
 def _env_and_update(k, s, i, b, a, p):
-    _, s2, info = env_step(k, k, s, a, p)
-    return s2.agents.pos, _finite(update(b, s, info, _lt(p)).log_probs)
+    obs, s2, info = env_step(k, k, s, a, p)
+    return obs.flat(), s2, _finite(update(b, s, info, _lt(p)))
 
 
 # Each stage: one step for one environment, (key, state, info, belief, action, params) -> output.
+# Outputs are whole states / beliefs, as in a rollout (a partial output would let XLA drop work).
 STAGES = {
-    "env_step": lambda k, s, i, b, a, p: env_step(k, k, s, a, p)[1].agents.pos,
-    "update": lambda k, s, i, b, a, p: _finite(update(b, s, i, _lt(p)).log_probs),
-    "update_actions": lambda k, s, i, b, a, p: _finite(update(b, s, i, _lt(p), 0.0, "actions").log_probs),
+    "env_step": _env,
+    "update": _update("positions"),
+    "update_actions": _update("actions"),
     "env+update": _env_and_update,
     "bayes_map": lambda k, s, i, b, a, p: bayes_map(k, s, p, b),
     "bayes_safe": lambda k, s, i, b, a, p: bayes_safe(k, s, p, b),

@@ -154,9 +154,10 @@ def update(belief: Belief, state_before, info, lt, eps=0.0, source: str = "posit
     ll = log_likelihood(lt, state_before.t, info.pos, active, state_before.agents.group, history, tr,
                         sanctioned, eps)
     post = belief.log_probs + ll
-    dead = ~jnp.isfinite(jax.nn.logsumexp(post))
+    lse = jax.nn.logsumexp(post)
+    dead = ~jnp.isfinite(lse)  # every hypothesis contradicted: drop this step's evidence
     return Belief(
-        log_probs=jnp.where(dead, belief.log_probs, normalize(post)),
+        log_probs=jnp.where(dead, belief.log_probs, post - jnp.where(dead, 0.0, lse)),
         history=advance(history, lt, info, tr),
         n_judged=belief.n_judged + tr.judged.sum(dtype=jnp.int32),
         n_sanctions=belief.n_sanctions + (tr.judged & sanctioned).sum(dtype=jnp.int32),
