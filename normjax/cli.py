@@ -5,6 +5,7 @@
     normjax evaluate --policy oracle --out oracle.json
     normjax export   --norm bend_right_1 --phase seen --seed 0 --policy blind --out ep.jsonl
     normjax llm-eval --base-url http://127.0.0.1:8000/v1 --model NAME --out runs/llm/NAME
+    normjax identify --out results/identify
 
 Every command is a thin `cmd_*` function over the library.
     normjax rollout  --layout cafe --norm forbidden_zone_q --steps 60 --gif out.gif
@@ -25,6 +26,9 @@ from pathlib import Path
 # Plain constants so that `--help` and argument errors need no JAX import.
 CAPACITIES = (6, 8, 10)
 POLICY_NAMES = ("oracle", "blind", "random")
+# The Bayesian observer newcomers (normjax.observer), for `evaluate` only.
+OBSERVER_NAMES = ("bayes_map", "bayes_safe", "bayes_active")
+EVIDENCE_SOURCES = ("positions", "actions")
 
 
 def _norm_arg(name: str) -> int:
@@ -138,19 +142,37 @@ def cmd_evaluate(args) -> int:
     from normjax.env import STATE_POLICIES, check_policy_name
     from normjax.protocol import evaluate, format_table
 
-    check_policy_name(args.policy)
+    extra: dict = {}
+    if args.policy in OBSERVER_NAMES:
+        from normjax.observer import observer_policy
+
+        policy = observer_policy(args.policy, eps=args.eps, threshold=args.threshold, source=args.evidence)
+        extra = dict(eps=args.eps, threshold=args.threshold, evidence=args.evidence)
+    else:
+        policy = STATE_POLICIES[check_policy_name(args.policy)]
     timing: dict = {}
-    result = evaluate(STATE_POLICIES[args.policy], norms=norms, seed=args.seed,
-                      capacity=args.capacity, timing=timing)
+    result = evaluate(policy, norms=norms, seed=args.seed, capacity=args.capacity, timing=timing)
     result["meta"] = dict(policy=args.policy, seed=args.seed, capacity=args.capacity,
-                          norms=norms, **{k: round(v, 3) if isinstance(v, float) else v
-                                          for k, v in timing.items()})
+                          norms=norms, **extra, **{k: round(v, 3) if isinstance(v, float) else v
+                                                   for k, v in timing.items()})
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
     print(format_table(result))
     print(f"compile {timing['compile_s']:.1f}s, run {timing['run_s']:.2f}s "
           f"({timing['n_episodes']} episodes); wrote {out}")
+    return 0
+
+
+def cmd_identify(args) -> int:
+    norms = _norm_list(args.norms)  # before any tracing
+    from normjax.observer.identify import format_summary, identify
+
+    t0 = time.perf_counter()
+    result = identify(norms, seeds=args.seeds, eps=args.eps, source=args.evidence, learner=args.learner,
+                      capacity=args.capacity, out_dir=args.out)
+    print(format_summary(result))
+    print(f"{time.perf_counter() - t0:.1f}s; wrote {Path(args.out) / 'identify.json'} and figures")
     return 0
 
 
@@ -220,13 +242,30 @@ def build_parser() -> argparse.ArgumentParser:
     rp.set_defaults(fn=cmd_report)
 
     e = sub.add_parser("evaluate", help="run the test protocol (3 seen + 3 unseen episodes per norm)")
-    e.add_argument("--policy", required=True, choices=POLICY_NAMES,
-                   help="newcomer policy: norm-aware oracle, norm-blind planner, or random")
+    e.add_argument("--policy", required=True, choices=POLICY_NAMES + OBSERVER_NAMES,
+                   help="newcomer policy: norm-aware oracle, norm-blind planner, random, or a Bayesian "
+                        "observer that learns in the interaction phase (docs/observer.md)")
     e.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
     e.add_argument("--seed", type=int, default=0, help="protocol seed (0 = canonical)")
     e.add_argument("--capacity", type=int, default=10, choices=CAPACITIES)
     e.add_argument("--out", required=True, help="write the result JSON here")
+    e.add_argument("--eps", type=float, default=0.0, help="bayes_*: sanction-flag noise rate in [0, 0.5)")
+    e.add_argument("--threshold", type=float, default=0.05,
+                   help="bayes_safe: norms above this posterior must all permit the action")
+    e.add_argument("--evidence", choices=EVIDENCE_SOURCES, default="positions",
+                   help="bayes_*: read moves from positions, or from the public effective actions")
     e.set_defaults(fn=cmd_evaluate)
+
+    i = sub.add_parser("identify", help="how well the Bayesian observer identifies each norm in its interaction phase")
+    i.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
+    i.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="protocol seeds (default 0 1 2)")
+    i.add_argument("--eps", type=float, default=0.0, help="sanction-flag noise rate in [0, 0.5)")
+    i.add_argument("--evidence", choices=EVIDENCE_SOURCES, default="positions")
+    i.add_argument("--learner", choices=("bayes_map", "bayes_active"), default="bayes_map",
+                   help="the newcomer during the interaction phase")
+    i.add_argument("--capacity", type=int, default=10, choices=CAPACITIES)
+    i.add_argument("--out", default="results/identify", help="directory for identify.json and the figures")
+    i.set_defaults(fn=cmd_identify)
 
     x = sub.add_parser("export", help="write one episode as trajectory JSON Lines (docs/world.md §12)")
     x.add_argument("--norm", required=True, help="norm name, or 'none'")

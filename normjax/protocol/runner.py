@@ -28,6 +28,15 @@ means over episodes where some background agent finished.
 
 Seeds: `seed` (default 0) shifts every norm's base seed (see
 `scenarios.base_seed`); `seed=0` is the canonical protocol.
+
+Stateful policies.  A `StatefulPolicy` (e.g. the Bayesian observer of
+`normjax.observer`) carries memory: `prepare(key, norm_id, config)` builds it
+once per norm before the tests (key `PRNGKey(base_seed(norm, seed))`, the
+interaction phase's), `begin` adapts it to each test episode's first state,
+`act` chooses the newcomer's action from it, and `observe` updates it after
+every step.  Every test episode starts from the prepared carry (the six
+episodes stay independent, as for state policies).  State policies take the
+same code path as before, so their results are unchanged.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -45,7 +54,7 @@ from normjax import constants as C
 from normjax.env import env_step
 from normjax.norms import FAMILIES, N_NORMS, norm_id as _norm_id
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
-from normjax.protocol.seeds import CONDITIONS, TEST_STEPS, test_episodes
+from normjax.protocol.seeds import CONDITIONS, TEST_STEPS, base_seed, test_episodes
 from normjax.world.state import WorldConfig
 from normjax.world.step import terminated
 
@@ -70,8 +79,39 @@ def resolve_norms(norms: Iterable | None) -> list[int]:
     return out
 
 
-def run_episode(policy: Callable, key, layout_id, norm_id, group, config: WorldConfig = WorldConfig()):
-    """One test episode -> dict of per-episode raw metrics (jittable, vmappable)."""
+class StatefulPolicy(NamedTuple):
+    """A newcomer policy with memory (all four functions jittable and vmappable).
+
+    prepare(key, norm_id, config) -> carry   once per norm, before its test episodes
+    begin(carry, state, params) -> carry     at the start of each test episode
+    act(key, state, params, carry) -> action
+    observe(carry, state_before, info, params) -> carry   after every step
+    """
+
+    prepare: Callable
+    begin: Callable
+    act: Callable
+    observe: Callable
+
+
+def _stateless(policy: Callable) -> StatefulPolicy:
+    """A state policy as a `StatefulPolicy` with an empty carry (same operations)."""
+    return StatefulPolicy(
+        prepare=lambda key, norm_id, config: (),
+        begin=lambda carry, state, params: (),
+        act=lambda key, state, params, carry: policy(key, state, params),
+        observe=lambda carry, state, info, params: carry,
+    )
+
+
+def run_episode(policy: Callable, key, layout_id, norm_id, group, config: WorldConfig = WorldConfig(),
+                policy_state=None):
+    """One test episode -> dict of per-episode raw metrics (jittable, vmappable).
+
+    `policy` is a state policy `policy(key, state, params) -> action`, or a
+    `StatefulPolicy` whose prepared carry is `policy_state`.
+    """
+    stateful = policy if isinstance(policy, StatefulPolicy) else _stateless(policy)
     k_build, k_run = jax.random.split(key)
     state, params = build_test_episode(k_build, layout_id, norm_id, group, config)
     f32 = jnp.float32
@@ -80,21 +120,25 @@ def run_episode(policy: Callable, key, layout_id, norm_id, group, config: WorldC
         return (s.community_finished, s.community_steps, s.community_return.astype(f32))
 
     def body(carry, k):
-        s, done, frozen, waits = carry
+        s, mem, done, frozen, waits = carry
         kc, kp, kw = jax.random.split(k, 3)
-        _, s2, info = env_step(kc, kw, s, policy(kp, s, params), params, SCENARIO_COMMUNITY)
+        _, s2, info = env_step(kc, kw, s, stateful.act(kp, s, params, mem), params, SCENARIO_COMMUNITY)
+        mem2 = stateful.observe(mem, s, info, params)
         # The newcomer's own WAITs (forced service waits excluded), for the
         # paper's wait statistics of DQN policies (A14).
         waited = info.active[0] & (info.action[0] == C.WAIT) & ~info.forced_wait[0] & ~done
         # Once the newcomer has finished, the world keeps running but nothing
-        # of the episode's metrics changes: keep the state at termination.
-        s2 = jax.tree.map(lambda a, b: jnp.where(done, a, b), s, s2)
+        # of the episode's metrics changes: keep the state (and the policy's
+        # memory) at termination.
+        s2, mem2 = jax.tree.map(lambda a, b: jnp.where(done, a, b), (s, mem), (s2, mem2))
         new_done = done | terminated(s2, params)
         frozen = jax.tree.map(lambda a, b: jnp.where(done, a, b), frozen, snap(s2))
-        return (s2, new_done, frozen, waits + waited), None
+        return (s2, mem2, new_done, frozen, waits + waited), None
 
-    init = (state, jnp.bool_(False), snap(state), jnp.int32(0))
-    (final, done, (fin, steps, ret), waits), _ = jax.lax.scan(body, init, jax.random.split(k_run, TEST_STEPS))
+    mem0 = stateful.begin(policy_state, state, params)
+    init = (state, mem0, jnp.bool_(False), snap(state), jnp.int32(0))
+    (final, _, done, (fin, steps, ret), waits), _ = jax.lax.scan(
+        body, init, jax.random.split(k_run, TEST_STEPS))
     ag = final.agents
     goals = ag.goals_done[0]
     return dict(
@@ -114,17 +158,46 @@ def run_episode(policy: Callable, key, layout_id, norm_id, group, config: WorldC
 @functools.lru_cache(maxsize=None)
 def _compiled(policy: Callable, capacity: int):
     cfg = WorldConfig(capacity=capacity)
-    fn = functools.partial(run_episode, policy, config=cfg)
+
+    def fn(key, layout_id, norm_id, group, policy_state=None):
+        return run_episode(policy, key, layout_id, norm_id, group, cfg, policy_state)
+
     return jax.jit(jax.vmap(fn))
 
 
-def run_episodes(policy: Callable, episodes: list[dict], capacity: int = 10) -> dict[str, np.ndarray]:
-    """Run the given episode list (from `scenarios.test_episodes`) in one program."""
+@functools.lru_cache(maxsize=None)
+def _compiled_prepare(prepare: Callable, capacity: int):
+    """Keyed on the prepare function: policies that learn alike share one program."""
+    cfg = WorldConfig(capacity=capacity)
+    return jax.jit(jax.vmap(lambda key, nid: prepare(key, nid, cfg)))
+
+
+def prepare_states(policy: StatefulPolicy, norm_ids: list[int], seed: int = 0, capacity: int = 10):
+    """The prepared carry of every norm in `norm_ids` (stacked on a leading axis),
+    each from key `PRNGKey(base_seed(norm, seed))` (docs/world.md §9)."""
+    keys = jnp.stack([jax.random.PRNGKey(base_seed(n, seed)) for n in norm_ids])
+    return _compiled_prepare(policy.prepare, capacity)(keys, jnp.asarray(norm_ids, jnp.int32))
+
+
+def _episode_states(states, norm_ids: list[int], episodes: list[dict]):
+    """Gather each episode's norm's prepared carry."""
+    row = {n: i for i, n in enumerate(norm_ids)}
+    idx = jnp.asarray([row[e["norm_id"]] for e in episodes], jnp.int32)
+    return jax.tree.map(lambda x: x[idx], states)
+
+
+def run_episodes(policy: Callable, episodes: list[dict], capacity: int = 10, seed: int = 0) -> dict[str, np.ndarray]:
+    """Run the given episode list (from `scenarios.test_episodes`) in one program
+    (a `StatefulPolicy` is first prepared per norm with protocol seed `seed`)."""
     keys = jnp.stack([jax.random.PRNGKey(e["seed"]) for e in episodes])
     lay = jnp.asarray([e["layout_id"] for e in episodes], jnp.int32)
     nid = jnp.asarray([e["norm_id"] for e in episodes], jnp.int32)
     grp = jnp.asarray([e["group"] for e in episodes], jnp.int32)
-    out = _compiled(policy, capacity)(keys, lay, nid, grp)
+    args = (keys, lay, nid, grp)
+    if isinstance(policy, StatefulPolicy):
+        norm_ids = sorted({e["norm_id"] for e in episodes})
+        args += (_episode_states(prepare_states(policy, norm_ids, seed, capacity), norm_ids, episodes),)
+    out = _compiled(policy, capacity)(*args)
     return {k: np.asarray(v) for k, v in jax.block_until_ready(out).items()}
 
 
@@ -184,7 +257,9 @@ def evaluate(policy: Callable, norms=None, seed: int = 0, capacity: int = 10, ti
     Returns `{"seen": {"overall": {...}, "access": {...}, ...}, "unseen": {...},
     "episodes": [...]}` with the metric keys of `METRICS` (percent for joint,
     task and collision_rate).  If `timing` is a dict, it receives
-    `compile_s` and `run_s` (wall time of the run after compilation).
+    `compile_s` and `run_s` (wall time of the run after compilation; for a
+    `StatefulPolicy` both include its `prepare` program, e.g. the interaction
+    phases).
     """
     ids = resolve_norms(norms)
     episodes = test_episodes(ids, seed)
@@ -195,6 +270,16 @@ def evaluate(policy: Callable, norms=None, seed: int = 0, capacity: int = 10, ti
         jnp.asarray([e["norm_id"] for e in episodes], jnp.int32),
         jnp.asarray([e["group"] for e in episodes], jnp.int32),
     )
+    prep_compile = prep_run = 0.0
+    if isinstance(policy, StatefulPolicy):
+        pkeys = jnp.stack([jax.random.PRNGKey(base_seed(n, seed)) for n in ids])
+        pargs = (pkeys, jnp.asarray(ids, jnp.int32))
+        t0 = time.perf_counter()
+        prep = _compiled_prepare(policy.prepare, capacity).lower(*pargs).compile()
+        t1 = time.perf_counter()
+        states = jax.block_until_ready(prep(*pargs))
+        prep_compile, prep_run = t1 - t0, time.perf_counter() - t1
+        args += (_episode_states(states, ids, episodes),)
     fn = _compiled(policy, capacity)
     t0 = time.perf_counter()
     compiled = fn.lower(*args).compile()
@@ -202,7 +287,7 @@ def evaluate(policy: Callable, norms=None, seed: int = 0, capacity: int = 10, ti
     out = jax.block_until_ready(compiled(*args))
     t2 = time.perf_counter()
     if timing is not None:
-        timing.update(compile_s=t1 - t0, run_s=t2 - t1, n_episodes=len(episodes))
+        timing.update(compile_s=prep_compile + t1 - t0, run_s=prep_run + t2 - t1, n_episodes=len(episodes))
     raw = {k: np.asarray(v) for k, v in out.items()}
     return summarize(episodes, raw)
 
@@ -231,4 +316,5 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["METRICS", "evaluate", "format_table", "run_episode", "run_episodes", "summarize", "resolve_norms"]
+__all__ = ["METRICS", "StatefulPolicy", "evaluate", "format_table", "prepare_states", "run_episode", "run_episodes",
+           "summarize", "resolve_norms"]
