@@ -6,10 +6,10 @@
     normjax export   --norm bend_right_1 --phase seen --seed 0 --policy blind --out ep.jsonl
     normjax llm-eval --base-url http://127.0.0.1:8000/v1 --model NAME --out runs/llm/NAME
     normjax identify --out results/identify
-
-Every command is a thin `cmd_*` function over the library.
     normjax rollout  --layout cafe --norm forbidden_zone_q --steps 60 --gif out.gif
     normjax render   --layout bank --out bank.png
+
+Every command is a thin `cmd_*` function over the library.
 
 Names are checked before anything is traced, and an unknown layout or norm
 lists the valid ones.
