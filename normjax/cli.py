@@ -10,7 +10,9 @@ Every command is a thin `cmd_*` function over the library.
     normjax rollout  --layout cafe --norm forbidden_zone_q --steps 60 --gif out.gif
     normjax render   --layout bank --out bank.png
 
-Names are checked before anything is traced, and an unknown layout or norm
+Every command keeps a persistent JAX compilation cache (normjax.cache; default
+~/.cache/normjax/jax, `--cache-dir DIR`, `--no-cache`), so a repeated command
+loads its programs instead of compiling them.  Names are checked before anything is traced, and an unknown layout or norm
 lists the valid ones.
 """
 
@@ -180,11 +182,24 @@ def cmd_llm_eval(args) -> int:
     return 0
 
 
+def _cache_options() -> argparse.ArgumentParser:
+    """--cache-dir / --no-cache, shared by every command (normjax.cache)."""
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("compilation cache")
+    g.add_argument("--cache-dir", default=None, metavar="DIR",
+                   help="persistent JAX compilation cache (default: $NORMJAX_CACHE_DIR, else "
+                        "$XDG_CACHE_HOME/normjax/jax or ~/.cache/normjax/jax)")
+    g.add_argument("--no-cache", action="store_true",
+                   help="no persistent compilation cache (also NORMJAX_NO_CACHE=1)")
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="normjax", description="NormGym in JAX")
     sub = ap.add_subparsers(dest="command", required=True)
+    cache = [_cache_options()]  # every command takes --cache-dir / --no-cache
 
-    r = sub.add_parser("rollout", help="simulate an episode with random joint actions")
+    r = sub.add_parser("rollout", parents=cache, help="simulate an episode with random joint actions")
     r.add_argument("--layout", default="cafe")
     r.add_argument("--norm", default="forbidden_zone_q", help="norm name, or 'none'")
     r.add_argument("--steps", type=int, default=60)
@@ -196,14 +211,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--fps", type=float, default=4)
     r.set_defaults(fn=cmd_rollout)
 
-    d = sub.add_parser("render", help="render the first frame of an episode to PNG")
+    d = sub.add_parser("render", parents=cache, help="render the first frame of an episode to PNG")
     d.add_argument("--layout", default="cafe")
     d.add_argument("--norm", default="none")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--cell-px", type=int, default=40)
     d.add_argument("--out", default="frame.png")
     d.set_defaults(fn=cmd_render)
-    t = sub.add_parser("train", help="train a DQN population (docs/world.md §10), then run the final tests")
+    t = sub.add_parser("train", parents=cache, help="train a DQN population (docs/world.md §10), then run the final tests")
     t.add_argument("--config", required=True, help="a JSON file in configs/ (suffix optional)")
     t.add_argument("overrides", nargs="*", help="key=value config overrides")
     t.add_argument("--out", default=None, help="run directory (default runs/<config name>)")
@@ -215,11 +230,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--distributed", action="store_true", help="call jax.distributed.initialize() first")
     t.set_defaults(fn=cmd_train)
 
-    rp = sub.add_parser("report", help="tables and figures of a training run")
+    rp = sub.add_parser("report", parents=cache, help="tables and figures of a training run")
     rp.add_argument("run_dir")
     rp.set_defaults(fn=cmd_report)
 
-    e = sub.add_parser("evaluate", help="run the test protocol (3 seen + 3 unseen episodes per norm)")
+    e = sub.add_parser("evaluate", parents=cache, help="run the test protocol (3 seen + 3 unseen episodes per norm)")
     e.add_argument("--policy", required=True, choices=POLICY_NAMES,
                    help="newcomer policy: norm-aware oracle, norm-blind planner, or random")
     e.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
@@ -228,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", required=True, help="write the result JSON here")
     e.set_defaults(fn=cmd_evaluate)
 
-    x = sub.add_parser("export", help="write one episode as trajectory JSON Lines (docs/world.md §12)")
+    x = sub.add_parser("export", parents=cache, help="write one episode as trajectory JSON Lines (docs/world.md §12)")
     x.add_argument("--norm", required=True, help="norm name, or 'none'")
     x.add_argument("--phase", choices=("interaction", "seen", "unseen"), default="interaction")
     x.add_argument("--seed", type=int, default=0)
@@ -245,7 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--cell-px", type=int, default=32)
     x.set_defaults(fn=cmd_export)
 
-    m = sub.add_parser("llm-eval", help="run the protocol with an LLM/VLM newcomer (docs/llm.md)")
+    m = sub.add_parser("llm-eval", parents=cache, help="run the protocol with an LLM/VLM newcomer (docs/llm.md)")
     m.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 "
                    "(API key from NORMJAX_LLM_API_KEY or OPENAI_API_KEY)")
     m.add_argument("--model", required=True)
@@ -266,6 +281,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    from normjax.cache import configure_cache
+
+    configure_cache(args.cache_dir, args.no_cache)  # before anything compiles
     try:
         return args.fn(args)
     except ValueError as e:  # bad names / values: a clear message, no traceback
