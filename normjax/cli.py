@@ -4,6 +4,7 @@
     normjax report   runs/NAME
     normjax evaluate --policy oracle --out oracle.json
     normjax export   --norm bend_right_1 --phase seen --seed 0 --policy blind --out ep.jsonl
+    normjax export   --norms all --phases interaction seen unseen --episodes 0 --out episodes/
     normjax llm-eval --base-url http://127.0.0.1:8000/v1 --model NAME --out runs/llm/NAME
 
 Every command is a thin `cmd_*` function over the library.
@@ -27,6 +28,7 @@ from pathlib import Path
 # Plain constants so that `--help` and argument errors need no JAX import.
 CAPACITIES = (6, 8, 10)
 POLICY_NAMES = ("oracle", "blind", "random")
+EXPORT_PHASES = ("interaction", "seen", "unseen")
 
 
 def _norm_arg(name: str) -> int:
@@ -157,14 +159,33 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from normjax.interop.export import export_episode
+    lists = (args.norms, args.phases, args.seeds, args.policies, args.episodes)
+    if all(v is None for v in lists):  # one episode
+        if args.norm is None:
+            raise ValueError("export needs --norm NAME (one episode) or --norms NAME ... / all (many)")
+        from normjax.interop.export import export_episode
 
-    summary = export_episode(
-        args.norm, args.phase, args.seed, args.policy, args.out, frames_dir=args.frames,
-        layout=args.layout, capacity=args.capacity, newcomer_group=args.group,
-        steps=args.steps, cell_px=args.cell_px, episode=args.episode,
-    )
-    print(json.dumps(summary, indent=2))
+        summary = export_episode(
+            args.norm, args.phase, args.seed, args.policy, args.out, frames_dir=args.frames,
+            layout=args.layout, capacity=args.capacity, newcomer_group=args.group,
+            steps=args.steps, cell_px=args.cell_px, episode=args.episode,
+        )
+        print(json.dumps(summary, indent=2))
+        return 0
+    if args.norm is not None and args.norms is not None:
+        raise ValueError("give --norm (one) or --norms (several), not both")
+    from normjax.interop.export_many import MAX_BATCH, export_many, plan_many
+
+    episodes = args.episodes if args.episodes is not None else (None if args.episode is None else [args.episode])
+    plans = plan_many(args.norms or [args.norm], args.phases or [args.phase], args.seeds or [args.seed],
+                      args.policies or [args.policy], episodes=episodes, layout=args.layout,
+                      capacity=args.capacity, newcomer_group=args.group)  # validated before tracing
+    t0 = time.perf_counter()
+    result = export_many(plans, args.out, steps=args.steps, capacity=args.capacity, frames_dir=args.frames,
+                         cell_px=args.cell_px, max_batch=MAX_BATCH if args.max_batch is None else args.max_batch,
+                         log=lambda m: print(m, file=sys.stderr))
+    print(json.dumps({"out": args.out, "episodes": len(plans), "wall_s": round(time.perf_counter() - t0, 2),
+                      **result["timing"]}, indent=2))
     return 0
 
 
@@ -243,21 +264,34 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", required=True, help="write the result JSON here")
     e.set_defaults(fn=cmd_evaluate)
 
-    x = sub.add_parser("export", parents=cache, help="write one episode as trajectory JSON Lines (docs/world.md §12)")
-    x.add_argument("--norm", required=True, help="norm name, or 'none'")
-    x.add_argument("--phase", choices=("interaction", "seen", "unseen"), default="interaction")
+    x = sub.add_parser("export", parents=cache, help="write episodes as trajectory JSON Lines (docs/world.md §12)",
+                       description="One episode (--norm, --phase, --seed, --policy, --out FILE), or many in one "
+                                   "compiled program per phase kind and policy (--norms, --phases, --seeds, "
+                                   "--policies, --episodes; --out DIR, one file per episode, manifest.json).")
+    x.add_argument("--norm", default=None, help="norm name, or 'none'")
+    x.add_argument("--phase", choices=EXPORT_PHASES, default="interaction")
     x.add_argument("--seed", type=int, default=0)
     x.add_argument("--policy", choices=POLICY_NAMES, default="oracle")
-    x.add_argument("--out", required=True, help="output .jsonl file")
-    x.add_argument("--frames", default=None, help="directory for PNG frames (frame_000.png, ...)")
+    x.add_argument("--episode", type=int, default=None, choices=(0, 1, 2),
+                   help="export the protocol's episode (--seed is then the protocol seed)")
+    x.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="several norms ('all': the 50)")
+    x.add_argument("--phases", nargs="+", default=None, choices=EXPORT_PHASES)
+    x.add_argument("--seeds", nargs="+", type=int, default=None, metavar="S")
+    x.add_argument("--policies", nargs="+", default=None, choices=POLICY_NAMES)
+    x.add_argument("--episodes", nargs="+", type=int, default=None, choices=(0, 1, 2),
+                   help="protocol episodes of the test phases (seeds are then protocol seeds; "
+                        "interaction is written once, as episode 0)")
+    x.add_argument("--out", required=True, help="output .jsonl file (one episode) or directory (several)")
+    x.add_argument("--frames", default=None, help="directory for PNG frames (frame_000.png, ...; "
+                                                  "several episodes: one subdirectory each)")
     x.add_argument("--layout", default=None, help="override the phase's layout")
     x.add_argument("--capacity", type=int, default=10, choices=CAPACITIES)
     x.add_argument("--group", type=int, default=None, choices=(0, 1, 2),
-                   help="newcomer group in test phases (default: seed %% 3)")
-    x.add_argument("--episode", type=int, default=None, choices=(0, 1, 2),
-                   help="export the protocol's episode (--seed is then the protocol seed)")
+                   help="newcomer group in test phases (default: seed %% 3, or the protocol's)")
     x.add_argument("--steps", type=int, default=None, help="override the episode length")
     x.add_argument("--cell-px", type=int, default=32)
+    x.add_argument("--max-batch", type=int, default=None, metavar="N",
+                   help="several episodes: at most N per compiled call (default 64; memory grows with N)")
     x.set_defaults(fn=cmd_export)
 
     m = sub.add_parser("llm-eval", parents=cache, help="run the protocol with an LLM/VLM newcomer (docs/llm.md)")
