@@ -109,15 +109,30 @@ def _scan(key, state, params, policy, steps):
     return states, infos
 
 
+@functools.partial(jax.jit, static_argnames=("capacity",))
+def _reset_start(key, params, capacity):
+    return reset_world(key, params, WorldConfig(capacity=capacity))
+
+
+@functools.partial(jax.jit, static_argnames=("capacity",))
+def _test_start(key, layout_id, norm_id, group, capacity):
+    return build_test_episode(key, layout_id, norm_id, group, WorldConfig(capacity=capacity))
+
+
 def _start(key, layout_id, norm_id, phase, capacity, newcomer_group):
-    """(state, params, how it was built) at the start of an exported episode."""
-    cfg = WorldConfig(capacity=capacity)
+    """(state, params, how it was built) at the start of an exported episode.
+
+    Each start is one compiled program rather than a few hundred eager
+    operations, so a repeated export loads one entry from the CLI's
+    persistent compilation cache.
+    """
+    WorldConfig(capacity=capacity)
     if phase in ("interaction", "train"):
         params = phase_params(phase, layout_id, norm_id)
-        return reset_world(key, params, cfg), params, "reset_world"
+        return _reset_start(key, params, capacity), params, "reset_world"
     if phase in ("seen", "unseen"):
         group = 0 if newcomer_group is None else int(newcomer_group)
-        state, params = build_test_episode(key, layout_id, norm_id, group, cfg)
+        state, params = _test_start(key, layout_id, norm_id, group, capacity)
         return state, params, "scenarios.build_test_episode"
     raise ValueError(f"unknown phase {phase!r}; valid: {', '.join(EXPORT_PHASES)}")
 
