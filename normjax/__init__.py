@@ -13,13 +13,38 @@ the keyword arguments of `normjax.env.make`.  Pure-JAX wrappers (auto-reset,
 episode statistics, flat or dict observations) live in `normjax.wrappers`.
 """
 
-from normjax.env import NormGymEnv, env_step
-from normjax.layouts import LAYOUTS, LayoutError, get_layout, load_layout
-from normjax.norms import NORMS, get_norm, norm_id
-from normjax.registration import env_id, make, registered_envs
-from normjax.world.observation import Observation, obs_size, observe
-from normjax.world.state import WorldConfig, WorldParams, WorldState, make_params
-from normjax.world.step import StepInfo, reset_world, step_world
+import importlib
+
+# Public names, imported on first use (PEP 562): `import normjax` (and so the
+# `normjax` command, whose module lives in this package) starts no JAX backend,
+# so `jax.distributed.initialize()` can still run first (`normjax train
+# --distributed`), and the compilation cache can be configured before anything
+# compiles.
+_LAZY = {
+    "NormGymEnv": "normjax.env", "env_step": "normjax.env",
+    "LAYOUTS": "normjax.layouts", "LayoutError": "normjax.layouts", "get_layout": "normjax.layouts",
+    "load_layout": "normjax.layouts",
+    "NORMS": "normjax.norms", "get_norm": "normjax.norms", "norm_id": "normjax.norms",
+    "env_id": "normjax.registration", "make": "normjax.registration", "registered_envs": "normjax.registration",
+    "Observation": "normjax.world.observation", "obs_size": "normjax.world.observation",
+    "observe": "normjax.world.observation",
+    "WorldConfig": "normjax.world.state", "WorldParams": "normjax.world.state", "WorldState": "normjax.world.state",
+    "make_params": "normjax.world.state",
+    "StepInfo": "normjax.world.step", "reset_world": "normjax.world.step", "step_world": "normjax.world.step",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'normjax' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 
