@@ -111,22 +111,27 @@ def cmd_render(args) -> int:
 
 
 def cmd_train(args) -> int:
+    if args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every={args.checkpoint_every} is invalid; allowed: a positive integer")
+    dist = (args.coordinator, args.num_processes, args.process_id)
+    if args.distributed:
+        from train.multihost import initialize
+
+        initialize(*dist)  # before anything starts a JAX backend (importing train.config does)
+    elif any(v is not None for v in dist):
+        raise ValueError("--coordinator, --num-processes and --process-id need --distributed")
     from train.config import load_config
 
     config = load_config(args.config, args.overrides)  # validated before anything compiles
-    if args.checkpoint_every < 1:
-        raise ValueError(f"--checkpoint-every={args.checkpoint_every} is invalid; allowed: a positive integer")
-    if args.distributed:
-        import jax
-
-        jax.distributed.initialize()
+    from train.multihost import is_primary
     from train.report import report
     from train.run import train_population
 
     out = Path(args.out) if args.out else Path("runs") / config.name
     result = train_population(config, out, resume=not args.no_resume, progress=not args.no_progress,
                               checkpoint_every=args.checkpoint_every)
-    print(report(out))
+    if is_primary():
+        print(report(out))
     return 0 if "results" in result or "stopped_at" in result else 1
 
 
@@ -248,7 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--checkpoint-every", type=int, default=1, metavar="BLOCKS",
                    help="save a checkpoint every BLOCKS compiled blocks (and at the end); saving the "
                         "replay memory takes seconds per save on large populations")
-    t.add_argument("--distributed", action="store_true", help="call jax.distributed.initialize() first")
+    t.add_argument("--distributed", action="store_true",
+                   help="one process of a multi-process run (jax.distributed; docs/distributed.md)")
+    t.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                   help="with --distributed: process 0's address (default: auto-detected, e.g. under SLURM)")
+    t.add_argument("--num-processes", type=int, default=None, metavar="N", help="with --distributed")
+    t.add_argument("--process-id", type=int, default=None, metavar="I", help="with --distributed: 0..N-1")
     t.set_defaults(fn=cmd_train)
 
     rp = sub.add_parser("report", parents=cache, help="tables and figures of a training run")
