@@ -28,9 +28,10 @@ TINY = ["total_steps=8", "buffer_size=8", "learning_starts=4", "batch_size=4", "
 
 WORKER = textwrap.dedent(
     """
-    import sys
+    import os, sys
     import jax
     pid, n, port, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    stop = int(os.environ.get("STOP_AFTER", "0")) or None
     if n > 1:
         from train.multihost import initialize
         initialize(f"127.0.0.1:{port}", n, pid)
@@ -39,7 +40,7 @@ WORKER = textwrap.dedent(
     from train.multihost import is_primary, to_host
     from train.run import train_population
     cfg = load_config("configs/test_tiny.json", sys.argv[5:])
-    result = train_population(cfg, out, progress=False, final_test=False, log=print)
+    result = train_population(cfg, out, progress=False, final_test=False, log=print, stop_after=stop)
     leaves = jax.tree.leaves(to_host(result["carry"]))  # a collective: every process calls it
     local = result["carry"][0][0].step
     print("PROCESS", jax.process_index(), jax.process_count(), jax.device_count(), len(local.addressable_shards))
@@ -64,9 +65,9 @@ def _env(devices: int) -> dict:
     return env
 
 
-def _launch(argv_of, n: int, devices: int, timeout: int = 900) -> list[str]:
+def _launch(argv_of, n: int, devices: int, timeout: int = 900, **env) -> list[str]:
     """Start n processes (argv_of(i)), wait for all; stdout of each, asserting success."""
-    procs = [subprocess.Popen(argv_of(i), cwd=ROOT, env=_env(devices), stdout=subprocess.PIPE,
+    procs = [subprocess.Popen(argv_of(i), cwd=ROOT, env=dict(_env(devices), **env), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for i in range(n)]
     outs = []
     try:
@@ -124,6 +125,25 @@ def test_two_processes_equal_one_process(tmp_path):
     assert metrics == (tmp_path / "one" / "metrics.jsonl").read_text()
     assert len(metrics.splitlines()) == 2  # one block x 2 runs, written once (by process 0)
     assert sorted(p.name for p in (tmp_path / "two" / "checkpoints").iterdir() if p.name.isdigit()) == ["8"]
+
+
+@pytest.mark.slow
+def test_two_processes_resume_a_killed_run(tmp_path):
+    """Stopped after the first block and started again, two processes end as one uninterrupted process."""
+    tiny = [a for a in TINY if not a.startswith(("total_steps", "validation_at"))]
+    tiny += ["total_steps=16", "validation_at=8"]  # two blocks of 8 transitions
+
+    def worker(out, n, port):
+        return lambda i: [sys.executable, "-c", WORKER, str(i), str(n), str(port), str(out), *tiny]
+
+    stopped = _launch(worker(tmp_path / "two", 2, _port()), n=2, devices=1, STOP_AFTER="8")
+    assert all("resumed" not in out for out in stopped)
+    resumed = _launch(worker(tmp_path / "two", 2, _port()), n=2, devices=1)
+    assert "resumed from checkpoint at 8 transitions" in resumed[0]
+    _launch(worker(tmp_path / "one", 1, 0), n=1, devices=2)
+    assert _same_npz(tmp_path / "two" / "carry.npz", tmp_path / "one" / "carry.npz")
+    for name in ("metrics.jsonl", "validation.jsonl"):
+        assert (tmp_path / "two" / name).read_text() == (tmp_path / "one" / name).read_text(), name
 
 
 @pytest.mark.slow
