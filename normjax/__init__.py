@@ -13,17 +13,42 @@ the keyword arguments of `normjax.env.make`.  Pure-JAX wrappers (auto-reset,
 episode statistics, flat or dict observations) live in `normjax.wrappers`.
 """
 
+import importlib
+
 from normjax.xla_cpu import use_unrolled_threefry
 
-use_unrolled_threefry()  # same random bits, fewer loops on CPU (normjax/xla_cpu.py)
+use_unrolled_threefry()  # same random bits, fewer loops on CPU (normjax/xla_cpu.py); starts no backend
 
-from normjax.env import NormGymEnv, env_step  # noqa: E402
-from normjax.layouts import LAYOUTS, LayoutError, get_layout, load_layout  # noqa: E402
-from normjax.norms import NORMS, get_norm, norm_id  # noqa: E402
-from normjax.registration import env_id, make, registered_envs  # noqa: E402
-from normjax.world.observation import Observation, obs_size, observe  # noqa: E402
-from normjax.world.state import WorldConfig, WorldParams, WorldState, make_params  # noqa: E402
-from normjax.world.step import StepInfo, reset_world, step_world  # noqa: E402
+# Public names, imported on first use (PEP 562): `import normjax` (and so the
+# `normjax` command, whose module lives in this package) starts no JAX backend,
+# so `jax.distributed.initialize()` can still run first (`normjax train
+# --distributed`), and the compilation cache can be configured before anything
+# compiles.
+_LAZY = {
+    "NormGymEnv": "normjax.env", "env_step": "normjax.env",
+    "LAYOUTS": "normjax.layouts", "LayoutError": "normjax.layouts", "get_layout": "normjax.layouts",
+    "load_layout": "normjax.layouts",
+    "NORMS": "normjax.norms", "get_norm": "normjax.norms", "norm_id": "normjax.norms",
+    "env_id": "normjax.registration", "make": "normjax.registration", "registered_envs": "normjax.registration",
+    "Observation": "normjax.world.observation", "obs_size": "normjax.world.observation",
+    "observe": "normjax.world.observation",
+    "WorldConfig": "normjax.world.state", "WorldParams": "normjax.world.state", "WorldState": "normjax.world.state",
+    "make_params": "normjax.world.state",
+    "StepInfo": "normjax.world.step", "reset_world": "normjax.world.step", "step_world": "normjax.world.step",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'normjax' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

@@ -4,12 +4,15 @@
     normjax report   runs/NAME
     normjax evaluate --policy oracle --out oracle.json
     normjax export   --norm bend_right_1 --phase seen --seed 0 --policy blind --out ep.jsonl
+    normjax export   --norms all --phases interaction seen unseen --episodes 0 --out episodes/
     normjax llm-eval --base-url http://127.0.0.1:8000/v1 --model NAME --out runs/llm/NAME
     normjax identify --out results/identify
     normjax rollout  --layout cafe --norm forbidden_zone_q --steps 60 --gif out.gif
     normjax render   --layout bank --out bank.png
 
-Every command is a thin `cmd_*` function over the library.
+Every command is a thin `cmd_*` function over the library, and every command keeps a
+persistent JAX compilation cache (normjax.cache; default ~/.cache/normjax/jax, `--cache-dir
+DIR`, `--no-cache`), so a repeated command loads its programs instead of compiling them.
 
 Names are checked before anything is traced, and an unknown layout or norm
 lists the valid ones.
@@ -29,6 +32,7 @@ POLICY_NAMES = ("oracle", "blind", "random")
 # The Bayesian observer newcomers (normjax.observer), for `evaluate` only.
 OBSERVER_NAMES = ("bayes_map", "bayes_safe", "bayes_active")
 EVIDENCE_SOURCES = ("positions", "actions")
+EXPORT_PHASES = ("interaction", "seen", "unseen")
 
 
 def _norm_arg(name: str) -> int:
@@ -111,22 +115,27 @@ def cmd_render(args) -> int:
 
 
 def cmd_train(args) -> int:
+    if args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every={args.checkpoint_every} is invalid; allowed: a positive integer")
+    dist = (args.coordinator, args.num_processes, args.process_id)
+    if args.distributed:
+        from train.multihost import initialize
+
+        initialize(*dist)  # before anything starts a JAX backend (importing train.config does)
+    elif any(v is not None for v in dist):
+        raise ValueError("--coordinator, --num-processes and --process-id need --distributed")
     from train.config import load_config
 
     config = load_config(args.config, args.overrides)  # validated before anything compiles
-    if args.checkpoint_every < 1:
-        raise ValueError(f"--checkpoint-every={args.checkpoint_every} is invalid; allowed: a positive integer")
-    if args.distributed:
-        import jax
-
-        jax.distributed.initialize()
+    from train.multihost import is_primary
     from train.report import report
     from train.run import train_population
 
     out = Path(args.out) if args.out else Path("runs") / config.name
     result = train_population(config, out, resume=not args.no_resume, progress=not args.no_progress,
                               checkpoint_every=args.checkpoint_every)
-    print(report(out))
+    if is_primary():
+        print(report(out))
     return 0 if "results" in result or "stopped_at" in result else 1
 
 
@@ -177,14 +186,33 @@ def cmd_identify(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from normjax.interop.export import export_episode
+    lists = (args.norms, args.phases, args.seeds, args.policies, args.episodes)
+    if all(v is None for v in lists):  # one episode
+        if args.norm is None:
+            raise ValueError("export needs --norm NAME (one episode) or --norms NAME ... / all (many)")
+        from normjax.interop.export import export_episode
 
-    summary = export_episode(
-        args.norm, args.phase, args.seed, args.policy, args.out, frames_dir=args.frames,
-        layout=args.layout, capacity=args.capacity, newcomer_group=args.group,
-        steps=args.steps, cell_px=args.cell_px, episode=args.episode,
-    )
-    print(json.dumps(summary, indent=2))
+        summary = export_episode(
+            args.norm, args.phase, args.seed, args.policy, args.out, frames_dir=args.frames,
+            layout=args.layout, capacity=args.capacity, newcomer_group=args.group,
+            steps=args.steps, cell_px=args.cell_px, episode=args.episode,
+        )
+        print(json.dumps(summary, indent=2))
+        return 0
+    if args.norm is not None and args.norms is not None:
+        raise ValueError("give --norm (one) or --norms (several), not both")
+    from normjax.interop.export_many import MAX_BATCH, export_many, plan_many
+
+    episodes = args.episodes if args.episodes is not None else (None if args.episode is None else [args.episode])
+    plans = plan_many(args.norms or [args.norm], args.phases or [args.phase], args.seeds or [args.seed],
+                      args.policies or [args.policy], episodes=episodes, layout=args.layout,
+                      capacity=args.capacity, newcomer_group=args.group)  # validated before tracing
+    t0 = time.perf_counter()
+    result = export_many(plans, args.out, steps=args.steps, capacity=args.capacity, frames_dir=args.frames,
+                         cell_px=args.cell_px, max_batch=MAX_BATCH if args.max_batch is None else args.max_batch,
+                         log=lambda m: print(m, file=sys.stderr))
+    print(json.dumps({"out": args.out, "episodes": len(plans), "wall_s": round(time.perf_counter() - t0, 2),
+                      **result["timing"]}, indent=2))
     return 0
 
 
@@ -202,11 +230,24 @@ def cmd_llm_eval(args) -> int:
     return 0
 
 
+def _cache_options() -> argparse.ArgumentParser:
+    """--cache-dir / --no-cache, shared by every command (normjax.cache)."""
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("compilation cache")
+    g.add_argument("--cache-dir", default=None, metavar="DIR",
+                   help="persistent JAX compilation cache (default: $NORMJAX_CACHE_DIR, else "
+                        "$XDG_CACHE_HOME/normjax/jax or ~/.cache/normjax/jax)")
+    g.add_argument("--no-cache", action="store_true",
+                   help="no persistent compilation cache (also NORMJAX_NO_CACHE=1)")
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="normjax", description="NormGym in JAX")
     sub = ap.add_subparsers(dest="command", required=True)
+    cache = [_cache_options()]  # every command takes --cache-dir / --no-cache
 
-    r = sub.add_parser("rollout", help="simulate an episode with random joint actions")
+    r = sub.add_parser("rollout", parents=cache, help="simulate an episode with random joint actions")
     r.add_argument("--layout", default="cafe")
     r.add_argument("--norm", default="forbidden_zone_q", help="norm name, or 'none'")
     r.add_argument("--steps", type=int, default=60)
@@ -218,14 +259,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--fps", type=float, default=4)
     r.set_defaults(fn=cmd_rollout)
 
-    d = sub.add_parser("render", help="render the first frame of an episode to PNG")
+    d = sub.add_parser("render", parents=cache, help="render the first frame of an episode to PNG")
     d.add_argument("--layout", default="cafe")
     d.add_argument("--norm", default="none")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--cell-px", type=int, default=40)
     d.add_argument("--out", default="frame.png")
     d.set_defaults(fn=cmd_render)
-    t = sub.add_parser("train", help="train a DQN population (docs/world.md §10), then run the final tests")
+    t = sub.add_parser("train", parents=cache, help="train a DQN population (docs/world.md §10), then run the final tests")
     t.add_argument("--config", required=True, help="a JSON file in configs/ (suffix optional)")
     t.add_argument("overrides", nargs="*", help="key=value config overrides")
     t.add_argument("--out", default=None, help="run directory (default runs/<config name>)")
@@ -234,14 +275,19 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--checkpoint-every", type=int, default=1, metavar="BLOCKS",
                    help="save a checkpoint every BLOCKS compiled blocks (and at the end); saving the "
                         "replay memory takes seconds per save on large populations")
-    t.add_argument("--distributed", action="store_true", help="call jax.distributed.initialize() first")
+    t.add_argument("--distributed", action="store_true",
+                   help="one process of a multi-process run (jax.distributed; docs/distributed.md)")
+    t.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                   help="with --distributed: process 0's address (default: auto-detected, e.g. under SLURM)")
+    t.add_argument("--num-processes", type=int, default=None, metavar="N", help="with --distributed")
+    t.add_argument("--process-id", type=int, default=None, metavar="I", help="with --distributed: 0..N-1")
     t.set_defaults(fn=cmd_train)
 
-    rp = sub.add_parser("report", help="tables and figures of a training run")
+    rp = sub.add_parser("report", parents=cache, help="tables and figures of a training run")
     rp.add_argument("run_dir")
     rp.set_defaults(fn=cmd_report)
 
-    e = sub.add_parser("evaluate", help="run the test protocol (3 seen + 3 unseen episodes per norm)")
+    e = sub.add_parser("evaluate", parents=cache, help="run the test protocol (3 seen + 3 unseen episodes per norm)")
     e.add_argument("--policy", required=True, choices=POLICY_NAMES + OBSERVER_NAMES,
                    help="newcomer policy: norm-aware oracle, norm-blind planner, random, or a Bayesian "
                         "observer that learns in the interaction phase (docs/observer.md)")
@@ -256,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bayes_*: read moves from positions, or from the public effective actions")
     e.set_defaults(fn=cmd_evaluate)
 
-    i = sub.add_parser("identify", help="how well the Bayesian observer identifies each norm in its interaction phase")
+    i = sub.add_parser("identify", parents=cache, help="how well the Bayesian observer identifies each norm in its interaction phase")
     i.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
     i.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="protocol seeds (default 0 1 2)")
     i.add_argument("--eps", type=float, default=0.0, help="sanction-flag noise rate in [0, 0.5)")
@@ -267,24 +313,37 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--out", default="results/identify", help="directory for identify.json and the figures")
     i.set_defaults(fn=cmd_identify)
 
-    x = sub.add_parser("export", help="write one episode as trajectory JSON Lines (docs/world.md §12)")
-    x.add_argument("--norm", required=True, help="norm name, or 'none'")
-    x.add_argument("--phase", choices=("interaction", "seen", "unseen"), default="interaction")
+    x = sub.add_parser("export", parents=cache, help="write episodes as trajectory JSON Lines (docs/world.md §12)",
+                       description="One episode (--norm, --phase, --seed, --policy, --out FILE), or many in one "
+                                   "compiled program per phase kind and policy (--norms, --phases, --seeds, "
+                                   "--policies, --episodes; --out DIR, one file per episode, manifest.json).")
+    x.add_argument("--norm", default=None, help="norm name, or 'none'")
+    x.add_argument("--phase", choices=EXPORT_PHASES, default="interaction")
     x.add_argument("--seed", type=int, default=0)
     x.add_argument("--policy", choices=POLICY_NAMES, default="oracle")
-    x.add_argument("--out", required=True, help="output .jsonl file")
-    x.add_argument("--frames", default=None, help="directory for PNG frames (frame_000.png, ...)")
+    x.add_argument("--episode", type=int, default=None, choices=(0, 1, 2),
+                   help="export the protocol's episode (--seed is then the protocol seed)")
+    x.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="several norms ('all': the 50)")
+    x.add_argument("--phases", nargs="+", default=None, choices=EXPORT_PHASES)
+    x.add_argument("--seeds", nargs="+", type=int, default=None, metavar="S")
+    x.add_argument("--policies", nargs="+", default=None, choices=POLICY_NAMES)
+    x.add_argument("--episodes", nargs="+", type=int, default=None, choices=(0, 1, 2),
+                   help="protocol episodes of the test phases (seeds are then protocol seeds; "
+                        "interaction is written once, as episode 0)")
+    x.add_argument("--out", required=True, help="output .jsonl file (one episode) or directory (several)")
+    x.add_argument("--frames", default=None, help="directory for PNG frames (frame_000.png, ...; "
+                                                  "several episodes: one subdirectory each)")
     x.add_argument("--layout", default=None, help="override the phase's layout")
     x.add_argument("--capacity", type=int, default=10, choices=CAPACITIES)
     x.add_argument("--group", type=int, default=None, choices=(0, 1, 2),
-                   help="newcomer group in test phases (default: seed %% 3)")
-    x.add_argument("--episode", type=int, default=None, choices=(0, 1, 2),
-                   help="export the protocol's episode (--seed is then the protocol seed)")
+                   help="newcomer group in test phases (default: seed %% 3, or the protocol's)")
     x.add_argument("--steps", type=int, default=None, help="override the episode length")
     x.add_argument("--cell-px", type=int, default=32)
+    x.add_argument("--max-batch", type=int, default=None, metavar="N",
+                   help="several episodes: at most N per compiled call (default 64; memory grows with N)")
     x.set_defaults(fn=cmd_export)
 
-    m = sub.add_parser("llm-eval", help="run the protocol with an LLM/VLM newcomer (docs/llm.md)")
+    m = sub.add_parser("llm-eval", parents=cache, help="run the protocol with an LLM/VLM newcomer (docs/llm.md)")
     m.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 "
                    "(API key from NORMJAX_LLM_API_KEY or OPENAI_API_KEY)")
     m.add_argument("--model", required=True)
@@ -305,6 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    from normjax.cache import configure_cache
+
+    configure_cache(args.cache_dir, args.no_cache)  # before anything compiles
     try:
         return args.fn(args)
     except ValueError as e:  # bad names / values: a clear message, no traceback

@@ -13,8 +13,13 @@ final tests (3 seen + 3 unseen per norm) and `results.json` is written.
 Scale-out: with several devices the population axis is sharded over a 1-D
 `jax.sharding.Mesh` ("runs") with `NamedSharding`; the runs are independent,
 so the compiled program needs no communication.  Multi-host: call
-`jax.distributed.initialize()` first (`--distributed` in the CLI); the mesh
-then spans every process's devices.
+`jax.distributed.initialize()` first (`train.multihost.initialize`,
+`normjax train --distributed`); the mesh then spans every process's devices,
+every process builds the same population and runs the same blocks, metrics and
+parameters are gathered to every process between blocks, validation and final
+tests run on each process from the gathered parameters, process 0 alone writes
+the run's files, and every process takes part in the (orbax) checkpoints.
+docs/distributed.md.
 """
 
 from __future__ import annotations
@@ -34,14 +39,22 @@ from normjax.norms import NORMS
 from train import evaluate as ev
 from train.config import DQNConfig
 from train.dqn import Metrics, make_population
+from train.multihost import is_multiprocess, is_primary, local_value, to_global, to_host
 
 VALIDATION_SEEDS = (101, 102, 103, 104)  # 4 x 3 seen episodes = 12 per norm
 
 
 def population_mesh(n_runs: int):
-    """A 1-D mesh over all devices if the population divides evenly, else None."""
+    """A 1-D mesh over all devices if the population divides evenly, else None.
+
+    Across several processes the population must divide evenly (a ValueError
+    otherwise): every process then holds its share of the runs.
+    """
     devices = jax.devices()
     if len(devices) < 2 or n_runs % len(devices):
+        if is_multiprocess():
+            raise ValueError(f"a population of {n_runs} runs does not divide over the {len(devices)} devices "
+                             f"of {jax.process_count()} processes; change seeds_per_norm / norms or the devices")
         return None
     return Mesh(np.array(devices), ("runs",))
 
@@ -51,10 +64,13 @@ def shard(tree, mesh):
     if mesh is None:
         return tree
 
+    multi = is_multiprocess()
+
     def put(x):
-        if getattr(x, "ndim", 0) == 0:
-            return jax.device_put(x, NamedSharding(mesh, PartitionSpec()))
-        return jax.device_put(x, NamedSharding(mesh, PartitionSpec("runs")))
+        spec = PartitionSpec() if getattr(x, "ndim", 0) == 0 else PartitionSpec("runs")
+        if multi:  # every process holds the full value; each fills its own devices
+            return to_global(x, NamedSharding(mesh, spec))
+        return jax.device_put(x, NamedSharding(mesh, spec))
 
     return jax.tree.map(put, tree)
 
@@ -74,7 +90,7 @@ def block_size(config: DQNConfig, max_chunks: int = 2_500) -> int:
 
 def _metric_rows(rows, runners, step, offset=0):
     """One row per run of a member; `run` indexes the whole population."""
-    m = jax.tree.map(np.asarray, runners.metrics)
+    m = to_host(runners.metrics)
     out = []
     for i, r in enumerate(rows):
         steps = max(float(m.steps[i]), 1.0)
@@ -95,6 +111,11 @@ def _metric_rows(rows, runners, step, offset=0):
     return out
 
 
+def _params(q_params):
+    """Parameters for the evaluation programs: gathered to every process when spread over several."""
+    return to_host(q_params) if is_multiprocess() else q_params
+
+
 def _append_jsonl(path: Path, rows):
     with path.open("a") as f:
         for r in rows:
@@ -107,7 +128,7 @@ def _zero_metrics(runners):
 
 def _step(carry) -> int:
     """Transitions done so far (all runs step in lockstep)."""
-    return int(np.asarray(carry[0][0].step)[0])
+    return int(local_value(carry[0][0].step))
 
 
 def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progress: bool = True,
@@ -119,22 +140,33 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
     run of the config; the returned `carry` is a tuple with one
     (runners, replay) pair per architecture (`train.dqn.Population`).
     stop_after: stop (as if killed) once this many transitions are done.
+    Under `jax.distributed` every process calls this with the same arguments;
+    process 0 writes the files and logs.
     """
+    primary = is_primary()
+    if not primary:
+        log, progress_bar = (lambda *_: None), False
+    else:
+        progress_bar = progress
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
     pop = make_population(config)
-    (out / "population.json").write_text(json.dumps(pop.rows, indent=2))
+    if primary:
+        (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
+        (out / "population.json").write_text(json.dumps(pop.rows, indent=2))
     n_runs = len(pop.rows)
     members = pop.member_rows()
     meshes = [population_mesh(len(rows)) for _, rows, _ in members]
     block = block_size(config)
     log(f"population: {n_runs} runs ({config.arch}), {config.total_steps:,} transitions each, "
         f"blocks of {block * config.train_freq:,}; devices: {jax.device_count()}"
+        + (f" in {jax.process_count()} processes" if is_multiprocess() else "")
         + (f", sharded over mesh {dict(meshes[0].shape)}" if meshes[0] is not None else ""))
 
     specs = tuple(shard(x, mesh) for x, mesh in zip(pop.specs, meshes))
-    carry = tuple(shard(x, mesh) for x, mesh in zip(pop.init_population(jax.random.PRNGKey(config.seed)), meshes))
+    # One compiled program (bit-identical to the eager init, and one cache entry instead of hundreds).
+    init = jax.jit(pop.init_population)(jax.random.PRNGKey(config.seed))
+    carry = tuple(shard(x, mesh) for x, mesh in zip(init, meshes))
     ckpt = ocp.CheckpointManager(
         (out / "checkpoints").resolve(), options=ocp.CheckpointManagerOptions(max_to_keep=2)
     )
@@ -144,7 +176,7 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
         log(f"resumed from checkpoint at {ckpt.latest_step():,} transitions")
 
     bar = None
-    if progress:
+    if progress_bar:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=config.total_steps, unit="tr", desc=f"{config.name}", mininterval=1.0)
@@ -170,19 +202,22 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
             bar.update(step - last["step"])
             last["step"] = step
         for (_, rows, offset), (runners, _) in zip(members, carry):
-            _append_jsonl(out / "metrics.jsonl", _metric_rows(rows, runners, step, offset))
+            rows_out = _metric_rows(rows, runners, step, offset)  # a collective across processes
+            if primary:
+                _append_jsonl(out / "metrics.jsonl", rows_out)
         carry = tuple((_zero_metrics(runners), rb) for runners, rb in carry)
         if step in config.validation_at:
             val = []
             for (m, rows, offset), (runners, _) in zip(members, carry):
                 per_run = ev.episodes_for([r["norm_id"] for r in rows], VALIDATION_SEEDS, ("seen",))
-                raw = ev.run_population(m, runners.q_params, per_run)
+                raw = ev.run_population(m, _params(runners.q_params), per_run)
                 val += [dict(step=step, run=offset + i, arch=r["arch"], norm=NORMS[r["norm_id"]].name,
                              family=NORMS[r["norm_id"]].family, reward_condition=r["reward_condition"],
                              task=float(np.mean(raw["goals"][i] / 2.0)),
                              joint=float(np.mean((raw["goals"][i] == 2) & (raw["sanctions"][i] == 0))))
                         for i, r in enumerate(rows)]
-            _append_jsonl(out / "validation.jsonl", val)
+            if primary:
+                _append_jsonl(out / "validation.jsonl", val)
             log(f"validation at {step:,}: task {100 * np.mean([v['task'] for v in val]):.1f}% "
                 f"joint {100 * np.mean([v['joint'] for v in val]):.1f}%")
         if blocks_done % checkpoint_every == 0 or step >= config.total_steps:
@@ -196,7 +231,8 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
     if bar is not None:
         bar.close()
 
-    (out / "timing.json").write_text(json.dumps({"train_seconds": train_s, "n_runs": n_runs}))
+    if primary:
+        (out / "timing.json").write_text(json.dumps({"train_seconds": train_s, "n_runs": n_runs}))
     result = {"config": config.to_dict(), "train_seconds": train_s, "carry": carry}
     if final_test:
         result["results"] = write_final_tests(pop, carry, out, train_s)
@@ -211,13 +247,14 @@ def write_final_tests(pop, carry, out: Path, train_s: float | None) -> dict:
     summary, episodes = {}, {}
     for (m, rows, _), (runners, _) in zip(pop.member_rows(), carry):
         per_run = ev.episodes_for([r["norm_id"] for r in rows])
-        raw = ev.run_population(m, runners.q_params, per_run)
+        raw = ev.run_population(m, _params(runners.q_params), per_run)
         tables = ev.summarize_groups(rows, per_run, raw, "reward_condition")
         summary[m.config.arch] = {cond: {k: v for k, v in t.items() if k != "episodes"} for cond, t in tables.items()}
         episodes[m.config.arch] = {c: t["episodes"] for c, t in tables.items()}
     payload = {"config": pop.config.to_dict(), "train_seconds": train_s, "n_runs": len(pop.rows),
                "results": summary, "episodes": episodes}
-    (out / "results.json").write_text(json.dumps(payload, indent=2))
+    if is_primary():
+        (out / "results.json").write_text(json.dumps(payload, indent=2))
     return summary
 
 

@@ -68,16 +68,17 @@ import numpy as np
 
 from normjax import constants as C
 from normjax.env import STATE_POLICIES, check_policy_name, env_step, phase_params
-from normjax.layouts import LAYOUTS, check_layout_name, load_layout
-from normjax.norms import NORMS, get_norm
+from normjax.interop.plan import (  # noqa: F401  (re-exported: the plan of an export)
+    EXPORT_PHASES, episode_summary, plan_episode, protocol_episode, resolve_layout,
+)
+from normjax.layouts import LAYOUTS, load_layout
+from normjax.norms import NORMS
 from normjax.norms.table import NORM_TABLE
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
-from normjax.protocol.seeds import base_seed, episode_seeds, group_orders
 from normjax.world.state import ANY_DOOR, GOAL_CELL, ROLE_AWARE, ROLE_BLIND, ROLE_NEWCOMER, WorldConfig
 from normjax.world.step import reset_world
 
 FORMAT = "normjax.trajectory/1"
-EXPORT_PHASES = ("interaction", "seen", "unseen", "train")
 ROLE_NAMES = {ROLE_NEWCOMER: "newcomer", ROLE_AWARE: "aware", ROLE_BLIND: "blind"}
 POLICIES: dict[str, Callable] = dict(STATE_POLICIES)
 
@@ -108,15 +109,30 @@ def _scan(key, state, params, policy, steps):
     return states, infos
 
 
+@functools.partial(jax.jit, static_argnames=("capacity",))
+def _reset_start(key, params, capacity):
+    return reset_world(key, params, WorldConfig(capacity=capacity))
+
+
+@functools.partial(jax.jit, static_argnames=("capacity",))
+def _test_start(key, layout_id, norm_id, group, capacity):
+    return build_test_episode(key, layout_id, norm_id, group, WorldConfig(capacity=capacity))
+
+
 def _start(key, layout_id, norm_id, phase, capacity, newcomer_group):
-    """(state, params, how it was built) at the start of an exported episode."""
-    cfg = WorldConfig(capacity=capacity)
+    """(state, params, how it was built) at the start of an exported episode.
+
+    Each start is one compiled program rather than a few hundred eager
+    operations, so a repeated export loads one entry from the CLI's
+    persistent compilation cache.
+    """
+    WorldConfig(capacity=capacity)
     if phase in ("interaction", "train"):
         params = phase_params(phase, layout_id, norm_id)
-        return reset_world(key, params, cfg), params, "reset_world"
+        return _reset_start(key, params, capacity), params, "reset_world"
     if phase in ("seen", "unseen"):
         group = 0 if newcomer_group is None else int(newcomer_group)
-        state, params = build_test_episode(key, layout_id, norm_id, group, cfg)
+        state, params = _test_start(key, layout_id, norm_id, group, capacity)
         return state, params, "scenarios.build_test_episode"
     raise ValueError(f"unknown phase {phase!r}; valid: {', '.join(EXPORT_PHASES)}")
 
@@ -332,32 +348,6 @@ def write_frames(states, params, frames_dir, cell_px: int = 32) -> list[Path]:
 # ---------------------------------------------------------------------------
 
 
-def resolve_layout(norm, phase: str, layout: str | None) -> str:
-    """The layout of an export: given, else the cafe, or the norm's unseen layout."""
-    if layout is not None:
-        return check_layout_name(layout)
-    if phase == "unseen":
-        if norm is None:
-            raise ValueError("the unseen phase needs a norm (or an explicit layout)")
-        return norm.unseen_layout
-    return "cafe"
-
-
-def protocol_episode(norm_id: int, phase: str, episode: int, seed: int = 0) -> tuple[int, int | None]:
-    """(key seed, newcomer group) of the protocol's episode (docs/world.md §9 seeds).
-
-    Interaction uses the norm's base seed s; seen episode e uses s + 1 + e and
-    unseen episode e uses s + 4 + e, with the group order of
-    `normjax.protocol.seeds.group_orders` (`seed` shifts the base seed as in
-    `normjax.protocol.evaluate`).
-    """
-    if phase in ("interaction", "train"):
-        return base_seed(norm_id, seed), None
-    if not 0 <= int(episode) < 3:
-        raise ValueError(f"episode must be 0, 1 or 2, got {episode!r}")
-    return episode_seeds(norm_id, seed)[phase][episode], group_orders(norm_id, seed)[phase][episode]
-
-
 def export_episode(norm, phase: str, seed: int, policy_name: str, out_path, frames_dir=None,
                    layout: str | None = None, capacity: int = 10, newcomer_group: int | None = None,
                    steps: int | None = None, cell_px: int = 32, episode: int | None = None) -> dict:
@@ -369,59 +359,22 @@ def export_episode(norm, phase: str, seed: int, policy_name: str, out_path, fram
     `newcomer_group`).  With `episode` (0..2) the episode is the protocol's
     own (`protocol_episode`: `seed` is then the protocol seed, 0 = canonical),
     so an exported seen / unseen episode is the one `normjax.protocol.evaluate`
-    scores.  Returns a small summary dict.
+    scores.  Returns a small summary dict.  Many episodes in one compiled
+    program: `normjax.interop.export_many.export_many`.
     """
-    spec = None if norm is None or norm == "none" else get_norm(norm)
-    if phase not in EXPORT_PHASES:
-        raise ValueError(f"unknown phase {phase!r}; valid: {', '.join(EXPORT_PHASES)}")
-    check_policy_name(policy_name)
-    layout_name = resolve_layout(spec, phase, layout)
-    WorldConfig(capacity=capacity)
-    key_seed, group = int(seed), None
-    info: dict[str, Any] = {}
-    if episode is not None:
-        if spec is None:
-            raise ValueError("--episode (protocol seeds) needs a norm")
-        key_seed, group = protocol_episode(spec.id, phase, int(episode), int(seed))
-        info.update(protocol_seed=int(seed), episode=int(episode))
-    if phase in ("seen", "unseen"):
-        if newcomer_group is not None:
-            group = int(newcomer_group)
-        elif group is None:
-            group = key_seed % C.N_GROUPS
-        if not 0 <= group < C.N_GROUPS:
-            raise ValueError(f"newcomer_group must be in 0..2, got {newcomer_group!r}")
-    states, infos, params, how = rollout(
-        jax.random.PRNGKey(key_seed), LAYOUTS.index(layout_name), -1 if spec is None else spec.id,
-        phase, POLICIES[policy_name], capacity=capacity, steps=steps, newcomer_group=group,
-        return_scenario=True,
+    plan = plan_episode(norm, phase, seed, policy_name, layout, capacity, newcomer_group, episode)
+    states, infos, params = rollout(
+        jax.random.PRNGKey(plan["key_seed"]), plan["layout_id"], plan["norm_id"], phase,
+        POLICIES[policy_name], capacity=capacity, steps=steps, newcomer_group=plan["group"],
     )
-    info = {"seed": key_seed, "phase": phase, "policy": policy_name, "scenario": how, **info}
-    if group is not None:
-        info["newcomer_group"] = group
-    records = trajectory_records(states, infos, params, info)
+    records = trajectory_records(states, infos, params, plan["info"])
     path = write_jsonl(out_path, records)
     frames = write_frames(states, params, frames_dir, cell_px) if frames_dir is not None else []
-    return {
-        "out": str(path),
-        "layout": layout_name,
-        "norm": None if spec is None else spec.name,
-        "phase": phase,
-        "seed": key_seed,
-        "newcomer_group": group,
-        "policy": policy_name,
-        "steps": len(records) - 1,
-        "newcomer_exited": bool(np.asarray(infos.exited[:, 0]).any()),
-        "newcomer_goals": int(np.asarray(infos.goals_completed[:, 0]).sum()),
-        "newcomer_sanctions": int(np.asarray(infos.sanctioned[:, 0]).sum()),
-        "sanctions": int(np.asarray(infos.sanctioned).sum()),
-        "collisions": int(np.asarray(infos.collided).sum()),
-        "frames": len(frames),
-        "scenario": how,
-    }
+    return episode_summary(plan, path, records, infos, len(frames))
 
 
 __all__ = [
     "FORMAT", "EXPORT_PHASES", "POLICIES", "rollout", "trajectory_records", "header_record",
     "layout_cells", "protocol_episode", "write_jsonl", "read_jsonl", "write_frames", "export_episode",
+    "plan_episode", "episode_summary",
 ]
