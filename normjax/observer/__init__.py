@@ -2,6 +2,7 @@
 
 * `evidence`: what the observer sees and the predicate inputs it derives from it;
 * `belief`: the posterior `[50]` as a pytree, its update, read-outs and helpers;
+* `queues`: the queue part of the norms' context from a per-layout cell table;
 * `policies`: `bayes_map`, `bayes_safe` and the active learner `bayes_active`;
 * `interaction`: learning in the interaction phase, and the observer newcomers
   as `normjax.protocol.StatefulPolicy` for `normjax.protocol.evaluate`;

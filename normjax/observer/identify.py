@@ -31,6 +31,7 @@ confusion matrix.  `normjax identify` is the command-line front end.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jax
@@ -148,6 +149,12 @@ def analyse(raw: dict, eps: float = 0.0, source: str = "positions", learner: str
     )
 
 
+def dumps(result: dict) -> str:
+    """JSON with one line per innermost list of numbers (the per-step arrays stay compact)."""
+    text = json.dumps(result, indent=1)
+    return re.sub(r"\[\s+([-+0-9.eE,\s]+?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text)
+
+
 def figures(result: dict, out_dir) -> list[Path]:
     """posterior_vs_step.png (by family) and confusion.png under `out_dir`."""
     import matplotlib
@@ -211,7 +218,7 @@ def identify(norm_ids=None, seeds=(0, 1, 2), eps: float = 0.0, source: str = "po
     if out_dir is not None:
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "identify.json").write_text(json.dumps(result, indent=1))
+        (out_dir / "identify.json").write_text(dumps(result))
         figures(result, out_dir)
     return result
 
@@ -234,4 +241,4 @@ def format_summary(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["CONFUSER_MASS", "REASONS", "analyse", "figures", "format_summary", "identify", "run"]
+__all__ = ["CONFUSER_MASS", "REASONS", "analyse", "dumps", "figures", "format_summary", "identify", "run"]
