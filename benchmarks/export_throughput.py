@@ -65,12 +65,16 @@ def load() -> list[float]:
 
 
 def bench_many(norms: list[str], tmp: Path, sample: int) -> dict:
+    """`norms` as given on the command line (``all`` stays ``all``)."""
     cache = tmp / "cache_many"
-    args = ["export", "--norms", *norms, "--phases", *PHASES, "--episodes", "0", "--policies", "oracle",
-            "--cache-dir", cache]
-    cold_s, out = normjax(*args, "--out", tmp / "many_cold")
+    args = ["export", "--norms", *norms, "--phases", *PHASES, "--episodes", "0", "--policies", "oracle"]
+    cold_s, out = normjax(*args, "--cache-dir", cache, "--out", tmp / "many_cold")
     report = json.loads(out[out.index("{"):])
-    warm_s, _ = normjax(*args, "--out", tmp / "many_warm")
+    warm_s, _ = normjax(*args, "--cache-dir", cache, "--out", tmp / "many_warm")
+    if norms == ["all"]:
+        from normjax.norms import NORMS
+
+        norms = [n.name for n in NORMS]
     files = sorted((tmp / "many_cold").glob("*.jsonl"))
     same_warm = all(filecmp.cmp(f, tmp / "many_warm" / f.name, shallow=False) for f in files)
     # Byte-identity with single exports: the first `sample` norms, every phase.
@@ -83,7 +87,7 @@ def bench_many(norms: list[str], tmp: Path, sample: int) -> dict:
             name = f"{norm}.{phase}.ep0.oracle.seed0.jsonl"
             checked.append({"file": name, "identical": filecmp.cmp(one, tmp / "many_cold" / name, shallow=False)})
     return {
-        "command": "normjax " + " ".join(str(a) for a in args if a != cache) + " --out DIR",
+        "command": "normjax " + " ".join(args) + " --cache-dir DIR --out DIR",
         "episodes": len(files),
         "cold_cache_wall_s": round(cold_s, 2),
         "warm_cache_wall_s": round(warm_s, 2),
@@ -124,12 +128,7 @@ def main(argv=None) -> dict:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         payload["cache"] = bench_cache(tmp)
-        norms = args.norms
-        if norms == ["all"]:
-            from normjax.norms import NORMS
-
-            norms = [n.name for n in NORMS]
-        payload["many"] = bench_many(norms, tmp, args.sample)
+        payload["many"] = bench_many(args.norms, tmp, args.sample)
     payload["load_after"] = load()
     c, m = payload["cache"], payload["many"]
     print(f"single export, cache: first {c['first_s']:.1f}s, second {c['second_s']:.1f}s "

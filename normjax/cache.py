@@ -24,7 +24,11 @@ compile in well under JAX's default one second, are cached too.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
+import pickle
+import zlib
 from pathlib import Path
 
 _HIT = "/jax/compilation_cache/cache_hits"
@@ -83,19 +87,21 @@ def configure_cache(cache_dir: str | None = None, no_cache: bool = False) -> Pat
     """Set JAX's persistent compilation cache for this process; returns the directory or None.
 
     Call before the programs to be cached compile.  JAX decides once per
-    process whether it uses a cache (at the first compilation: importing
-    `normjax` already compiles two tiny constant-staging programs, before any
-    cache is configured), so the decision is reset here
+    process whether it uses a cache (at its first compilation, which may have
+    happened before this call), so the decision is reset here
     (`jax.experimental.compilation_cache.compilation_cache.reset_cache`) and
     taken again at the next compilation with these settings.  Turning the
-    cache off sets `jax_enable_compilation_cache` to False.
+    cache off sets `jax_enable_compilation_cache` to False.  The executable
+    cache (`compiled`) uses ``<dir>/executables``.
     """
+    global _exe_dir
     import jax
     from jax.experimental.compilation_cache import compilation_cache as jax_cache
 
     _listen()
     path = resolve_cache_dir(cache_dir, no_cache, jax_dir=jax.config.jax_compilation_cache_dir)
     jax_cache.reset_cache()
+    _exe_dir = None if path is None else path / "executables"
     if path is None:
         jax.config.update("jax_enable_compilation_cache", False)
         return None
@@ -108,8 +114,82 @@ def configure_cache(cache_dir: str | None = None, no_cache: bool = False) -> Pat
 
 
 def cache_stats() -> dict:
-    """This process's persistent-cache events since `configure_cache`: hits, writes, lookups."""
-    return {"hits": _counts[_HIT], "writes": _counts[_MISS], "lookups": _counts[_REQUEST]}
+    """This process's cache events: JAX's persistent-cache hits, writes and lookups, and
+    the executable cache's loads and stores."""
+    return {"hits": _counts[_HIT], "writes": _counts[_MISS], "lookups": _counts[_REQUEST], **_exe_counts}
 
 
-__all__ = ["cache_stats", "configure_cache", "default_cache_dir", "resolve_cache_dir"]
+# ---------------------------------------------------------------------------
+# Executable cache: whole compiled programs, so a repeated command also skips
+# tracing and lowering (which JAX's cache, keyed by the lowered program, cannot).
+
+_exe_dir: Path | None = None
+_exe_counts = {"executable_loads": 0, "executable_stores": 0}
+_loaded: dict[str, object] = {}
+
+
+@functools.lru_cache(maxsize=None)
+def source_hash() -> str:
+    """sha256 of the package's source and map files and the JAX / jaxlib versions."""
+    import jax
+    import jaxlib
+
+    h = hashlib.sha256(f"{jax.__version__} {jaxlib.__version__}".encode())
+    root = Path(__file__).resolve().parent
+    for f in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".txt") and p.is_file()):
+        h.update(str(f.relative_to(root)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _key(name: str, static: str, args) -> str:
+    import jax
+
+    leaves, treedef = jax.tree.flatten(args)
+    avals = [(tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", type(x).__name__))) for x in leaves]
+    dev = jax.devices()[0]
+    parts = (name, static, str(treedef), repr(avals), source_hash(), dev.platform,
+             getattr(dev, "device_kind", ""), str(jax.device_count()), os.environ.get("XLA_FLAGS", ""))
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:40]
+
+
+def compiled(name: str, jitted, args: tuple, static: dict | None = None, static_key: str = ""):
+    """`jitted` compiled for `args` (and the static keyword arguments `static`), kept whole
+    in the executable cache when one is configured; call the result with `args` alone.
+
+    `static_key` names what the program depends on beyond the arguments' structure,
+    shapes and dtypes (e.g. the policy by name: a function's identity does not carry
+    across processes); the key adds the package's source (`source_hash`), JAX's
+    version and the device.  Without a configured cache directory the executable is
+    only kept in memory.  A file that cannot be read is compiled again and replaced.
+    """
+    static = dict(static or {})
+    key = f"{name}-{_key(name, static_key, args)}"
+    if key in _loaded:
+        return _loaded[key]
+    from jax.experimental import serialize_executable as se
+
+    path = None if _exe_dir is None else _exe_dir / f"{key}.exe"
+    if path is not None and path.exists():
+        try:
+            exe = se.deserialize_and_load(*pickle.loads(zlib.decompress(path.read_bytes())))
+            _exe_counts["executable_loads"] += 1
+            _loaded[key] = exe
+            return exe
+        except Exception:  # noqa: BLE001  (a stale or partial file: compile again)
+            pass
+    exe = jitted.lower(*args, **static).compile()
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(zlib.compress(pickle.dumps(se.serialize(exe)), 1))
+            tmp.replace(path)
+            _exe_counts["executable_stores"] += 1
+        except Exception:  # noqa: BLE001  (an executable that cannot be serialised is still usable)
+            pass
+    _loaded[key] = exe
+    return exe
+
+
+__all__ = ["cache_stats", "compiled", "configure_cache", "default_cache_dir", "resolve_cache_dir", "source_hash"]

@@ -14,8 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from normjax.cache import default_cache_dir, resolve_cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,12 +73,61 @@ def test_second_run_loads_from_cache(tmp_path):
     assert _files(default) == written
 
 
-@pytest.mark.parametrize("how", ["flag", "env"])
-def test_no_cache_leaves_directory_empty(tmp_path, how):
+def test_no_cache_leaves_directory_empty(tmp_path):
+    """`--no-cache` wins over `--cache-dir` (NORMJAX_NO_CACHE takes the same path: test_resolve_precedence)."""
     d = tmp_path / "cache"
-    if how == "flag":
-        stats = _run(tmp_path, "--no-cache", "--cache-dir", str(d))
-    else:
-        stats = _run(tmp_path, NORMJAX_NO_CACHE="1", NORMJAX_CACHE_DIR=str(d))
+    stats = _run(tmp_path, "--no-cache", "--cache-dir", str(d), NORMJAX_CACHE_DIR=str(d))
     assert stats["lookups"] == stats["hits"] == stats["writes"] == 0
     assert not _files(d) and not _files(tmp_path / "xdg" / "normjax" / "jax")
+
+
+def test_executable_cache_keys_and_reloads(tmp_path, monkeypatch):
+    """Whole executables: stored once, loaded whole by a new process (here: a cleared memo), and
+    keyed by the package source, the static key and the argument shapes."""
+    import jax
+    import jax.numpy as jnp
+
+    from normjax import cache
+
+    monkeypatch.setattr(cache, "_exe_dir", tmp_path / "executables")
+    monkeypatch.setattr(cache, "_loaded", {})
+    monkeypatch.setattr(cache, "_exe_counts", {"executable_loads": 0, "executable_stores": 0})
+    f = jax.jit(lambda x, n: x * n + 1, static_argnames="n")
+    x = jnp.arange(4.0)
+    exe = cache.compiled("t", f, (x,), {"n": 3}, "n=3")
+    assert exe(x).tolist() == [1.0, 4.0, 7.0, 10.0] and cache.cache_stats()["executable_stores"] == 1
+    assert cache.compiled("t", f, (x,), {"n": 3}, "n=3") is exe  # in memory
+    cache._loaded.clear()
+    again = cache.compiled("t", f, (x,), {"n": 3}, "n=3")
+    assert again(x).tolist() == exe(x).tolist() and cache.cache_stats()["executable_loads"] == 1
+    cache.compiled("t", f, (x,), {"n": 2}, "n=2")  # another static value: another program
+    cache.compiled("t", f, (jnp.arange(5.0),), {"n": 3}, "n=3")  # another shape
+    monkeypatch.setattr(cache, "source_hash", lambda: "changed source")
+    cache._loaded.clear()
+    cache.compiled("t", f, (x,), {"n": 3}, "n=3")  # the package changed: compiled again
+    assert cache.cache_stats()["executable_stores"] == 4 and len(list((tmp_path / "executables").iterdir())) == 4
+    (tmp_path / "executables" / next((tmp_path / "executables").iterdir()).name).write_bytes(b"broken")
+    cache._loaded.clear()
+    for n, arr in ((3, x), (2, x), (3, jnp.arange(5.0))):  # a broken file is compiled again
+        assert cache.compiled("t", f, (arr,), {"n": n}, f"n={n}")(arr).shape == arr.shape
+
+
+def test_repeated_export_loads_whole_programs(tmp_path):
+    """A second identical `normjax export` loads its start and scan programs whole (no tracing)."""
+    args = ["--cache-dir", str(tmp_path / "c")]
+    first = _run_export(tmp_path, "one.jsonl", *args)
+    assert first["executable_stores"] == 2 and first["executable_loads"] == 0
+    second = _run_export(tmp_path, "two.jsonl", *args)
+    assert second["executable_loads"] == 2 and second["executable_stores"] == 0 and second["writes"] == 0
+    assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
+
+
+def _run_export(tmp_path, out, *flags):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "NORMJAX_", "XLA_"))}
+    env.update(PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    cmd = ["export", "--norm", "bend_right_1", "--phase", "seen", "--seed", "4", "--policy", "random",
+           "--steps", "10", "--out", str(tmp_path / out), *flags]
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, *cmd], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -67,6 +67,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
+from normjax.cache import compiled
 from normjax.env import STATE_POLICIES, check_policy_name, env_step, phase_params
 from normjax.interop.plan import (  # noqa: F401  (re-exported: the plan of an export)
     EXPORT_PHASES, episode_summary, plan_episode, protocol_episode, resolve_layout,
@@ -123,16 +124,20 @@ def _start(key, layout_id, norm_id, phase, capacity, newcomer_group):
     """(state, params, how it was built) at the start of an exported episode.
 
     Each start is one compiled program rather than a few hundred eager
-    operations, so a repeated export loads one entry from the CLI's
-    persistent compilation cache.
+    operations; with the CLI's cache configured, the start and the scan are
+    loaded whole from its executable cache (`normjax.cache.compiled`) on a
+    repeated export.
     """
     WorldConfig(capacity=capacity)
+    static, static_key = {"capacity": capacity}, f"capacity={capacity}"
     if phase in ("interaction", "train"):
         params = phase_params(phase, layout_id, norm_id)
-        return _reset_start(key, params, capacity), params, "reset_world"
+        args = (key, params)
+        return compiled("export_reset_start", _reset_start, args, static, static_key)(*args), params, "reset_world"
     if phase in ("seen", "unseen"):
         group = 0 if newcomer_group is None else int(newcomer_group)
-        state, params = _test_start(key, layout_id, norm_id, group, capacity)
+        args = (key, *(np.int32(x) for x in (layout_id, norm_id, group)))
+        state, params = compiled("export_test_start", _test_start, args, static, static_key)(*args)
         return state, params, "scenarios.build_test_episode"
     raise ValueError(f"unknown phase {phase!r}; valid: {', '.join(EXPORT_PHASES)}")
 
@@ -159,7 +164,13 @@ def rollout(key, layout_id, norm_id, phase, policy, capacity=10, steps=None, new
         steps = int(params.max_steps)
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
-    states, infos = _scan(k_run, state, params, policy, int(steps))
+    name = next((n for n, f in POLICIES.items() if f is policy), None)
+    if name is None:  # a policy without a stable name: compiled in this process only
+        states, infos = _scan(k_run, state, params, policy, int(steps))
+    else:  # kept whole in the CLI's executable cache (normjax.cache.compiled)
+        args = (k_run, state, params)
+        states, infos = compiled("export_scan", _scan, args, {"policy": policy, "steps": int(steps)},
+                                 f"policy={name} steps={int(steps)}")(*args)
     n = int(steps)
     if phase in ("seen", "unseen"):
         exited = np.asarray(infos.exited[:, 0])

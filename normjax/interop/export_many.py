@@ -38,6 +38,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from normjax.cache import compiled
 from normjax.env import phase_params
 from normjax.interop.export import POLICIES, _scan, trajectory_records, write_frames, write_jsonl
 from normjax.interop.plan import episode_summary, plan_episode
@@ -168,7 +169,10 @@ def export_many(plans: list[dict], out_dir, steps: int | None = None, capacity: 
             chunk = idx[start : start + size]
             padded = chunk + [chunk[0]] * (size - len(chunk))
             t0 = time.perf_counter()
-            batch = jax.tree.map(np.asarray, fn(*_inputs([plans[i] for i in padded])))
+            args = _inputs([plans[i] for i in padded])
+            exe = compiled("export_many", fn, args, None, f"test={test} policy={policy} capacity={capacity} "
+                                                          f"steps={n_steps}")
+            batch = jax.tree.map(np.asarray, exe(*args))
             t1 = time.perf_counter()
             for j, i in enumerate(chunk):
                 states, infos, params = _episode(batch, j, test, n_steps)
