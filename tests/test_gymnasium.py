@@ -60,8 +60,10 @@ def test_every_id_is_registered_without_building_anything():
 
 def test_importing_the_adapter_compiles_nothing():
     """Registration stores strings: importing the module traces and compiles nothing."""
+    # normjax's public names load lazily; importing them first (as `import normjax` once did)
+    # creates the library's module-level constants before the listener, as before.
     code = (
-        "import jax, normjax\n"
+        "import jax, normjax, normjax.env, normjax.registration\n"
         "events = []\n"
         "jax.monitoring.register_event_duration_secs_listener(lambda name, *a, **k: events.append(name))\n"
         "import gymnasium, normjax.wrappers.gymnasium\n"
