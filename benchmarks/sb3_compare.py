@@ -166,6 +166,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--steps", type=int, default=100_000, help="transitions per norm (a multiple of 4)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-sb3", action="store_true")
+    ap.add_argument("--results-name", default="sb3_compare", help="JSON file name in benchmarks/results/")
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
     cfg = config(args.norms, args.steps, args.seed)  # validates names and values
@@ -216,7 +217,7 @@ def main(argv=None) -> dict:
                   f"{t['unseen']['joint']:>8.1f} {t['unseen']['task']:>5.1f}")
     payload["load_after"] = [round(x, 2) for x in os.getloadavg()]
     if not args.no_save:
-        print(f"wrote {save('sb3_compare', payload)}")
+        print(f"wrote {save(args.results_name, payload)}")
     return payload
 
 
