@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+from jax.extend.random import threefry_2x32
 from flax import struct
 
 from normjax import constants as C
@@ -109,12 +110,13 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     # environment of the batch needs, usually 0-3 instead of K.
     order = jnp.argsort(jnp.where(pending, jax.random.uniform(k_order, (k,)), 2.0))
     n_pending = pending.sum()
-    place_keys = jax.random.split(k_place, k)
 
     def place_one(carry):
         i, fin, occ, disp, bystander = carry
         j = order[i]
-        kf, kp = jax.random.split(place_keys[i])
+        # Round i's key is `jax.random.split(k_place, k)[i]`, computed only for
+        # the rounds that run (threefry counter (0, i)), not for all K slots.
+        kf, kp = jax.random.split(threefry_2x32(k_place, jnp.stack([jnp.uint32(0), i.astype(jnp.uint32)])))
         nb, ok = _neighbours_flat(anchor[j], standable)
         free = ok & (occ[nb] == NO_AGENT)
         choice = jnp.argmax(jnp.where(free, jax.random.uniform(kf, (4,)), -1.0))
