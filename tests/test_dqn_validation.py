@@ -46,6 +46,9 @@ def test_returns_are_binned_per_20k_with_median_and_iqr_across_runs():
     assert first == (20_000, -11.25, -7.5, -1.25, 4)
     assert second == (40_000, 1.5, 2.0, 2.5, 2)
     assert bins[("mlp dense", "access")] == [(20_000, 7.0, 7.0, 7.0, 1)]
+    # A run that stops inside a bin: the partial bin ends at its last logged step.
+    assert cv.bin_returns([_row(10_000, 0, 1.0, 1), _row(30_000, 0, 2.0, 1)])[("mlp sparse_penalty", "access")] == [
+        (20_000, 1.0, 1.0, 1.0, 1), (30_000, 2.0, 2.0, 2.0, 1)]
     assert cv.bin_returns(rows, width=40_000)[("mlp sparse_penalty", "access")][0][0] == 40_000
     with pytest.raises(ValueError, match="bin width=0"):
         cv.bin_returns(rows, width=0)
@@ -230,7 +233,7 @@ def test_report_writes_the_figures_and_keeps_runs_apart(tiny_run, tmp_path):
         assert (out / name).stat().st_size > 0 and f"wrote {out / name}" in text
     assert "cafe_shifted" in text
     bins = cv.bin_returns(load_rows([out])["metrics"])
-    assert {b[0] for pts in bins.values() for b in pts} == {20_000}  # 800 transitions: one 20k bin
+    assert {b[0] for pts in bins.values() for b in pts} == {800}  # 800 transitions: one (partial) 20k bin
     # Two runs of the same group are told apart by their directory names.
     other = tmp_path / "copy"
     other.mkdir()

@@ -166,11 +166,12 @@ def _block_figure(metrics, val, path):
                 ax.plot(steps, [sum(pts[s]) / len(pts[s]) for s in steps], label=label)
         ax.set_title(title)
     ax = axes.flat[5]
+    pooled = "all" if any(r.get("layout") for r in val) else "cafe"  # older runs validated on the cafe only
     for (group, layout), pts in cv.validation_curves(val).items():
-        if layout in ("all", "cafe") and (layout == "all" or not any(r.get("layout") for r in val)):
+        if layout == pooled:
             ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], "o-", label=f"task ({group})")
             ax.plot([p[0] for p in pts], [100 * p[2] for p in pts], "o--", label=f"joint ({group})")
-    ax.set_title("validation success (%), all validation layouts")
+    ax.set_title("validation success (%), " + ("all validation layouts" if pooled == "all" else "cafe"))
     return _finish(fig, axes.flat, path)
 
 
@@ -184,8 +185,8 @@ def _returns_figure(metrics, path):
         for (group, f), pts in bins.items():
             if f == fam:
                 _band(ax, pts, group, marker=".")
-        ax.set_title(f"{fam}: training return per {cv.RETURN_BIN // 1000}k (median, IQR across norms)")
-        ax.title.set_fontsize(8)
+        ax.set_title(fam)
+    fig.suptitle(f"training return per {cv.RETURN_BIN // 1000}k transitions: median and IQR across norms")
     return _finish(fig, axes, path)
 
 
