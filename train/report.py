@@ -97,7 +97,7 @@ def _read_jsonl(path: Path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def run_dirs(paths) -> list[Path]:
+def expand_runs(paths) -> list[Path]:
     """Run directories of `paths`: each a run (has config.json) or a parent of runs (e.g. K6, K8, K10)."""
     out = []
     for p in [paths] if isinstance(paths, (str, Path)) else paths:
@@ -222,7 +222,7 @@ def _validation_figure(val, path):
 
 def figures(runs, out_dir: Path | None = None) -> list[Path]:
     """Write the figures of one or several runs into `out_dir` (default: the run, or the runs' parent)."""
-    runs = run_dirs(runs)
+    runs = expand_runs(runs)
     if out_dir is None:
         out_dir = runs[0] if len(runs) == 1 else Path(os.path.commonpath([str(r.resolve()) for r in runs]))
     out_dir = Path(out_dir)
@@ -253,7 +253,7 @@ def _validation_table(val) -> list[str]:
 
 def report(run_dir, out_dir=None) -> str:
     """Tables of every run in `run_dir` (a run, a parent of runs, or a list) and their figures."""
-    runs = run_dirs(run_dir)
+    runs = expand_runs(run_dir)
     text = []
     for d in runs:
         cfg = json.loads((d / "config.json").read_text())
