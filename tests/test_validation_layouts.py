@@ -70,3 +70,14 @@ def test_make_params_layout_range_names_the_allowed_ids():
         make_params(12)
     with pytest.raises(ValueError, match="cafe_rearranged"):
         layout_id("cafe_moved")
+
+
+@pytest.mark.parametrize("lid", [10, 11])
+def test_random_rollouts_keep_world_invariants_on_validation_cafes(lid):
+    import jax
+
+    from tests.test_world import N_STEPS, ROLLOUT, check_invariants
+
+    for norm, seed in ((0, 1), (12, 2), (36, 3), (49, 4)):
+        states, infos = ROLLOUT(jax.random.PRNGKey(seed), make_params(lid, norm), N_STEPS)
+        check_invariants(lid, states, infos)

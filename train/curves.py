@@ -44,16 +44,16 @@ def bin_returns(rows, width: int = RETURN_BIN) -> dict:
     """{(group, family): [(bin_end, q25, median, q75, n_runs), ...]} from metrics rows.
 
     Bin b holds the steps in (b * width, (b + 1) * width]; its end is (b + 1) * width, or the
-    last step logged in it when the run stops inside the bin (a partial last bin).
+    group's last logged step when the runs stop inside the bin (a partial last bin).
     Runs without a finished episode in a bin do not enter that bin's quantiles.
     """
     if int(width) < 1:
         raise ValueError(f"bin width={width!r} is invalid; allowed: a positive number of transitions")
     sums = defaultdict(lambda: [0.0, 0])  # (group, family, run, bin) -> [return sum, episodes]
-    last = defaultdict(int)  # (group, family, bin) -> last step logged in the bin
+    last = defaultdict(int)  # (group, family) -> last step logged
     for r in rows:
         b = (int(r["step"]) - 1) // width
-        key = (group_key(r), r["family"], b)
+        key = (group_key(r), r["family"])
         last[key] = max(last[key], int(r["step"]))
         if not r.get("episodes"):
             continue
@@ -63,7 +63,7 @@ def bin_returns(rows, width: int = RETURN_BIN) -> dict:
     per_bin = defaultdict(lambda: defaultdict(list))
     for (group, family, _, b), (total, n) in sums.items():
         per_bin[(group, family)][b].append(total / n)
-    return {k: [(min((b + 1) * width, last[k + (b,)]), *quartiles(v), len(v)) for b, v in sorted(bins.items())]
+    return {k: [(min((b + 1) * width, last[k]), *quartiles(v), len(v)) for b, v in sorted(bins.items())]
             for k, bins in sorted(per_bin.items())}
 
 
