@@ -1,4 +1,4 @@
-"""The ten layouts: parser, validator and per-layout norm features (host side, numpy).
+"""The ten layouts and the validation cafes: parser, validator and per-layout norm features (host side, numpy).
 
 A layout is data: an 11 x 15 text map in the legend of docs/world.md §1, stored in
 `normjax/layouts/maps/<name>.txt`.  `parse_layout` validates the map against every rule of

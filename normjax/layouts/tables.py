@@ -1,4 +1,4 @@
-"""Per-layout arrays stacked over the ten layouts, as device constants.
+"""Per-layout arrays stacked over every layout (`ALL_LAYOUTS`: the ten and the validation cafes), as device constants.
 
 Every layout is parsed once on the host (`normjax.layouts.parse`), then the arrays the
 jitted world needs are stacked along a leading layout axis.  A state or params
@@ -205,7 +205,7 @@ def host_tables() -> dict[str, np.ndarray]:
 
 @functools.lru_cache(maxsize=None)
 def world_tables() -> LayoutTables:
-    """Device arrays of all ten layouts, stacked along the layout axis (cached).
+    """Device arrays of every layout (`ALL_LAYOUTS`), stacked along the layout axis (cached).
 
     Created eagerly even when first called inside a trace, so the cache never
     holds a tracer; inside jit they enter the program as constants.
