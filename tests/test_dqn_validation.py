@@ -161,7 +161,7 @@ def test_probe_set_is_deterministic_and_read_back(tmp_path):
     again = pb.load_or_collect(path, [tr.specs], 16, 6)[0]
     assert np.array_equal(again["reward"], marked["reward"])
     assert np.array_equal(pb.load_or_collect(path, [tr.specs], 16, 6, fresh=True)[0]["reward"], a["reward"])
-    with pytest.raises(ValueError, match=r"probe sets of \(runs, states\) \[\(2, 16\)\], the config needs \[\(2, 8\)\]"):
+    with pytest.raises(ValueError, match=r"\(runs, states\) \[\(2, 16\)\], the config needs \[\(2, 8\)\]"):
         pb.load_or_collect(path, [tr.specs], 8, 6)
 
 

@@ -6,7 +6,9 @@ features; `tables` stacks the arrays of all layouts for the jitted world and
 """
 
 from normjax.layouts.geometry import QUEUE_NAMES, QUEUE_SHAPES
-from normjax.layouts.parse import ALL_LAYOUTS, LAYOUTS, VALIDATION_LAYOUTS, Layout, check_layout_name, get_layout, load_layout, parse_layout
+from normjax.layouts.parse import (
+    ALL_LAYOUTS, LAYOUTS, VALIDATION_LAYOUTS, Layout, check_layout_name, get_layout, load_layout, parse_layout,
+)
 from normjax.layouts.validate import VALIDATION_RULES, LayoutError, validate_grid
 
 __all__ = [
