@@ -129,20 +129,21 @@ def cmd_train(args) -> int:
     config = load_config(args.config, args.overrides)  # validated before anything compiles
     from train.multihost import is_primary
     from train.report import report
-    from train.run import train_population
+    from train.run import train_capacities
 
+    # One population (and run directory) per capacity K: <out> itself, or <out>/K6, K8, K10.
     out = Path(args.out) if args.out else Path("runs") / config.name
-    result = train_population(config, out, resume=not args.no_resume, progress=not args.no_progress,
-                              checkpoint_every=args.checkpoint_every)
+    results = train_capacities(config, out, resume=not args.no_resume, progress=not args.no_progress,
+                               checkpoint_every=args.checkpoint_every)
     if is_primary():
         print(report(out))
-    return 0 if "results" in result or "stopped_at" in result else 1
+    return 0 if all("results" in r or "stopped_at" in r for r in results) else 1
 
 
 def cmd_report(args) -> int:
     from train.report import report
 
-    print(report(args.run_dir))
+    print(report(args.run_dir, args.figures))
     return 0
 
 
@@ -284,7 +285,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(fn=cmd_train)
 
     rp = sub.add_parser("report", parents=cache, help="tables and figures of a training run")
-    rp.add_argument("run_dir")
+    rp.add_argument("run_dir", nargs="+",
+                    help="run directories (or parents of per-K runs); several are reported side by side, "
+                         "each run group (architecture, reward condition, K) on its own curves")
+    rp.add_argument("--figures", default=None, metavar="DIR",
+                    help="where to write the figures (default: the run directory, or the runs' common parent)")
     rp.set_defaults(fn=cmd_report)
 
     e = sub.add_parser("evaluate", parents=cache, help="run the test protocol (3 seen + 3 unseen episodes per norm)")

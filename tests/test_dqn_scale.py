@@ -35,6 +35,12 @@ def test_killed_run_resumes_to_identical_parameters_and_metrics(tmp_path):
     rows_b = (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
     assert rows_a == rows_b and len(rows_a) == 2 * 2  # 2 blocks x 2 runs
     assert (tmp_path / "b" / "validation.jsonl").read_text() == (tmp_path / "a" / "validation.jsonl").read_text()
+    # The probe set is stored once and read back: same probes and probe curves after the resume.
+    probes_a = (tmp_path / "a" / "probes.jsonl").read_text().splitlines()
+    assert probes_a == (tmp_path / "b" / "probes.jsonl").read_text().splitlines() and len(probes_a) == 2 * 2
+    with np.load(tmp_path / "a" / "probes.npz") as za, np.load(tmp_path / "b" / "probes.npz") as zb:
+        assert sorted(za.files) == sorted(zb.files)
+        assert all(np.array_equal(za[k], zb[k]) for k in za.files)
 
 
 SHARD_SCRIPT = textwrap.dedent(

@@ -12,13 +12,16 @@ import dataclasses
 import json
 from pathlib import Path
 
-from normjax.layouts import LAYOUTS
+from normjax.constants import CAPACITIES
+from normjax.layouts import ALL_LAYOUTS, LAYOUTS, VALIDATION_LAYOUTS
 from normjax.norms import NORMS, get_norm
 from normjax.world.state import REWARD_CONDITIONS
 from agents.networks import ARCHITECTURES
 
 PAPER_VALIDATION = (100_000, 250_000, 500_000, 750_000, 1_000_000)
 REPLAY_DTYPES = ("float32", "float16", "bfloat16")
+# Behavioural validation layouts: the cafe and the two modified cafes (docs/world.md §1.7).
+PAPER_VALIDATION_LAYOUTS = ("cafe",) + VALIDATION_LAYOUTS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,9 +45,11 @@ class DQNConfig:
     eps_end: float = 0.05
     eps_fraction: float = 0.3
     episode_steps: int = 200
-    capacity: int = 10
+    capacity: int | tuple[int, ...] = 10  # K; a list (e.g. [6, 8, 10]) = one population per K (docs/training.md)
     layout: str = "cafe"
     validation_at: tuple[int, ...] = PAPER_VALIDATION
+    validation_layouts: tuple[str, ...] = PAPER_VALIDATION_LAYOUTS
+    probe_states: int = 1_000  # random-policy probe transitions per run (train.probes); 0: no probes
     seed: int = 0
     progress_every: int = 5_000  # transitions between progress-bar updates
 
@@ -52,6 +57,9 @@ class DQNConfig:
         def bad(field, value, allowed):
             raise ValueError(f"config {field}={value!r} is invalid; allowed: {allowed}")
 
+        if isinstance(self.capacity, (list, tuple)):  # a one-item list is that K; lists become tuples
+            caps = tuple(self.capacity)
+            object.__setattr__(self, "capacity", caps[0] if len(caps) == 1 else caps)
         if isinstance(self.arch, (list, tuple)):  # DQNConfig(arch=("mlp", "cnn")) in Python
             object.__setattr__(self, "arch", ",".join(map(str, self.arch)))
         archs = self.arch.split(",") if isinstance(self.arch, str) else [self.arch]
@@ -67,8 +75,17 @@ class DQNConfig:
         if tuple(self.norms) != ("all",):
             for n in self.norms:
                 get_norm(n)  # raises, listing the valid names
-        if self.capacity not in (6, 8, 10):
-            bad("capacity", self.capacity, "6, 8, 10")
+        caps = self.capacities
+        if (not caps or any(isinstance(k, bool) or k not in CAPACITIES for k in caps)
+                or len(set(caps)) != len(caps)):
+            bad("capacity", self.capacity, f"one of {', '.join(map(str, CAPACITIES))} or a list of distinct ones")
+        if not self.validation_layouts or len(set(self.validation_layouts)) != len(self.validation_layouts):
+            bad("validation_layouts", self.validation_layouts, "a non-empty list of distinct layouts")
+        for name in self.validation_layouts:
+            if name not in ALL_LAYOUTS:
+                bad("validation_layouts", name, ", ".join(ALL_LAYOUTS))
+        if int(self.probe_states) < 0:
+            bad("probe_states", self.probe_states, "0 (no probe set) or a positive integer")
         for field in ("total_steps", "buffer_size", "batch_size", "train_freq", "target_update",
                       "episode_steps", "seeds_per_norm", "progress_every"):
             if int(getattr(self, field)) < 1:
@@ -90,6 +107,17 @@ class DQNConfig:
         for v in self.validation_at:
             if v % self.train_freq or not 0 < v <= self.total_steps:
                 bad("validation_at", v, f"multiples of train_freq in 1..total_steps ({self.total_steps})")
+
+    @property
+    def capacities(self) -> tuple:
+        """The capacities K of the config, in config order (one population per K)."""
+        return tuple(self.capacity) if isinstance(self.capacity, (list, tuple)) else (self.capacity,)
+
+    def per_capacity(self) -> list["DQNConfig"]:
+        """One single-K config per capacity (the name gets a `_K<k>` suffix when there are several)."""
+        if len(self.capacities) == 1:
+            return [dataclasses.replace(self, capacity=self.capacities[0])]
+        return [dataclasses.replace(self, capacity=k, name=f"{self.name}_K{k}") for k in self.capacities]
 
     @property
     def archs(self) -> tuple[str, ...]:
@@ -116,6 +144,14 @@ def _coerce(field: str, raw, current):
         items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
         conv = int if field == "validation_at" else str
         return tuple(conv(x) for x in items if str(x) != "")
+    if field == "capacity":  # an int, a JSON list or "6,8,10" on the command line
+        items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
+        try:
+            ks = tuple(x if isinstance(x, int) else int(str(x).strip()) for x in items if str(x).strip() != "")
+        except ValueError:
+            raise ValueError(f"config capacity={raw!r} is invalid; allowed: one of "
+                             f"{', '.join(map(str, CAPACITIES))} or a list of distinct ones") from None
+        return ks[0] if len(ks) == 1 and not isinstance(raw, (list, tuple)) else ks
     if isinstance(raw, str) and not isinstance(current, str):
         try:
             return type(current)(float(raw)) if isinstance(current, int) and "e" in raw.lower() else type(current)(raw)

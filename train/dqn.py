@@ -119,6 +119,9 @@ def make_train(config: DQNConfig):
     """
     if len(config.archs) != 1:
         raise ValueError(f"make_train takes one architecture, got arch={config.arch!r}; use make_population")
+    if len(config.capacities) != 1:
+        raise ValueError(f"make_train takes one capacity, got capacity={config.capacity!r}; "
+                         "train one population per K (DQNConfig.per_capacity)")
     cfg = WorldConfig(capacity=config.capacity)
     n_obs = obs_size(config.capacity)
     init_net, apply = functional(config.arch, n_obs)

@@ -4,8 +4,8 @@ Each run's greedy policy (masked argmax of its own Q-network) plays its norm's
 test episodes (`normjax.protocol.scenarios`), all runs and episodes in one vmapped
 program, through `normjax.protocol.run_episode`.  Final tests use the
 canonical protocol (3 seen + 3 unseen episodes per norm, protocol seed 0);
-validation uses seen-layout episodes of other protocol seeds (disjoint from
-the final tests).
+validation uses seen-condition episodes of other protocol seeds (disjoint from
+the final tests) on the cafe and the two validation cafes (`validation_episodes`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax.env import obs_policy
+from normjax.layouts.tables import layout_id
 from normjax.protocol.runner import run_episode, summarize
 from normjax.protocol.scenarios import test_episodes
 from normjax.world.state import WorldConfig
@@ -28,6 +29,20 @@ def episodes_for(norm_ids, seeds=(0,), conditions=("seen", "unseen")) -> list[li
     for nid in norm_ids:
         eps = [e for s in seeds for e in test_episodes([int(nid)], s) if e["condition"] in conditions]
         out.append(eps)
+    return out
+
+
+def validation_episodes(norm_ids, seeds, layouts) -> list[list[dict]]:
+    """Per run: its norm's seen-condition episodes of the protocol seeds, on every layout.
+
+    Each layout gets the same seeds and newcomer groups (a paired comparison);
+    the scenario is built on that layout (`normjax.protocol.scenarios`).
+    """
+    ids = {name: layout_id(name) for name in layouts}  # clear errors first
+    out = []
+    for eps in episodes_for(norm_ids, seeds, ("seen",)):
+        out.append([dict(e, condition="validation", layout=name, layout_id=lid)
+                    for name, lid in ids.items() for e in eps])
     return out
 
 

@@ -1,19 +1,27 @@
 """Tables and figures of a finished (or running) DQN population run.
 
-`report(run_dir)` prints the final-test tables (joint and task by family,
+`report(run_dirs)` prints the final-test tables (joint and task by family,
 seen and unseen, per reward condition) next to the paper's numbers (Tables
 A6-A9), with the share of WAIT actions and of all-wait episodes, and writes
-matplotlib figures from metrics.jsonl and validation.jsonl: learning curves by
-family (reward per step), TD loss, Q values, validation success.
+matplotlib figures from metrics.jsonl, probes.jsonl and validation.jsonl
+(docs/training.md): `report.png` (per-block curves by family), `returns.png`
+(training return per 20k transitions, median and IQR across norms, one panel
+per family), `probes.png` (probe-set TD loss and max-Q, median and IQR) and
+`validation.png` (validation success per layout).  Reward conditions,
+architectures and capacities are never pooled: every curve belongs to one
+run group (`train.curves.group_key`).  Several run directories (or a parent
+of per-K run directories) are reported side by side, each labelled.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from pathlib import Path
 
 from agents.networks import ARCHITECTURES
+from train import curves as cv
 
 FAMILIES = ("access", "procedure", "coordination", "allocation")
 
@@ -89,76 +97,177 @@ def _read_jsonl(path: Path):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def _group(row: dict) -> str:
-    """Reward condition, with the architecture in runs that record it."""
-    return f"{row['arch']} {row['reward_condition']}" if "arch" in row else row["reward_condition"]
-
-
-def _label(row: dict) -> str:
-    return f"{row['family']} ({_group(row)})"
-
-
-def figures(run_dir: Path) -> list[Path]:
-    # The object-oriented API: no pyplot backend switch in the caller's process.
-    from matplotlib.figure import Figure
-
-    metrics = _read_jsonl(run_dir / "metrics.jsonl")
-    val = _read_jsonl(run_dir / "validation.jsonl")
-    if not metrics:
-        return []
+def expand_runs(paths) -> list[Path]:
+    """Run directories of `paths`: each a run (has config.json) or a parent of runs (e.g. K6, K8, K10)."""
     out = []
-    series = defaultdict(lambda: defaultdict(list))
-    for r in metrics:
-        for key in ("reward_per_step", "td_loss", "q_mean", "wait_share", "sanctions_per_step"):
-            if r.get(key) is not None:
-                series[(key, _label(r))][r["step"]].append(r[key])
-    fig = Figure(figsize=(14, 7))
-    axes = fig.subplots(2, 3)
-    for ax, key, title in zip(axes.flat, ("reward_per_step", "td_loss", "q_mean", "wait_share", "sanctions_per_step"),
-                              ("reward per step", "TD loss", "mean Q(s,a)", "WAIT share", "sanctions per step")):
-        for (k, label), pts in sorted(series.items()):
-            if k != key:
-                continue
-            steps = sorted(pts)
-            ax.plot(steps, [sum(pts[s]) / len(pts[s]) for s in steps], label=label)
-        ax.set_title(title)
-        ax.set_xlabel("transitions per run")
-        ax.grid(alpha=0.3)
-    axes.flat[0].legend(fontsize=7)
-    ax = axes.flat[5]
-    vs = defaultdict(lambda: defaultdict(list))
-    for r in val:
-        group = _group(r)
-        vs[(group, "task")][r["step"]].append(r["task"])
-        vs[(group, "joint")][r["step"]].append(r["joint"])
-    for (group, metric), pts in sorted(vs.items()):
-        steps = sorted(pts)
-        ax.plot(steps, [100 * sum(pts[s]) / len(pts[s]) for s in steps], "o-", label=f"{metric} ({group})")
-    ax.set_title("validation success (%), seen layout")
-    ax.set_xlabel("transitions per run")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = run_dir / "report.png"
-    fig.savefig(path, dpi=110)
-    out.append(path)
+    for p in [paths] if isinstance(paths, (str, Path)) else paths:
+        p = Path(p)
+        if not p.exists():
+            raise ValueError(f"run directory {str(p)!r} does not exist")
+        if (p / "config.json").exists():
+            out.append(p)
+            continue
+        subs = sorted(d for d in p.iterdir() if (d / "config.json").exists())
+        if not subs:
+            raise ValueError(f"{str(p)!r} holds no run (no config.json in it or its subdirectories)")
+        out += subs
     return out
 
 
-def report(run_dir) -> str:
-    run_dir = Path(run_dir)
-    if not run_dir.exists():
-        raise ValueError(f"run directory {str(run_dir)!r} does not exist")
-    cfg = json.loads((run_dir / "config.json").read_text())
+def load_rows(runs: list[Path]) -> dict[str, list[dict]]:
+    """metrics / validation / probes rows of every run, tagged with its capacity (and its
+    directory name when capacities alone do not tell the runs apart)."""
+    caps = [json.loads((d / "config.json").read_text()).get("capacity", 10) for d in runs]
+    named = len(runs) > 1 and len(set(map(str, caps))) < len(runs)
+    out = {"metrics": [], "validation": [], "probes": []}
+    for d, k in zip(runs, caps):
+        tag = {"capacity": k, **({"source": d.name} if named else {})}
+        for name in out:
+            out[name] += [dict(r, **tag) for r in _read_jsonl(d / f"{name}.jsonl")]
+    return out
+
+
+def _band(ax, pts, label, **kw):
+    """Median line and IQR band of [(x, q25, median, q75, n), ...]."""
+    x = [p[0] for p in pts]
+    line, = ax.plot(x, [p[2] for p in pts], label=label, **kw)
+    ax.fill_between(x, [p[1] for p in pts], [p[3] for p in pts], alpha=0.2, color=line.get_color())
+
+
+def _finish(fig, axes, path):
+    for ax in axes:
+        ax.set_xlabel("transitions per run")
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def _block_figure(metrics, val, path):
+    """Per-block means by family and run group (the first overview figure)."""
+    from matplotlib.figure import Figure
+
+    keys = ("reward_per_step", "td_loss", "q_mean", "wait_share", "sanctions_per_step")
+    series = defaultdict(lambda: defaultdict(list))
+    for r in metrics:
+        for key in keys:
+            if r.get(key) is not None:
+                series[(key, f"{r['family']} ({cv.group_key(r)})")][r["step"]].append(r[key])
+    fig = Figure(figsize=(14, 7))
+    axes = fig.subplots(2, 3)
+    titles = ("reward per step", "TD loss (replay batches)", "mean Q(s,a) (replay batches)", "WAIT share",
+              "sanctions per step")
+    for ax, key, title in zip(axes.flat, keys, titles):
+        for (k, label), pts in sorted(series.items()):
+            if k == key:
+                steps = sorted(pts)
+                ax.plot(steps, [sum(pts[s]) / len(pts[s]) for s in steps], label=label)
+        ax.set_title(title)
+    ax = axes.flat[5]
+    pooled = "all" if any(r.get("layout") for r in val) else "cafe"  # older runs validated on the cafe only
+    for (group, layout), pts in cv.validation_curves(val).items():
+        if layout == pooled:
+            ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], "o-", label=f"task ({group})")
+            ax.plot([p[0] for p in pts], [100 * p[2] for p in pts], "o--", label=f"joint ({group})")
+    ax.set_title("validation success (%), " + ("all validation layouts" if pooled == "all" else "cafe"))
+    return _finish(fig, axes.flat, path)
+
+
+def _returns_figure(metrics, path):
+    from matplotlib.figure import Figure
+
+    bins = cv.bin_returns(metrics)
+    fig = Figure(figsize=(14, 4))
+    axes = fig.subplots(1, len(FAMILIES), sharey=True)
+    for ax, fam in zip(axes, FAMILIES):
+        for (group, f), pts in bins.items():
+            if f == fam:
+                _band(ax, pts, group, marker=".")
+        ax.set_title(fam)
+    fig.suptitle(f"training return per {cv.RETURN_BIN // 1000}k transitions: median and IQR across norms")
+    return _finish(fig, axes, path)
+
+
+def _probe_figure(probes, path):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 4))
+    axes = fig.subplots(1, 2)
+    for ax, field, title in zip(axes, ("probe_td_loss", "probe_max_q"),
+                                ("probe-set TD Huber loss", "probe-set mean max-Q")):
+        for group, pts in cv.quantile_curves(probes, field).items():
+            _band(ax, pts, group)
+        ax.set_title(f"{title} (median, IQR across norms)")
+    return _finish(fig, axes, path)
+
+
+def _validation_figure(val, path):
+    from matplotlib.figure import Figure
+
+    curves = cv.validation_curves(val)
+    layouts = list(dict.fromkeys(lay for _, lay in curves))
+    fig = Figure(figsize=(4.5 * len(layouts), 4))
+    axes = fig.subplots(1, len(layouts), sharey=True, squeeze=False)[0]
+    for ax, lay in zip(axes, layouts):
+        for (group, la), pts in curves.items():
+            if la == lay:
+                line, = ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], "o-", label=f"task ({group})")
+                ax.plot([p[0] for p in pts], [100 * p[2] for p in pts], "o--", color=line.get_color(),
+                        label=f"joint ({group})")
+        ax.set_title(f"validation on {lay} (% , mean across norms)")
+    return _finish(fig, axes, path)
+
+
+def figures(runs, out_dir: Path | None = None) -> list[Path]:
+    """Write the figures of one or several runs into `out_dir` (default: the run, or the runs' parent)."""
+    runs = expand_runs(runs)
+    if out_dir is None:
+        out_dir = runs[0] if len(runs) == 1 else Path(os.path.commonpath([str(r.resolve()) for r in runs]))
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = load_rows(runs)
+    if not rows["metrics"]:
+        return []
+    out = [_block_figure(rows["metrics"], rows["validation"], out_dir / "report.png"),
+           _returns_figure(rows["metrics"], out_dir / "returns.png")]
+    if rows["probes"]:
+        out.append(_probe_figure(rows["probes"], out_dir / "probes.png"))
+    if rows["validation"]:
+        out.append(_validation_figure(rows["validation"], out_dir / "validation.png"))
+    return out
+
+
+def _validation_table(val) -> list[str]:
+    """Last validation point per run group: task / joint per layout."""
+    curves = cv.validation_curves(val)
+    if not curves:
+        return []
+    lines = ["validation (last point; task / joint %, mean across norms):"]
+    for (group, lay), pts in curves.items():
+        step, task, joint, n = pts[-1]
+        lines.append(f"  {group:32s} {lay:16s} at {step:>9,}: {100 * task:5.1f} / {100 * joint:5.1f}  ({n} runs)")
+    return lines
+
+
+def report(run_dir, out_dir=None) -> str:
+    """Tables of every run in `run_dir` (a run, a parent of runs, or a list) and their figures."""
+    runs = expand_runs(run_dir)
     text = []
-    res_path = run_dir / "results.json"
-    if res_path.exists():
-        res = json.loads(res_path.read_text())
-        text.append(format_results(res["results"], cfg["arch"]))
-        text.append(f"training wall time: {res['train_seconds']:.0f} s for {res['n_runs']} runs "
-                    f"x {cfg['total_steps']:,} transitions")
-    else:
-        text.append("no results.json yet (training not finished)")
-    for p in figures(run_dir):
+    for d in runs:
+        cfg = json.loads((d / "config.json").read_text())
+        if len(runs) > 1:
+            text.append(f"== {d} (K={cfg.get('capacity', 10)}) ==")
+        res_path = d / "results.json"
+        if res_path.exists():
+            res = json.loads(res_path.read_text())
+            text.append(format_results(res["results"], cfg["arch"]))
+            text.append(f"training wall time: {res['train_seconds']:.0f} s for {res['n_runs']} runs "
+                        f"x {cfg['total_steps']:,} transitions")
+        else:
+            text.append("no results.json yet (training not finished)")
+    text += _validation_table(load_rows(runs)["validation"])
+    for p in figures(runs, out_dir):
         text.append(f"wrote {p}")
     return "\n".join(text)

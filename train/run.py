@@ -37,11 +37,13 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from normjax.norms import NORMS
 from train import evaluate as ev
+from train import probes as pb
 from train.config import DQNConfig
 from train.dqn import Metrics, make_population
 from train.multihost import is_multiprocess, is_primary, local_value, to_global, to_host
 
-VALIDATION_SEEDS = (101, 102, 103, 104)  # 4 x 3 seen episodes = 12 per norm
+VALIDATION_SEEDS = (101, 102, 103, 104)  # 4 x 3 seen episodes = 12 per norm and layout
+ALL = "all"  # the `layout` of the validation row that pools a run's layouts
 
 
 def population_mesh(n_runs: int):
@@ -111,6 +113,34 @@ def _metric_rows(rows, runners, step, offset=0):
     return out
 
 
+def _run_fields(r: dict, step: int, run: int) -> dict:
+    return dict(step=int(step), run=run, arch=r["arch"], norm=NORMS[r["norm_id"]].name,
+                family=NORMS[r["norm_id"]].family, reward_condition=r["reward_condition"])
+
+
+def _validation_rows(rows, step, offset, per_run, raw) -> list[dict]:
+    """Per run: one row per validation layout, then one over all its layouts (`layout` = "all").
+
+    task = mean goals / 2, joint = share of episodes with both goals and no sanction.
+    """
+    out = []
+    for i, r in enumerate(rows):
+        task = raw["goals"][i] / 2.0
+        joint = (raw["goals"][i] == 2) & (raw["sanctions"][i] == 0)
+        names = [e["layout"] for e in per_run[i]]
+        for lay in list(dict.fromkeys(names)) + [ALL]:
+            sel = np.array([lay in (ALL, n) for n in names])
+            out.append(dict(_run_fields(r, step, offset + i), layout=lay, episodes=int(sel.sum()),
+                            task=float(task[sel].mean()), joint=float(joint[sel].mean())))
+    return out
+
+
+def _probe_rows(rows, step, offset, loss, max_q) -> list[dict]:
+    loss, max_q = np.asarray(to_host(loss)), np.asarray(to_host(max_q))
+    return [dict(_run_fields(r, step, offset + i), seed=r["seed"], probe_td_loss=float(loss[i]),
+                 probe_max_q=float(max_q[i])) for i, r in enumerate(rows)]
+
+
 def _params(q_params):
     """Parameters for the evaluation programs: gathered to every process when spread over several."""
     return to_host(q_params) if is_multiprocess() else q_params
@@ -143,6 +173,9 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
     Under `jax.distributed` every process calls this with the same arguments;
     process 0 writes the files and logs.
     """
+    if len(config.capacities) != 1:
+        raise ValueError(f"train_population trains one capacity, got capacity={config.capacity!r}; "
+                         "use train_capacities (one population and run directory per K)")
     primary = is_primary()
     if not primary:
         log, progress_bar = (lambda *_: None), False
@@ -175,6 +208,14 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
         carry = ckpt.restore(ckpt.latest_step(), args=ocp.args.StandardRestore(abstract))
         log(f"resumed from checkpoint at {ckpt.latest_step():,} transitions")
 
+    probe_sets = probe_stats = None
+    if config.probe_states:
+        # Collected once, stored with the run: a resumed run reads the same probes back.
+        sets = pb.load_or_collect(out / "probes.npz", [m.specs for m in pop.members], config.probe_states,
+                                  config.capacity, write=primary, fresh=not resume)
+        probe_sets = [jax.tree.map(jnp.asarray, s) for s in sets]
+        probe_stats = [pb.make_stats(m.apply, config.gamma) for m in pop.members]
+
     bar = None
     if progress_bar:
         from tqdm.auto import tqdm
@@ -206,20 +247,26 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
             if primary:
                 _append_jsonl(out / "metrics.jsonl", rows_out)
         carry = tuple((_zero_metrics(runners), rb) for runners, rb in carry)
+        if probe_sets is not None:
+            rows_out = []
+            for (_, rows, offset), (runners, _), stats, probe in zip(members, carry, probe_stats, probe_sets):
+                loss, max_q = stats(_params(runners.q_params), _params(runners.target_params), probe)
+                rows_out += _probe_rows(rows, step, offset, loss, max_q)
+            if primary:
+                _append_jsonl(out / "probes.jsonl", rows_out)
         if step in config.validation_at:
             val = []
             for (m, rows, offset), (runners, _) in zip(members, carry):
-                per_run = ev.episodes_for([r["norm_id"] for r in rows], VALIDATION_SEEDS, ("seen",))
+                per_run = ev.validation_episodes([r["norm_id"] for r in rows], VALIDATION_SEEDS,
+                                                 config.validation_layouts)
                 raw = ev.run_population(m, _params(runners.q_params), per_run)
-                val += [dict(step=step, run=offset + i, arch=r["arch"], norm=NORMS[r["norm_id"]].name,
-                             family=NORMS[r["norm_id"]].family, reward_condition=r["reward_condition"],
-                             task=float(np.mean(raw["goals"][i] / 2.0)),
-                             joint=float(np.mean((raw["goals"][i] == 2) & (raw["sanctions"][i] == 0))))
-                        for i, r in enumerate(rows)]
+                val += _validation_rows(rows, step, offset, per_run, raw)
             if primary:
                 _append_jsonl(out / "validation.jsonl", val)
-            log(f"validation at {step:,}: task {100 * np.mean([v['task'] for v in val]):.1f}% "
-                f"joint {100 * np.mean([v['joint'] for v in val]):.1f}%")
+            log(f"validation at {step:,}: " + "; ".join(
+                f"{lay} task {100 * np.mean([v['task'] for v in val if v['layout'] == lay]):.1f}% "
+                f"joint {100 * np.mean([v['joint'] for v in val if v['layout'] == lay]):.1f}%"
+                for lay in config.validation_layouts + (ALL,)))
         if blocks_done % checkpoint_every == 0 or step >= config.total_steps:
             ckpt.save(step, args=ocp.args.StandardSave(carry))
             ckpt.wait_until_finished()
@@ -237,6 +284,20 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
     if final_test:
         result["results"] = write_final_tests(pop, carry, out, train_s)
     return result
+
+
+def run_dirs(config: DQNConfig, out_dir) -> list[tuple[DQNConfig, Path]]:
+    """(single-K config, run directory) per capacity: `out_dir` itself for one K, else `out_dir/K<k>`."""
+    out = Path(out_dir)
+    configs = config.per_capacity()
+    if len(configs) == 1:
+        return [(configs[0], out)]
+    return [(c, out / f"K{c.capacity}") for c in configs]
+
+
+def train_capacities(config: DQNConfig, out_dir, **kwargs) -> list[dict]:
+    """Train one population per capacity K of `config` (K is static: one program per K)."""
+    return [train_population(c, d, **kwargs) for c, d in run_dirs(config, out_dir)]
 
 
 def write_final_tests(pop, carry, out: Path, train_s: float | None) -> dict:

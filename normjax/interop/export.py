@@ -72,7 +72,7 @@ from normjax.env import STATE_POLICIES, check_policy_name, env_step, phase_param
 from normjax.interop.plan import (  # noqa: F401  (re-exported: the plan of an export)
     EXPORT_PHASES, episode_summary, plan_episode, protocol_episode, resolve_layout,
 )
-from normjax.layouts import LAYOUTS, load_layout
+from normjax.layouts import ALL_LAYOUTS, load_layout
 from normjax.norms import NORMS
 from normjax.norms.table import NORM_TABLE
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
@@ -244,7 +244,7 @@ def _norm_object(norm_id: int):
 
 def header_record(params, header_info: dict, capacity: int, n_steps: int) -> dict:
     """Line 1 of a trajectory file (docs/world.md §12)."""
-    layout_name = LAYOUTS[int(params.layout_id)]
+    layout_name = ALL_LAYOUTS[int(params.layout_id)]
     nid = int(params.norm_id)
     lay = load_layout(layout_name)
     header = {
@@ -277,7 +277,7 @@ def trajectory_records(states, infos, params, header_info: dict) -> list[dict]:
     to_np = lambda tree: jax.tree.map(np.asarray, tree)  # noqa: E731
     st, inf = to_np(states), to_np(infos)
     n_steps, capacity = inf.active.shape
-    layout_name = LAYOUTS[int(params.layout_id)]
+    layout_name = ALL_LAYOUTS[int(params.layout_id)]
     doors = np.asarray(load_layout(layout_name).doors)
     ag = st.agents
     records = [header_record(params, header_info, capacity, n_steps)]

@@ -16,7 +16,7 @@ import numpy as np
 
 from normjax import constants as C
 from normjax.env import check_policy_name
-from normjax.layouts import LAYOUTS, check_layout_name
+from normjax.layouts import ALL_LAYOUTS, check_layout_name
 from normjax.norms import get_norm
 from normjax.protocol.seeds import base_seed, episode_seeds, group_orders
 from normjax.world.state import WorldConfig
@@ -83,7 +83,7 @@ def plan_episode(norm, phase: str, seed: int, policy_name: str, layout: str | No
     if group is not None:
         info["newcomer_group"] = group
     return dict(norm=spec, norm_id=-1 if spec is None else spec.id, layout=layout_name,
-                layout_id=LAYOUTS.index(layout_name), phase=phase, key_seed=key_seed, group=group,
+                layout_id=ALL_LAYOUTS.index(layout_name), phase=phase, key_seed=key_seed, group=group,
                 policy=policy_name, info=info)
 
 

@@ -1,4 +1,4 @@
-"""The ten layouts (docs/world.md §1): text maps, validator, geometry, host tables.
+"""The ten layouts and two validation cafes (docs/world.md §1): text maps, validator, geometry, host tables.
 
 `parse` reads and validates a map into a `Layout`; `geometry` derives its norm
 features; `tables` stacks the arrays of all layouts for the jitted world and
@@ -6,10 +6,13 @@ features; `tables` stacks the arrays of all layouts for the jitted world and
 """
 
 from normjax.layouts.geometry import QUEUE_NAMES, QUEUE_SHAPES
-from normjax.layouts.parse import LAYOUTS, Layout, check_layout_name, get_layout, load_layout, parse_layout
+from normjax.layouts.parse import (
+    ALL_LAYOUTS, LAYOUTS, VALIDATION_LAYOUTS, Layout, check_layout_name, get_layout, load_layout, parse_layout,
+)
 from normjax.layouts.validate import VALIDATION_RULES, LayoutError, validate_grid
 
 __all__ = [
-    "LAYOUTS", "Layout", "LayoutError", "QUEUE_NAMES", "QUEUE_SHAPES", "VALIDATION_RULES",
+    "ALL_LAYOUTS", "LAYOUTS", "Layout", "LayoutError", "QUEUE_NAMES", "QUEUE_SHAPES", "VALIDATION_LAYOUTS",
+    "VALIDATION_RULES",
     "check_layout_name", "get_layout", "load_layout", "parse_layout", "validate_grid",
 ]

@@ -1,4 +1,4 @@
-"""The ten layouts: parser, validator and per-layout norm features (host side, numpy).
+"""The ten layouts and the validation cafes: parser, validator and per-layout norm features (host side, numpy).
 
 A layout is data: an 11 x 15 text map in the legend of docs/world.md §1, stored in
 `normjax/layouts/maps/<name>.txt`.  `parse_layout` validates the map against every rule of
@@ -68,6 +68,13 @@ LAYOUTS: tuple[str, ...] = (
     "pharmacy",
     "post_office",
 )
+
+# Diagnostic validation layouts (docs/world.md §1.7): modified cafes for DQN validation.
+# Never test layouts; their ids follow the ten (10, 11) so that no paper id moves.
+VALIDATION_LAYOUTS: tuple[str, ...] = ("cafe_rearranged", "cafe_shifted")
+
+# Every layout with a map and tables, indexed by layout id.
+ALL_LAYOUTS: tuple[str, ...] = LAYOUTS + VALIDATION_LAYOUTS
 
 MAPS_DIR = Path(__file__).resolve().parent / "maps"
 
@@ -170,8 +177,8 @@ def parse_layout(name: str, text: str) -> Layout:
 
 def check_layout_name(name: str) -> str:
     """`name` if it is a layout; else ValueError listing the valid names (the one layout-name check)."""
-    if name not in LAYOUTS:
-        raise ValueError(f"unknown layout {name!r}; valid layouts: {', '.join(LAYOUTS)}")
+    if name not in ALL_LAYOUTS:
+        raise ValueError(f"unknown layout {name!r}; valid layouts: {', '.join(ALL_LAYOUTS)}")
     return name
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from normjax import constants as C
 from normjax.layouts.geometry import neighbour_index
-from normjax.layouts.parse import LAYOUTS, Layout, load_layout
+from normjax.layouts.parse import ALL_LAYOUTS, Layout, load_layout
 
 V_BASE, V_NO_Q, V_CW, V_CCW, V_QUEUE0 = 0, 1, 2, 3, 4
 N_VARIANTS = V_QUEUE0 + C.N_QUEUE_PATHS
@@ -103,7 +103,7 @@ def host_route_tables() -> np.ndarray:
     return np.stack(
         [
             np.stack([distance_to_targets(load_layout(name), v) for v in range(N_VARIANTS)])
-            for name in LAYOUTS
+            for name in ALL_LAYOUTS
         ]
     )
 
@@ -114,7 +114,7 @@ def host_corridors() -> np.ndarray:
     return np.stack(
         [
             np.stack([_corridors(load_layout(name), v) for v in range(N_VARIANTS)])
-            for name in LAYOUTS
+            for name in ALL_LAYOUTS
         ]
     )
 
@@ -141,7 +141,7 @@ def host_goal_candidates() -> dict[str, np.ndarray]:
     (seat region of a chair, else -1).
     """
     rows = []
-    for name in LAYOUTS:
+    for name in ALL_LAYOUTS:
         lay = load_layout(name)
         flat = lambda mask: [int(r) * C.W + int(c) for r, c in np.argwhere(mask)]  # noqa: E731
         cells = flat(lay.kind == C.CHAIR) + flat(lay.zone_r) + flat(lay.zone_q)

@@ -1,4 +1,4 @@
-"""Per-layout arrays stacked over the ten layouts, as device constants.
+"""Per-layout arrays stacked over every layout (`ALL_LAYOUTS`: the ten and the validation cafes), as device constants.
 
 Every layout is parsed once on the host (`normjax.layouts.parse`), then the arrays the
 jitted world needs are stacked along a leading layout axis.  A state or params
@@ -23,7 +23,7 @@ from flax import struct
 from normjax import constants as C
 from normjax.constants import UNREACHABLE
 from normjax.layouts.geometry import neighbours
-from normjax.layouts.parse import LAYOUTS, Layout, check_layout_name, load_layout
+from normjax.layouts.parse import ALL_LAYOUTS, Layout, check_layout_name, load_layout
 
 # Padding for variable-length cell lists.
 MAX_CHAIRS = 48
@@ -198,14 +198,14 @@ def build_layout_arrays(lay: Layout) -> dict[str, np.ndarray]:
 
 @functools.lru_cache(maxsize=None)
 def host_tables() -> dict[str, np.ndarray]:
-    """numpy arrays of all ten layouts stacked on axis 0 (cached)."""
-    per = [build_layout_arrays(load_layout(name)) for name in LAYOUTS]
+    """numpy arrays of every layout (`ALL_LAYOUTS`) stacked on axis 0 (cached)."""
+    per = [build_layout_arrays(load_layout(name)) for name in ALL_LAYOUTS]
     return {k: np.stack([p[k] for p in per]) for k in per[0]}
 
 
 @functools.lru_cache(maxsize=None)
 def world_tables() -> LayoutTables:
-    """Device arrays of all ten layouts, stacked along the layout axis (cached).
+    """Device arrays of every layout (`ALL_LAYOUTS`), stacked along the layout axis (cached).
 
     Created eagerly even when first called inside a trace, so the cache never
     holds a tracer; inside jit they enter the program as constants.
@@ -216,5 +216,5 @@ def world_tables() -> LayoutTables:
 
 
 def layout_id(name: str) -> int:
-    """Index of a layout name in `LAYOUTS`; a clear error for unknown names."""
-    return LAYOUTS.index(check_layout_name(name))
+    """Index of a layout name in `ALL_LAYOUTS`; a clear error for unknown names."""
+    return ALL_LAYOUTS.index(check_layout_name(name))

@@ -26,7 +26,7 @@ import numpy as np
 
 from normjax import constants as C
 from normjax.constants import UNREACHABLE
-from normjax.layouts import LAYOUTS, Layout, load_layout
+from normjax.layouts import ALL_LAYOUTS, Layout, load_layout
 from normjax.layouts.routes import V_BASE, host_route_tables
 from normjax.layouts.tables import destination_cells
 from normjax.norms import N_NORMS
@@ -284,8 +284,8 @@ def _group_dependent(norm: int) -> bool:
 @functools.lru_cache(maxsize=None)
 def r_boundary() -> np.ndarray:
     """bool [n_layouts, H, W]: walkable cells outside R next to R (R's boundary)."""
-    out = np.zeros((len(LAYOUTS), C.H, C.W), bool)
-    for li, name in enumerate(LAYOUTS):
+    out = np.zeros((len(ALL_LAYOUTS), C.H, C.W), bool)
+    for li, name in enumerate(ALL_LAYOUTS):
         lay = load_layout(name)
         r = lay.zone_r
         adj = np.zeros_like(r)
@@ -319,7 +319,7 @@ def _release_cells(lay: Layout, li: int, norm: int, t: dict) -> None:
 @functools.lru_cache(maxsize=None)
 def host_scenarios() -> dict[str, np.ndarray]:
     """numpy geometry tables [n_layouts, 50 norms, 3 groups, ...] (cached)."""
-    shp = (len(LAYOUTS), N_NORMS, 3)
+    shp = (len(ALL_LAYOUTS), N_NORMS, 3)
     x = shp + (N_EXTRA,)
     t = dict(
         valid=np.zeros(shp, bool), start=np.zeros(shp + (2,), np.int32), entry=np.zeros(shp, np.int32),
@@ -331,7 +331,7 @@ def host_scenarios() -> dict[str, np.ndarray]:
         release=np.zeros(shp[:2] + (C.H, C.W), bool), near_last=np.zeros(shp[:2] + (C.H, C.W), bool),
     )
     routes = host_route_tables()
-    for li, name in enumerate(LAYOUTS):
+    for li, name in enumerate(ALL_LAYOUTS):
         geo = Geo(load_layout(name), routes[li])
         for n in range(N_NORMS):
             _release_cells(geo.lay, li, n, t)

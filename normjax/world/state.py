@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from normjax import constants as C
+from normjax.layouts.parse import ALL_LAYOUTS
 
 # Goal-1 kinds (docs/world.md §5): a specified cell, or a free choice among a category.
 GOAL_CELL, GOAL_ANY_CHAIR, GOAL_ANY_R = 0, 1, 2
@@ -45,7 +46,7 @@ class WorldConfig:
 class WorldParams:
     """Traced per-episode parameters (scalars; vmappable)."""
 
-    layout_id: jax.Array  # int32: index into normjax.LAYOUTS
+    layout_id: jax.Array  # int32: index into normjax.layouts.ALL_LAYOUTS (0..9 = LAYOUTS)
     norm_id: jax.Array  # int32: 0..49, or -1 for no norm
     max_steps: jax.Array  # int32: horizon (200 interaction / training, 100 test)
     service_steps: jax.Array  # int32: steps to stand on goal 1 (docs/world.md §5, default 3)
@@ -90,8 +91,9 @@ def make_params(
             f"unknown reward_condition {reward_condition!r}; "
             f"valid: {', '.join(REWARD_CONDITIONS)}"
         )
-    if not 0 <= int(layout) < 10:
-        raise ValueError(f"layout id must be in 0..9, got {layout!r}")
+    if not 0 <= int(layout) < len(ALL_LAYOUTS):
+        raise ValueError(f"layout id must be in 0..{len(ALL_LAYOUTS) - 1} (ids of normjax.layouts.ALL_LAYOUTS: "
+                         f"0..9 the paper's layouts, 10.. the validation cafes), got {layout!r}")
     if not -1 <= int(norm) < 50:
         raise ValueError(f"norm id must be in -1..49 (-1 = no norm), got {norm!r}")
     if max_steps < 1 or service_steps < 1:

@@ -1,0 +1,108 @@
+"""Fixed probe set of a DQN run: random-policy transitions for TD-loss and Q curves.
+
+The training TD loss and Q mean (`metrics.jsonl`) are measured on replay
+minibatches whose distribution drifts with the policy.  The probe set is a
+fixed sample instead: per run, `n` transitions of a uniformly random newcomer
+(all five actions, as exploration samples) in training episodes of the run's
+own norm, reward condition and layout (200 steps with turnover).  At every
+metrics point the driver reports, per run, the mean Huber TD loss on the probe
+transitions (target network and physically masked max as in training) and the
+mean max-Q over possible actions of the probe states.
+
+Episode keys come from `fold_in(PRNGKey(seed_base), PROBE_TAG)`, a key stream
+separate from the integer-seeded training episodes, so the probes never
+repeat training episodes.  Runs of the same norm and seed share their
+trajectories across reward conditions and architectures (their rewards follow
+each run's condition).  The set is written once with the run (`probes.npz`)
+and read back on resume, so a resumed run measures the same states.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from agents.networks import action_mask, masked_max
+from normjax import constants as C
+from normjax.env import env_step as environment_step
+from normjax.world.observation import observe
+from normjax.world.state import WorldConfig
+from normjax.world.step import reset_world, terminated, truncated
+
+PROBE_TAG = 0x50524F42  # "PROB": separates probe episodes from the integer-seeded training ones
+FIELDS = ("obs", "action", "reward", "next_obs", "terminated")
+
+
+def _collect_one(spec, n: int, capacity: int) -> dict:
+    """`n` random-policy transitions of one run (spec: the run's RunSpec)."""
+    cfg = WorldConfig(capacity=capacity)
+    p = spec.params
+    base = jax.random.fold_in(jax.random.PRNGKey(spec.seed_base), PROBE_TAG)
+    act = jax.random.fold_in(jax.random.PRNGKey(spec.seed_base), PROBE_TAG + 1)
+
+    def reset(episode):
+        state = reset_world(jax.random.fold_in(base, episode), p, cfg)
+        return state, observe(state, p).flat()
+
+    def step(carry, t):
+        state, obs, episode = carry
+        k_act, k_comm, k_world = jax.random.split(jax.random.fold_in(act, t), 3)
+        action = jax.random.randint(k_act, (), 0, C.N_ACTIONS)
+        nobs, nstate, info = environment_step(k_comm, k_world, state, action, p)
+        nobs = nobs.flat()
+        term = terminated(nstate, p)
+        item = dict(obs=obs, action=action, reward=info.reward[0], next_obs=nobs,
+                    terminated=term.astype(jnp.float32))
+        done = term | truncated(nstate, p)
+        rstate, robs = reset(episode + 1)
+        state = jax.tree.map(lambda a, b: jnp.where(done, a, b), rstate, nstate)
+        return (state, jnp.where(done, robs, nobs), episode + done), item
+
+    state, obs = reset(jnp.int32(0))
+    _, items = jax.lax.scan(step, (state, obs, jnp.int32(0)), jnp.arange(n))
+    return items
+
+
+def collect(specs, n: int, capacity: int) -> dict[str, np.ndarray]:
+    """Probe transitions of every run of a member: arrays [runs, n, ...] (numpy)."""
+    out = jax.jit(jax.vmap(lambda s: _collect_one(s, n, capacity)))(specs)
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def load_or_collect(path: Path, members_specs, n: int, capacity: int, write: bool = True,
+                    fresh: bool = False) -> list[dict]:
+    """The run's probe sets, one per population member; read from `path` when it exists (unless `fresh`)."""
+    path = Path(path)
+    if path.exists() and not fresh:
+        with np.load(path) as z:
+            sets = [{f: z[f"m{i}_{f}"] for f in FIELDS} for i in range(len(members_specs)) if f"m{i}_obs" in z]
+        want = [(int(s.norm_id.shape[0]), n) for s in members_specs]
+        have = [tuple(s["obs"].shape[:2]) for s in sets]
+        if have != want:
+            raise ValueError(f"{path} holds probe sets of (runs, states) {have}, the config needs {want}; "
+                             "remove the file or train into a new run directory")
+        return sets
+    sets = [collect(specs, n, capacity) for specs in members_specs]
+    if write:
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez_compressed(tmp, **{f"m{i}_{f}": s[f] for i, s in enumerate(sets) for f in FIELDS})
+        tmp.replace(path)  # atomic: a killed run never leaves half a probe set
+    return sets
+
+
+def make_stats(apply, gamma: float):
+    """jitted (q_params [runs], target_params [runs], probes [runs, n]) -> (td_loss [runs], max_q [runs])."""
+
+    def one(qp, tp, pr):
+        q = apply(qp, pr["obs"])
+        q_a = jnp.take_along_axis(q, pr["action"][:, None], axis=1)[:, 0]
+        nxt = masked_max(apply(tp, pr["next_obs"]), action_mask(pr["next_obs"]))
+        target = pr["reward"] + gamma * (1.0 - pr["terminated"]) * nxt
+        loss = optax.huber_loss(q_a, target).mean()
+        return loss, masked_max(q, action_mask(pr["obs"])).mean()
+
+    return jax.jit(jax.vmap(one))
