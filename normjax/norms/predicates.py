@@ -145,8 +145,10 @@ def _first_free_chairs(lt, pos, active):
     """docs/world.md §7 norms 48-49: first chair of each order sigma no active agent stands on."""
     order = lt.seat_order  # [2, 48, 2], -1 padded
     valid = order[..., 0] >= 0
+    # Compare flat cell indices (one int per cell instead of two coordinates).
+    order_flat, pos_flat = order[..., 0] * C.W + order[..., 1], pos[:, 0] * C.W + pos[:, 1]
     occupied = jnp.any(
-        _same(order[:, :, None, :], pos[None, None, :, :]) & active[None, None, :], axis=2
+        (order_flat[:, :, None] == pos_flat[None, None, :]) & active[None, None, :], axis=2
     )
     free = valid & ~occupied
     first = order[jnp.arange(2), jnp.argmax(free, axis=1)]  # [2, 2]
