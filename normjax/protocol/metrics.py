@@ -49,7 +49,11 @@ def community_totals(state):
     on = ag.active[..., 1:] & (ag.steps[..., 1:] > 0)
     agents = state.community_finished + on.sum(-1)
     steps = state.community_steps + (ag.steps[..., 1:] * on).sum(-1)
-    reward = state.community_return + (ag.ret[..., 1:] * on).sum(-1)
+    # float32 sums in slot order, one add at a time: numpy and XLA reduce a
+    # whole axis in different orders, and the two runners must agree exactly.
+    reward = state.community_return
+    for i in range(1, ag.ret.shape[-1]):
+        reward = reward + ag.ret[..., i] * on[..., i - 1]
     return agents, steps, reward
 
 
