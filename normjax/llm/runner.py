@@ -53,6 +53,7 @@ from normjax.llm.parse import PROMPT_ACTIONS
 from normjax.llm.transcripts import TranscriptStore, check_run, transcript_records
 from normjax.llm.turns import Decision, Other, StepRecord, Turn, select_memory
 from normjax.norms import NORMS
+from normjax.protocol.metrics import collision_involvement, community_totals
 from normjax.protocol.runner import resolve_norms, summarize
 from normjax.protocol.seeds import TEST_STEPS, base_seed, test_episodes
 
@@ -71,6 +72,7 @@ class _Episode:
     llm: dict = dataclasses.field(default_factory=dict)  # t -> transcript record
     counts: dict = dataclasses.field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
     sanctions: list = dataclasses.field(default_factory=lambda: [0, 0])  # newcomer, background
+    involved: int = 0  # steps in which the newcomer took part in a collision
     done: bool = False
     result: dict | None = None
 
@@ -180,11 +182,12 @@ class _Stage:
     def _finish(self, e: _Episode, n: int, final, done, waits) -> None:
         r = e.row
         ag = final.agents
+        agents, steps, ret = community_totals(jax.tree.map(lambda x: x[r], final))
         raw = dict(goals=int(ag.goals_done[r, 0]), sanctions=int(ag.n_sanctions[r, 0]),
-                   collisions=int(ag.n_collisions[r, 0]), path_length=int(ag.steps[r, 0]), finished=bool(done[r]),
-                   t_end=int(final.t[r]), community_finished=int(final.community_finished[r]),
-                   community_steps=int(final.community_steps[r]),
-                   community_return=float(final.community_return[r]), waits=int(waits[r]))
+                   collisions=int(ag.n_collisions[r, 0]), involved=e.involved, path_length=int(ag.steps[r, 0]),
+                   finished=bool(done[r]), t_end=int(final.t[r]),
+                   community_finished=int(final.community_finished[r]), community_agents=int(agents),
+                   community_steps=int(steps), community_return=float(np.float32(ret)), waits=int(waits[r]))
         if e.spec["condition"] == "interaction":
             raw.update(newcomer_tasks=int(final.newcomer_tasks[r]), newcomer_sanctions=e.sanctions[0],
                        background_sanctions=e.sanctions[1])
@@ -256,7 +259,9 @@ class _Stage:
                     self.buf_infos = jax.tree.map(lambda x: np.zeros((self.steps,) + x.shape, x.dtype), info_h)
                 jax.tree.map(lambda b, x: b.__setitem__(t + 1, x), self.buf_states, host)
                 jax.tree.map(lambda b, x: b.__setitem__(t, x), self.buf_infos, info_h)
+            hits = collision_involvement(info_h)[:, 0]
             for e in live:
+                e.involved += int(hits[e.row])
                 d = decided.get(e.row)
                 self._record(e, t, prev, info_h, d, queried=d is not None)
                 if done_h[e.row] or t == self.steps - 1:

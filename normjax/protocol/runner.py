@@ -11,20 +11,25 @@ scenario's scripted community (`scenarios.scenario_community_actions`).
 An episode ends when the newcomer exits (terminated) or after 100 steps.  The
 scan always runs 100 steps (static shapes); the newcomer's counters freeze by
 themselves when it leaves (an exited newcomer is not replaced in test
-episodes), and the community statistics are snapshotted at termination.
+episodes), and the whole state is kept from termination on.
 
-Per-episode metrics (docs/world.md §9):
+Per-episode metrics (docs/world.md §9.4; per-step pieces in
+`normjax.protocol.metrics`):
 * task = goals_done / 2 of the newcomer; joint = task 1 and zero sanctions;
 * path_length = the newcomer's steps on the grid (to finishing, or all the
   steps it took when unfinished);
-* collision = at least one newcomer collision;
+* collision = the newcomer was involved in at least one collision before the
+  episode ended: charged as the mover, moved into while standing still, or
+  pushed;
 * community_path_length / community_welfare = mean steps / mean total reward
-  of the background agents that finished (exited) before the episode ended
-  (None when none finished).
+  of every other agent of the episode (each uid apart, turnover arrivals
+  included) that took at least one step on the grid, each from its entry to
+  its exit or to the episode's end (the newcomer's exit or step 100);
+  None only when no other agent took a step.
 Aggregates (by family and overall, seen and unseen): joint, task and
 collision_rate in percent; path_length in steps (mean over episodes);
 community_path_length and community_welfare as the mean of the per-episode
-means over episodes where some background agent finished.
+means over episodes where they are defined.
 
 Seeds: `seed` (default 0) shifts every norm's base seed (see
 `scenarios.base_seed`); `seed=0` is the canonical protocol.
@@ -53,6 +58,7 @@ import numpy as np
 from normjax import constants as C
 from normjax.env import env_step
 from normjax.norms import FAMILIES, N_NORMS, norm_id as _norm_id
+from normjax.protocol.metrics import collision_involvement, community_totals
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
 from normjax.protocol.seeds import CONDITIONS, TEST_STEPS, base_seed, test_episodes
 from normjax.world.state import WorldConfig
@@ -114,43 +120,43 @@ def run_episode(policy: Callable, key, layout_id, norm_id, group, config: WorldC
     stateful = policy if isinstance(policy, StatefulPolicy) else _stateless(policy)
     k_build, k_run = jax.random.split(key)
     state, params = build_test_episode(k_build, layout_id, norm_id, group, config)
-    f32 = jnp.float32
-
-    def snap(s):
-        return (s.community_finished, s.community_steps, s.community_return.astype(f32))
 
     def body(carry, k):
-        s, mem, done, frozen, waits = carry
+        s, mem, done, involved, waits = carry
         kc, kp, kw = jax.random.split(k, 3)
         _, s2, info = env_step(kc, kw, s, stateful.act(kp, s, params, mem), params, SCENARIO_COMMUNITY)
         mem2 = stateful.observe(mem, s, info, params)
         # The newcomer's own WAITs (forced service waits excluded), for the
         # paper's wait statistics of DQN policies (A14).
         waited = info.active[0] & (info.action[0] == C.WAIT) & ~info.forced_wait[0] & ~done
+        # Steps in which the newcomer took part in a collision in any role.
+        hit = collision_involvement(info)[0] & ~done
         # Once the newcomer has finished, the world keeps running but nothing
         # of the episode's metrics changes: keep the state (and the policy's
         # memory) at termination.
         s2, mem2 = jax.tree.map(lambda a, b: jnp.where(done, a, b), (s, mem), (s2, mem2))
         new_done = done | terminated(s2, params)
-        frozen = jax.tree.map(lambda a, b: jnp.where(done, a, b), frozen, snap(s2))
-        return (s2, mem2, new_done, frozen, waits + waited), None
+        return (s2, mem2, new_done, involved + hit, waits + waited), None
 
     mem0 = stateful.begin(policy_state, state, params)
-    init = (state, mem0, jnp.bool_(False), snap(state), jnp.int32(0))
-    (final, _, done, (fin, steps, ret), waits), _ = jax.lax.scan(
+    init = (state, mem0, jnp.bool_(False), jnp.int32(0), jnp.int32(0))
+    (final, _, done, involved, waits), _ = jax.lax.scan(
         body, init, jax.random.split(k_run, TEST_STEPS))
+    agents, steps, ret = community_totals(final)
     ag = final.agents
     goals = ag.goals_done[0]
     return dict(
         goals=goals,
         sanctions=ag.n_sanctions[0],
         collisions=ag.n_collisions[0],
+        involved=involved,
         path_length=ag.steps[0],
         finished=done,
         t_end=final.t,
-        community_finished=fin,
+        community_finished=final.community_finished,
+        community_agents=agents,
         community_steps=steps,
-        community_return=ret,
+        community_return=ret.astype(jnp.float32),
         waits=waits,
     )
 
@@ -222,7 +228,7 @@ def summarize(episodes: list[dict], raw: dict[str, np.ndarray]) -> dict:
     """Per-episode rows and seen / unseen aggregates by family and overall."""
     rows = []
     for i, e in enumerate(episodes):
-        fin = int(raw["community_finished"][i])
+        n = int(raw["community_agents"][i])
         task = int(raw["goals"][i]) / 2.0
         sanc = int(raw["sanctions"][i])
         rows.append(dict(
@@ -230,11 +236,12 @@ def summarize(episodes: list[dict], raw: dict[str, np.ndarray]) -> dict:
             layout=e["layout"], episode=e["episode"], seed=e["seed"], group=e["group"],
             task=task, joint=bool(task == 1.0 and sanc == 0), sanctions=sanc,
             path_length=int(raw["path_length"][i]),
-            collision=bool(raw["collisions"][i] > 0), collisions=int(raw["collisions"][i]),
+            collision=bool(raw["involved"][i] > 0), collision_steps=int(raw["involved"][i]),
+            collisions=int(raw["collisions"][i]),
             finished=bool(raw["finished"][i]), steps=int(raw["t_end"][i]),
-            community_finished=fin,
-            community_path_length=(float(raw["community_steps"][i]) / fin) if fin else None,
-            community_welfare=(float(raw["community_return"][i]) / fin) if fin else None,
+            community_finished=int(raw["community_finished"][i]), community_agents=n,
+            community_path_length=(float(raw["community_steps"][i]) / n) if n else None,
+            community_welfare=(float(raw["community_return"][i]) / n) if n else None,
         ))
     result = {}
     for cond in CONDITIONS:

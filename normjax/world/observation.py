@@ -28,6 +28,8 @@ N_VEC = 13
 N_OTHER = 8
 N_CODES = 8
 DIST_SCALE = 100.0
+# Sort ranks of other slots that are not on the grid (above any distance).
+_WAITING, _UNUSED, _SELF = 10_000, 20_000, 1_000_000_000
 
 
 def obs_size(capacity: int) -> int:
@@ -43,6 +45,19 @@ class Observation:
 
     def flat(self):
         return jnp.concatenate([self.planes.reshape(-1), self.vector])
+
+
+def task_ended(state: WorldState, slot=0):
+    """Whether agent `slot`'s task has ended (it exited), as the observation shows it.
+
+    Slot 0: the world's `newcomer_done` (kept after a test newcomer exits,
+    cleared when a replacement newcomer takes the slot).  Another slot is
+    refilled at its agent's exit, so its flag is: the slot's last agent has
+    taken steps on the grid and left it, and the next agent has not entered.
+    """
+    ag = state.agents
+    left = ~ag.active[slot] & (ag.steps[slot] > 0)
+    return jnp.where(jnp.asarray(slot) == 0, state.newcomer_done, left)
 
 
 def layout_plane(lt: LayoutTables):
@@ -80,7 +95,7 @@ def observe(state: WorldState, params: WorldParams, slot: int = 0) -> Observatio
             unreachable[None].astype(jnp.float32),
             (pos - ag.prev_pos[slot]).astype(jnp.float32),
             ag.active[slot][None].astype(jnp.float32),
-            state.newcomer_done[None].astype(jnp.float32),
+            task_ended(state, slot)[None].astype(jnp.float32),
             leg[None].astype(jnp.float32),
             (ag.timer[slot] / params.service_steps)[None].astype(jnp.float32),
             free_choice[None].astype(jnp.float32),
@@ -89,22 +104,26 @@ def observe(state: WorldState, params: WorldParams, slot: int = 0) -> Observatio
         ]
     ).astype(jnp.float32)
 
-    # Other agents: ordered by Manhattan distance, inactive slots last.
+    # Other agents: on the grid by Manhattan distance, then agents waiting to
+    # enter, then unused slots (ties by slot index).
     d = jnp.abs(ag.pos - pos).sum(-1)
-    key = jnp.where(others_on, d, 10_000) * k + jnp.arange(k)
-    order = jnp.argsort(jnp.where(me, 1_000_000, key))[: k - 1]
+    rank = jnp.where(others_on, d, jnp.where(ag.in_use, _WAITING, _UNUSED))
+    order = jnp.argsort(jnp.where(me, _SELF, rank * k + jnp.arange(k)))[: k - 1]
     on = others_on[order][:, None].astype(jnp.float32)
+    used = (ag.in_use & ~me)[order][:, None].astype(jnp.float32)
+    # Position, group and sanction exist only on the grid; "slot used" also
+    # marks an agent waiting outside its door.
     slots = jnp.concatenate(
         [
-            (ag.pos[order] - pos) / scale,
-            (ag.prev_pos[order] - pos) / scale,
-            grp[order][:, None],
+            (ag.pos[order] - pos) / scale * on,
+            (ag.prev_pos[order] - pos) / scale * on,
+            grp[order][:, None] * on,
             on,
-            ag.sanctioned[order][:, None].astype(jnp.float32),
-            on,
+            ag.sanctioned[order][:, None].astype(jnp.float32) * on,
+            used,
         ],
         axis=1,
-    ) * on
+    )
     mask = physical_mask(lt.kind, pos[None])[0]
     vector = jnp.concatenate([vec, slots.reshape(-1), mask.astype(jnp.float32)])
     return Observation(planes=planes, vector=vector, action_mask=mask)
