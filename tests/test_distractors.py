@@ -1,0 +1,218 @@
+"""docs/world.md §8.5 distractor habits: episode parameters, the habit lottery,
+the planner following habits only where the norm permits, and the
+over-imitation metric on hand-built trajectories."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from normjax import constants as C
+from normjax.constants import HABIT_MOVE1_WAIT1, HABIT_NONE, HABIT_SAME_EXIT_DOOR
+from normjax import make
+from normjax.env import COMMUNITY, env_step, phase_params
+from normjax.protocol.imitation import over_imitation
+from normjax.protocol.scenarios import HABIT_HOLD, build_test_episode
+from normjax.world.habits import check_distractor
+from normjax.world.state import ANY_DOOR, GOAL_CELL, ROLE_AWARE, ROLE_BLIND, WorldConfig, make_params
+from normjax.world.step import _refill, reset_world
+from normjax.layouts.tables import world_tables
+from tests.world_helpers import STEP, actions, blank, params as hand_params, put
+
+RESET = jax.jit(jax.vmap(reset_world, in_axes=(0, None)))
+CAFE_DOORS = {"A": (6, 0), "B": (10, 7), "C": (3, 14)}
+
+
+# ---------------------------------------------------------------------------
+# Parameters and validation
+
+
+def test_defaults_are_off_and_names_validated():
+    p = make_params()
+    assert int(p.habit) == HABIT_NONE and float(p.habit_share) == 0.0
+    p = make_params(distractor="move1_wait1", distractor_share=0.25)
+    assert int(p.habit) == HABIT_MOVE1_WAIT1 and float(p.habit_share) == 0.25
+    with pytest.raises(ValueError, match="unknown distractor 'wait'.*none, same_exit_door, move1_wait1"):
+        make_params(distractor="wait")
+    for bad in (-0.1, 1.5, float("nan"), "half"):
+        with pytest.raises(ValueError, match="distractor_share"):
+            make_params(distractor="same_exit_door", distractor_share=bad)
+    with pytest.raises(ValueError, match="needs a distractor habit"):
+        check_distractor("none", 0.5)
+    assert check_distractor("same_exit_door", 1) == (HABIT_SAME_EXIT_DOOR, 1.0)
+
+
+def test_env_and_registration_overrides():
+    env = make("NormGym-cafe-none-test-v0", distractor="same_exit_door", distractor_share=0.5)
+    p = env.default_params
+    assert int(p.habit) == HABIT_SAME_EXIT_DOOR and float(p.habit_share) == 0.5
+    assert int(make(layout="cafe").default_params.habit) == HABIT_NONE
+    with pytest.raises(ValueError, match="unknown distractor"):
+        make(layout="cafe", distractor="bogus")
+    with pytest.raises(ValueError, match="distractor_share"):
+        make("NormGym-cafe-none-train-v0", distractor="move1_wait1", distractor_share=2)
+    assert int(phase_params("interaction", 0, 3, distractor="move1_wait1", distractor_share=1).habit) == 2
+
+
+# ---------------------------------------------------------------------------
+# The lottery
+
+
+def _keys(n, seed=0):
+    return jax.random.split(jax.random.PRNGKey(seed), n)
+
+
+@pytest.mark.parametrize("n_blind", [0, 1])
+def test_lottery_only_norm_aware_background_at_the_share(n_blind):
+    keys = _keys(300, n_blind)
+    off = RESET(keys, make_params(0, 5, n_blind=n_blind))
+    for share in (0.0, 0.5, 1.0):
+        st = RESET(keys, make_params(0, 5, n_blind=n_blind, distractor="move1_wait1", distractor_share=share))
+        ag = jax.tree.map(np.asarray, st.agents)
+        eligible = ag.in_use & (ag.role == ROLE_AWARE) & (np.arange(10) > 0)
+        assert set(np.unique(ag.habit[~eligible])) <= {HABIT_NONE}  # newcomer, blind, unused slots
+        assert (ag.habit[eligible] != HABIT_NONE).mean() == pytest.approx(share, abs=0.05)
+        if share in (0.0, 1.0):
+            assert ((ag.habit == HABIT_MOVE1_WAIT1) == (eligible & (share == 1.0))).all()
+        assert (ag.role[:, 1:1 + n_blind] == ROLE_BLIND).all()
+        # Only habits differ: every other field of the reset is the same.
+        same = jax.tree.map(lambda a, b: bool(np.array_equal(a, b)), off.replace(agents=off.agents.replace(
+            habit=st.agents.habit)), st)
+        assert all(jax.tree.leaves(same))
+
+
+def test_turnover_refills_draw_habits():
+    lt = world_tables().at(0)
+    p = make_params(0, 5, n_blind=1, distractor="same_exit_door", distractor_share=1.0)
+    st = reset_world(jax.random.PRNGKey(1), p)
+    slots = jnp.ones((10,), bool)
+    new = _refill(jax.random.PRNGKey(2), st.replace(agents=st.agents.replace(habit=jnp.zeros(10, jnp.int32))),
+                  slots, lt, p, jnp.int32(5))
+    want = np.where(np.arange(10) >= 2, HABIT_SAME_EXIT_DOOR, HABIT_NONE)  # slot 0 newcomer, slot 1 blind
+    assert np.asarray(new.agents.habit).tolist() == want.tolist()
+    p0 = p.replace(habit_share=jnp.float32(0.0))
+    assert not np.asarray(_refill(jax.random.PRNGKey(2), st, slots, lt, p0, jnp.int32(5)).agents.habit).any()
+
+
+def test_scenario_holders_and_newcomer_never_get_a_habit():
+    # bend_right_1 (23) places two holders; zone_r_capacity_2 (40) two in R.
+    for norm in (23, 40):
+        st, p = build_test_episode(jax.random.PRNGKey(3), 0, norm, 0, WorldConfig(), HABIT_MOVE1_WAIT1, 1.0)
+        ag = jax.tree.map(np.asarray, st.agents)
+        assert ag.habit[0] == HABIT_NONE
+        placed = ag.active & (np.arange(10) > 0)
+        assert placed.any() and (ag.habit[placed] == HABIT_HOLD).all()
+        drawn = ag.in_use & ~ag.active
+        assert (ag.habit[drawn] == HABIT_MOVE1_WAIT1).all()
+        assert int(p.habit) == HABIT_MOVE1_WAIT1
+
+
+# ---------------------------------------------------------------------------
+# The planner follows habits only where the norm permits, never sanctioned
+
+
+def _community_run(state, p, steps, seed=0):
+    run = jax.jit(lambda k, s: env_step(*jax.random.split(k), s, C.WAIT, p, COMMUNITY)[1:])
+    infos = []
+    for k in jax.random.split(jax.random.PRNGKey(seed), steps):
+        state, info = run(k, state)
+        infos.append(jax.tree.map(np.asarray, info))
+    return state, infos
+
+
+def _exit_door(infos, slot):
+    for info in infos:
+        assert not info.sanctioned[slot]
+        if info.exited[slot]:
+            return next(n for n, c in CAFE_DOORS.items() if tuple(info.target[slot]) == c)
+    return None
+
+
+def _leaver(habit, entry_door):
+    # Slot 1, on its exit leg at (3, 12) next to door C, free choice of door, entered by `entry_door`.
+    st = put(blank(), 1, (3, 12), leg=1, exit_door=ANY_DOOR, entry_door=entry_door, habit=habit, goals_done=1)
+    return st.replace(agents=st.agents.replace(in_use=st.agents.in_use.at[0].set(False)))
+
+
+@pytest.mark.parametrize("norm, habit, want", [
+    (5, HABIT_NONE, "C"),  # bottom_door_forbidden: C is nearest
+    (5, HABIT_SAME_EXIT_DOOR, "A"),  # the habit: back to the entry door A
+    (4, HABIT_SAME_EXIT_DOOR, "C"),  # left_door_forbidden: the habit is not followed
+])
+def test_same_exit_door_followed_only_where_permitted(norm, habit, want):
+    _, infos = _community_run(_leaver(habit, entry_door=0), hand_params(0, norm), 40)
+    assert _exit_door(infos, 1) == want
+
+
+@pytest.mark.parametrize("norm", [-1, 0, 14])
+def test_move1_wait1_rests_after_every_move_unsanctioned(norm):
+    # Slot 1 walks along row 1 to (1, 12); with the habit every move is followed by a WAIT.
+    st = put(blank(), 1, (1, 2), goal=(1, 12), goal_kind=GOAL_CELL, habit=HABIT_MOVE1_WAIT1)
+    st = st.replace(agents=st.agents.replace(in_use=st.agents.in_use.at[0].set(False)))
+    _, infos = _community_run(st, hand_params(0, norm), 30)
+    acts = [int(i.action[1]) for i in infos]
+    assert not any(i.sanctioned[1] for i in infos)
+    moved = [a != C.WAIT for a in acts]
+    assert sum(moved) >= 8  # it gets there
+    assert not any(a and b for a, b in zip(moved, moved[1:]))  # never two moves in a row
+
+
+# ---------------------------------------------------------------------------
+# Over-imitation on hand-built trajectories
+
+
+def _newcomer_run(state, p, acts):
+    states, infos = [state], []
+    for t, a in enumerate(acts):
+        state, info = STEP(jax.random.PRNGKey(t), state, actions((0, a)), p)
+        states.append(state)
+        infos.append(info)
+    stack = lambda xs: jax.tree.map(lambda *v: jnp.stack(v), *xs)  # noqa: E731
+    return over_imitation(stack(states), stack(infos), p)
+
+
+R, L, W = C.RIGHT, C.LEFT, C.WAIT
+
+
+@pytest.mark.parametrize("norm, acts, follows", [
+    (-1, [R, W, R, W, R, W], 3),  # rests after each move in an empty room: imitates
+    (-1, [R, R, R, R, R, R], 0),  # walks on: does not
+    (-1, [W, W, R, R, W, R], 1),  # waits that follow no move do not count
+    (19, [R, W, R, W, R, W], 0),  # move1_wait1 is the norm: the rests are required
+])
+def test_over_imitation_move1_wait1(norm, acts, follows):
+    st = put(blank(), 0, (1, 2), goal=(1, 13), goal_kind=GOAL_CELL)
+    p = hand_params(0, norm, distractor="move1_wait1", distractor_share=0.5)
+    out = _newcomer_run(st, p, acts)
+    assert (int(out.follows), int(out.steps)) == (follows, len(acts))
+    off = _newcomer_run(st, hand_params(0, norm), acts)
+    assert int(off.follows) == 0  # no habit in the episode: nothing to imitate
+
+
+def test_over_imitation_ignores_waits_behind_an_agent():
+    st = put(blank(), 0, (1, 2), goal=(1, 13), goal_kind=GOAL_CELL)
+    st = put(st, 1, (1, 5), goal=(1, 5), goal_kind=GOAL_CELL)  # stands in the way two cells on
+    out = _newcomer_run(st, hand_params(0, -1, distractor="move1_wait1", distractor_share=1.0), [R, W, W])
+    assert int(out.follows) == 0
+
+
+TO_A = [C.UP] * 2 + [L] * 11 + [C.DOWN] * 5 + [L]  # (3, 12) -> (1, 12) -> (1, 1) -> (6, 1) -> door A
+
+
+@pytest.mark.parametrize("norm, way, follows", [
+    (5, TO_A, len(TO_A)),  # back to the entry door A though C is nearer: the whole leg counts
+    (5, [R, R], 0),  # out by the nearest allowed door C
+    (4, TO_A, 0),  # A is forbidden: not the habit (a violation instead)
+    (1, TO_A, 0),  # all_exit_left: A is the only door allowed, so the norm requires it
+])
+def test_over_imitation_same_exit_door(norm, way, follows):
+    # On its exit leg at (3, 12) in the cafe, entered by door A (6, 0); door C (3, 14) is 2 moves away.
+    st = put(blank(), 0, (3, 12), leg=1, exit_door=ANY_DOOR, entry_door=0, goals_done=1)
+    p = hand_params(0, norm, distractor="same_exit_door", distractor_share=1.0)
+    out = _newcomer_run(st, p, way)
+    assert int(out.steps) == len(way)  # it exits on the last step
+    assert int(out.follows) == follows
+    off = _newcomer_run(st, hand_params(0, norm), way)
+    assert int(off.follows) == 0
