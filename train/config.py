@@ -14,6 +14,8 @@ from pathlib import Path
 
 from normjax.layouts import LAYOUTS
 from normjax.norms import NORMS, get_norm
+from normjax.constants import HABIT_NAMES
+from normjax.world.habits import check_distractor
 from normjax.world.state import REWARD_CONDITIONS
 from agents.networks import ARCHITECTURES
 
@@ -47,6 +49,10 @@ class DQNConfig:
     validation_at: tuple[int, ...] = PAPER_VALIDATION
     seed: int = 0
     progress_every: int = 5_000  # transitions between progress-bar updates
+    # Distractor habits of norm-aware background agents, in training and the final
+    # tests (docs/world.md §8.5): a habit name and its share; off by default.
+    distractor: str = "none"
+    distractor_share: float = 0.0
 
     def __post_init__(self):
         def bad(field, value, allowed):
@@ -67,6 +73,12 @@ class DQNConfig:
         if tuple(self.norms) != ("all",):
             for n in self.norms:
                 get_norm(n)  # raises, listing the valid names
+        if self.distractor not in HABIT_NAMES:
+            bad("distractor", self.distractor, ", ".join(HABIT_NAMES))
+        try:
+            check_distractor(self.distractor, self.distractor_share)
+        except ValueError:
+            bad("distractor_share", self.distractor_share, "a number in [0, 1]; above 0 only with a distractor")
         if self.capacity not in (6, 8, 10):
             bad("capacity", self.capacity, "6, 8, 10")
         for field in ("total_steps", "buffer_size", "batch_size", "train_freq", "target_update",
