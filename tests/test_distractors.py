@@ -216,3 +216,104 @@ def test_over_imitation_same_exit_door(norm, way, follows):
     assert int(out.follows) == follows
     off = _newcomer_run(st, hand_params(0, norm), way)
     assert int(off.follows) == 0
+
+
+# ---------------------------------------------------------------------------
+# Plumbing: CLI, training config, exports, protocol
+
+
+def test_cli_flags_and_bad_values(tmp_path, capsys):
+    from normjax.cli import DISTRACTORS, build_parser, main
+    from normjax.constants import HABIT_NAMES
+
+    assert DISTRACTORS == HABIT_NAMES
+    for cmd in (["evaluate", "--policy", "oracle", "--out", "x"], ["export", "--norm", "x", "--out", "x"],
+                ["train", "--config", "c"]):
+        args = build_parser().parse_args(cmd + ["--distractor", "same_exit_door", "--distractor-share", "0.5"])
+        assert (args.distractor, args.distractor_share) == ("same_exit_door", 0.5)
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(cmd + ["--distractor", "wave"])
+        assert "invalid choice: 'wave'" in capsys.readouterr().err
+    out = str(tmp_path / "x.json")
+    assert main(["evaluate", "--policy", "oracle", "--distractor", "move1_wait1", "--distractor-share", "1.5",
+                 "--out", out]) == 2
+    assert "distractor_share must be in [0, 1], got 1.5" in capsys.readouterr().err
+    assert main(["export", "--norm", "forbidden_zone_q", "--distractor-share", "0.5", "--out", out]) == 2
+    assert "needs --distractor" in capsys.readouterr().err
+    assert main(["train", "--config", "configs/test_tiny", "--distractor", "move1_wait1",
+                 "--distractor-share", "-1"]) == 2
+    assert "distractor_share" in capsys.readouterr().err
+
+
+def test_training_config_keys():
+    from train.config import load_config
+
+    c = load_config("configs/test_tiny", ["distractor=move1_wait1", "distractor_share=0.25"])
+    assert (c.distractor, c.distractor_share) == ("move1_wait1", 0.25)
+    assert load_config("configs/test_tiny").distractor == "none"
+    with pytest.raises(ValueError, match="config distractor='nap' is invalid; allowed: none, same_exit_door"):
+        load_config("configs/test_tiny", ["distractor=nap"])
+    with pytest.raises(ValueError, match="config distractor_share"):
+        load_config("configs/test_tiny", ["distractor_share=0.5"])  # a share needs a habit
+
+
+def test_export_header_and_habit_fields(tmp_path):
+    from normjax.interop.export import export_episode, read_jsonl
+
+    path = tmp_path / "d.jsonl"
+    export_episode("bottom_door_forbidden", "interaction", 4, "oracle", path, steps=12,
+                   distractor="move1_wait1", distractor_share=1.0)
+    head, *steps = read_jsonl(path)
+    assert head["distractor"] == {"habit": "move1_wait1", "share": 1.0}
+    seen = set()
+    for line in steps:
+        for a in line["agents"]:
+            want = "move1_wait1" if a["role"] == "aware" and a["active"] else None
+            assert a["habit"] == want or not a["active"], a
+            seen.add(a["habit"])
+            if a["slot"] == 0 or a["role"] == "blind":
+                assert a["habit"] is None
+    assert "move1_wait1" in seen
+    off = tmp_path / "off.jsonl"
+    export_episode("bottom_door_forbidden", "interaction", 4, "oracle", off, steps=12)
+    head, *steps = read_jsonl(off)
+    assert "distractor" not in head and all("habit" not in a for s in steps for a in s["agents"])
+
+
+def test_habit_badge_drawn_only_on_habit_agents():
+    from normjax.interop.render import render_frame_jit
+
+    st = put(put(blank(), 0, (5, 5)), 1, (5, 9))
+    p = hand_params(0, -1)
+    plain = np.asarray(render_frame_jit(st, p, cell_px=32))
+    for code in (HABIT_SAME_EXIT_DOOR, HABIT_MOVE1_WAIT1, HABIT_HOLD):
+        badge = np.asarray(render_frame_jit(st.replace(agents=st.agents.replace(
+            habit=st.agents.habit.at[1].set(code))), p, cell_px=32))
+        diff = np.argwhere((badge != plain).any(-1))
+        if code == HABIT_HOLD:  # scenario-only code: no badge
+            assert len(diff) == 0
+            continue
+        assert len(diff) > 0
+        rows, cols = diff[:, 0] // 32, diff[:, 1] // 32
+        assert set(rows) == {5} and set(cols) == {9}  # only on that agent's cell
+    d = np.asarray(render_frame_jit(st.replace(agents=st.agents.replace(habit=st.agents.habit.at[1].set(1))), p))
+    w = np.asarray(render_frame_jit(st.replace(agents=st.agents.replace(habit=st.agents.habit.at[1].set(2))), p))
+    assert (d != w).any()  # a different letter per habit
+
+
+ORACLE_NORMS = [4, 5, 20, 23, 39]  # doors (entry door forbidden / allowed), rhythm, queue with holders, zone R
+
+
+@pytest.mark.parametrize("distractor", ["same_exit_door", "move1_wait1"])
+def test_oracle_with_distractors_keeps_joint_success_and_never_imitates(distractor):
+    from normjax.env import oracle_policy
+    from normjax.protocol.runner import run_episodes, summarize
+    from normjax.protocol.seeds import test_episodes
+
+    eps = test_episodes(ORACLE_NORMS)
+    raw = run_episodes(oracle_policy, eps, distractor=distractor, distractor_share=1.0)
+    res = summarize(eps, raw)
+    for cond in ("seen", "unseen"):
+        assert res[cond]["overall"]["joint"] == 100.0, res[cond]
+        assert res[cond]["overall"]["over_imitation"] == 0.0
+    assert all(r["habit_steps"] == 0 for r in res["episodes"])
