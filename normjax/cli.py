@@ -174,7 +174,8 @@ def cmd_evaluate(args) -> int:
     if args.policy in OBSERVER_NAMES:
         from normjax.observer import observer_policy
 
-        policy = observer_policy(args.policy, eps=args.eps, threshold=args.threshold, source=args.evidence)
+        policy = observer_policy(args.policy, eps=args.eps, threshold=args.threshold, source=args.evidence,
+                                 **distractor)  # its interaction phase has the distractors too
         extra = dict(eps=args.eps, threshold=args.threshold, evidence=args.evidence)
     else:
         policy = STATE_POLICIES[check_policy_name(args.policy)]

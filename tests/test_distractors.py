@@ -257,27 +257,32 @@ def test_training_config_keys():
         load_config("configs/test_tiny", ["distractor_share=0.5"])  # a share needs a habit
 
 
-def test_export_header_and_habit_fields(tmp_path):
+# sha256 of `normjax export --norms left_door_forbidden --phases interaction --episodes 0 --policies oracle`
+# written by the code before distractors existed: with them off the file must not change.
+REF_SHA = "3d5b657bc7b977a289d398b871c34f6ba5381694d31200b649950f23a724915b"
+
+
+def test_export_off_is_unchanged_and_on_has_habits(tmp_path):
+    import hashlib
+
     from normjax.interop.export import export_episode, read_jsonl
 
-    path = tmp_path / "d.jsonl"
-    export_episode("bottom_door_forbidden", "interaction", 4, "oracle", path, steps=12,
-                   distractor="move1_wait1", distractor_share=1.0)
-    head, *steps = read_jsonl(path)
-    assert head["distractor"] == {"habit": "move1_wait1", "share": 1.0}
-    seen = set()
-    for line in steps:
-        for a in line["agents"]:
-            want = "move1_wait1" if a["role"] == "aware" and a["active"] else None
-            assert a["habit"] == want or not a["active"], a
-            seen.add(a["habit"])
-            if a["slot"] == 0 or a["role"] == "blind":
-                assert a["habit"] is None
-    assert "move1_wait1" in seen
     off = tmp_path / "off.jsonl"
-    export_episode("bottom_door_forbidden", "interaction", 4, "oracle", off, steps=12)
-    head, *steps = read_jsonl(off)
-    assert "distractor" not in head and all("habit" not in a for s in steps for a in s["agents"])
+    export_episode("left_door_forbidden", "interaction", 0, "oracle", off, episode=0)
+    assert hashlib.sha256(off.read_bytes()).hexdigest() == REF_SHA
+    on = tmp_path / "on.jsonl"
+    export_episode("left_door_forbidden", "interaction", 0, "oracle", on, episode=0,
+                   distractor="move1_wait1", distractor_share=1.0)
+    head, *steps = read_jsonl(on)
+    assert head["distractor"] == {"habit": "move1_wait1", "share": 1.0}
+    habits = {(a["role"], a["habit"]) for s in steps for a in s["agents"] if a["active"]}
+    assert habits == {("newcomer", None), ("blind", None), ("aware", "move1_wait1")}
+    assert all(a["habit"] is None for s in steps for a in s["agents"] if not a["active"])
+    assert not any(a["sanctioned"] for s in steps for a in s["agents"] if a["role"] == "aware")
+    strip = lambda lines: [[{k: v for k, v in a.items() if k != "habit"} for a in s["agents"]] for s in lines]  # noqa: E731
+    ref, mine = strip(read_jsonl(off)[1:]), strip(steps)
+    assert ref[0] == mine[0]  # the same draws; nobody has moved yet, so nobody rests
+    assert ref != mine  # later the habit changes what the community does
 
 
 def test_habit_badge_drawn_only_on_habit_agents():
@@ -302,6 +307,19 @@ def test_habit_badge_drawn_only_on_habit_agents():
 
 
 ORACLE_NORMS = [4, 5, 20, 23, 39]  # doors (entry door forbidden / allowed), rhythm, queue with holders, zone R
+
+
+def test_observer_interaction_params():
+    from normjax.observer import interaction_params, observer_policy
+
+    p = interaction_params(3, HABIT_MOVE1_WAIT1, 0.5)
+    assert (int(p.norm_id), int(p.habit), float(p.habit_share), int(p.n_blind)) == (3, 2, 0.5, 1)
+    assert int(interaction_params(3).habit) == HABIT_NONE
+    a = observer_policy("bayes_map", distractor="same_exit_door", distractor_share=0.5)
+    assert a.prepare is not observer_policy("bayes_map").prepare  # its interaction phase has the habit
+    assert a.prepare.args[-1] == (HABIT_SAME_EXIT_DOOR, 0.5)
+    with pytest.raises(ValueError, match="unknown distractor"):
+        observer_policy("bayes_map", distractor="sit")
 
 
 @pytest.mark.parametrize("distractor", ["same_exit_door", "move1_wait1"])
