@@ -106,9 +106,10 @@ def make(*args, **kwargs) -> NormGymEnv:
         make(layout="cafe", norm="clockwise_circulation", phase="test")   # no id
 
     With an id, keyword arguments override `NormGymEnv` fields (layout, norm,
-    capacity, phase, reward_condition, static_layout, distractor, distractor_share); an unknown field is a TypeError naming the
-    valid ones, an unknown id a ValueError naming the closest valid ids.  Without
-    an id the arguments are those of `normjax.env.make`, unchanged.
+    capacity, phase, reward_condition, static_layout, distractor,
+    distractor_share); an unknown field is a TypeError naming the valid ones,
+    an unknown id a ValueError naming the closest valid ids.  Without an id the
+    arguments are those of `normjax.env.make`, unchanged.
     """
     if args and _looks_like_id(args[0]):
         if len(args) > 1:

@@ -279,7 +279,9 @@ def test_export_off_is_unchanged_and_on_has_habits(tmp_path):
     assert habits == {("newcomer", None), ("blind", None), ("aware", "move1_wait1")}
     assert all(a["habit"] is None for s in steps for a in s["agents"] if not a["active"])
     assert not any(a["sanctioned"] for s in steps for a in s["agents"] if a["role"] == "aware")
-    strip = lambda lines: [[{k: v for k, v in a.items() if k != "habit"} for a in s["agents"]] for s in lines]  # noqa: E731
+    def strip(lines):
+        return [[{k: v for k, v in a.items() if k != "habit"} for a in s["agents"]] for s in lines]
+
     ref, mine = strip(read_jsonl(off)[1:]), strip(steps)
     assert ref[0] == mine[0]  # the same draws; nobody has moved yet, so nobody rests
     assert ref != mine  # later the habit changes what the community does

@@ -383,8 +383,9 @@ def export_episode(norm, phase: str, seed: int, policy_name: str, out_path, fram
     `newcomer_group`).  With `episode` (0..2) the episode is the protocol's
     own (`protocol_episode`: `seed` is then the protocol seed, 0 = canonical),
     so an exported seen / unseen episode is the one `normjax.protocol.evaluate`
-    scores.  `distractor` / `distractor_share`: docs/world.md §8.5.  Returns a small summary dict.  Many episodes in one compiled
-    program: `normjax.interop.export_many.export_many`.
+    scores; `distractor` / `distractor_share` as in docs/world.md §8.5.  Returns
+    a small summary dict.  Many episodes in one compiled program:
+    `normjax.interop.export_many.export_many`.
     """
     plan = plan_episode(norm, phase, seed, policy_name, layout, capacity, newcomer_group, episode,
                         distractor, distractor_share)
