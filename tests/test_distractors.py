@@ -191,11 +191,16 @@ def test_over_imitation_move1_wait1(norm, acts, follows):
     assert int(off.follows) == 0  # no habit in the episode: nothing to imitate
 
 
-def test_over_imitation_ignores_waits_behind_an_agent():
+@pytest.mark.parametrize("other, follows", [
+    ((1, 5), 0),  # two cells ahead of (1, 3) after the move: the wait may be a yield
+    ((2, 4), 0),  # two moves away off the route: it could still contest a neighbouring cell
+    ((1, 6), 1),  # three cells ahead: nobody near, the rest counts
+])
+def test_over_imitation_ignores_waits_near_other_agents(other, follows):
     st = put(blank(), 0, (1, 2), goal=(1, 13), goal_kind=GOAL_CELL)
-    st = put(st, 1, (1, 5), goal=(1, 5), goal_kind=GOAL_CELL)  # stands in the way two cells on
+    st = put(st, 1, other, goal=other, goal_kind=GOAL_CELL)  # stands still (in service)
     out = _newcomer_run(st, hand_params(0, -1, distractor="move1_wait1", distractor_share=1.0), [R, W, W])
-    assert int(out.follows) == 0
+    assert int(out.follows) == follows
 
 
 TO_A = [C.UP] * 2 + [L] * 11 + [C.DOWN] * 5 + [L]  # (3, 12) -> (1, 12) -> (1, 1) -> (6, 1) -> door A

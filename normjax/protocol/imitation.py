@@ -9,10 +9,11 @@ step by step, for slot 0:
   right after a move, while some move was free: permitted by the norm now
   (the per-action mask, §7), stepping into a corridor cell or its goal that is
   strictly nearer its goal on the norm-aware route table (the goal the
-  norm-aware planner would choose, §8.2), with no other agent on that cell or
-  next to it at the start of the step (so nobody could contest it).  Waits the
-  norm demands (rhythm and turn norms, queues, capacity), waits behind or
-  beside other agents and waits with no way forward do not count.
+  norm-aware planner would choose, §8.2), and no other agent within two moves
+  of it at the start of the step (so nobody could block or contest any cell
+  it might step into, whatever its goal).  Waits the norm demands (rhythm and
+  turn norms, queues, capacity), waits near other agents and waits with no way
+  forward do not count.
 * `same_exit_door`: every step of an exit leg (leg 1, §5) that ends by leaving
   through the entry door, when the exit was a free choice, the norm allows
   the entry door, and at the start of the leg another door the norm allows
@@ -90,10 +91,13 @@ def free_progress(state: WorldState, params: WorldParams):
     enter_ok = corridor_tables()[lid, variant, y] | (y == goal)
     d_x = rows[lid, variant, x, goal].astype(jnp.int32)
     closer = rows[lid, variant, y, goal].astype(jnp.int32) < d_x
+    # Alone: an agent two moves away could enter a cell next to the newcomer, so
+    # any wait near others may be a yield (e.g. a norm-blind newcomer yielding
+    # on its own route while the norm-aware route is clear).
     others = ag.active & (jnp.arange(k) > 0)
-    near = (jnp.abs(ag.pos[None, :, :] - nxt[:, None, :]).sum(-1) <= 1) & others[None, :]  # [4, K]
-    free = is_move & enter_ok & closer & (d_x < C.UNREACHABLE) & permitted[:4] & ~near.any(1)
-    return free.any()
+    alone = ~(others & (jnp.abs(ag.pos - ag.pos[0][None, :]).sum(-1) <= 2)).any()
+    free = is_move & enter_ok & closer & (d_x < C.UNREACHABLE) & permitted[:4]
+    return alone & free.any()
 
 
 def other_door_nearer(state: WorldState, params: WorldParams):
