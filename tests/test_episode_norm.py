@@ -9,14 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from normjax.norms import (
-    context,
+    action_sanctions,
+    episode_norm,
     episode_sanctions,
     permissible,
     permissible_per_action,
     sanctions,
-    single_queue_view,
 )
-from normjax.community.planner import episode_norm_per_action
 from normjax.world.state import WorldConfig, make_params
 from normjax.layouts.tables import host_tables, world_tables
 from normjax.world.step import reset_world
@@ -53,10 +52,9 @@ def _both(lt_all, layout, norm, t, pos, active, action, group, moves, visited_q)
     state = reset_world(jax.random.PRNGKey(0), make_params(0, 0), WorldConfig()).replace(t=t)
     state = state.replace(agents=state.agents.replace(
         pos=pos, active=active, group=group, moves=moves, visited_q=visited_q))
-    lt1 = single_queue_view(lt, norm)
-    ctx = context(lt1, pos, active, group, visited_q)
-    pa_fast = episode_norm_per_action(lt1, ctx, state, norm)
-    return full, fast, pa_full, pa_fast
+    view = episode_norm(lt, norm, t, pos, active, group, moves, visited_q)
+    shared = action_sanctions(view, action)  # the planner's mask read at the actions
+    return full, fast, pa_full, view.permitted, shared
 
 
 @settings(max_examples=60, deadline=None)
@@ -66,9 +64,10 @@ def test_episode_norm_paths_equal_full_mask(seed, layout, norm, t):
     rng = np.random.default_rng(seed)
     ag = _random_agents(rng, layout)
     action = jnp.asarray(rng.integers(0, 5, K), dtype=jnp.int32)
-    full, fast, pa_full, pa_fast = _both(world_tables(), layout, jnp.int32(norm), jnp.int32(t),
+    full, fast, pa_full, pa_fast, shared = _both(world_tables(), layout, jnp.int32(norm), jnp.int32(t),
                                          ag["pos"], ag["active"], action, ag["group"],
                                          ag["moves"], ag["visited_q"])
     assert np.array_equal(np.asarray(full), np.asarray(fast))
+    assert np.array_equal(np.asarray(full), np.asarray(shared))
     if norm >= 0:
         assert np.array_equal(np.asarray(pa_full), np.asarray(pa_fast))

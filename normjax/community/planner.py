@@ -46,10 +46,10 @@ from normjax.layouts.routes import (
     route_rows,
 )
 from normjax.layouts.tables import world_tables
-from normjax.norms import context, episode_row, judge, single_queue_view
 from normjax.norms.table import norm_row
 from normjax.world.hashrand import hash_at, hash_uniform, seed_from_key
 from normjax.world.moves import DELTAS, cell_value, effective_actions, in_grid
+from normjax.world.step import state_norm
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, ROLE_AWARE, WorldParams, WorldState
 
 COLLISION_COST = 3.0
@@ -139,28 +139,12 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):
     return jnp.where(use_queue, q_goal, goal).astype(jnp.int32)
 
 
-def episode_norm_per_action(lt1, ctx, state: WorldState, norm_id):
-    """[K, 5] per-action permissibility under the episode's norm only.
+def plan_actions(key, state: WorldState, params: WorldParams, aware, view=None):
+    """Actions [K] of the norm-aware (aware=True) / norm-blind planner per slot.
 
-    Same predicates as `permissible_per_action`, but the queue block is
-    evaluated for the episode's one queue path instead of all 16 (the queue
-    block dominates the cost of the full [50, K, 5] mask under vmap); the
-    other 34 rows are cheap and kept.  Row layout: 0-22 as the norm ids, 23 =
-    the episode's queue norm, 24-34 = norms 39-49.
+    `view`: the episode's norm on `state` (`normjax.world.step.state_norm`), when
+    the caller has it already (`env_step` shares it with the world step).
     """
-    ag = state.agents
-    k = ag.active.shape[0]
-
-    def one(a):
-        action = effective_actions(lt1.kind, ag.pos, jnp.full((k,), a, jnp.int32))
-        return judge(lt1, ctx, state.t, ag.pos, ag.active, action, ag.group, ag.moves)
-
-    rows = jax.vmap(one, out_axes=2)(jnp.arange(C.N_ACTIONS, dtype=jnp.int32))  # [35, K, 5]
-    return rows[episode_row(norm_id)]
-
-
-def plan_actions(key, state: WorldState, params: WorldParams, aware):
-    """Actions [K] of the norm-aware (aware=True) / norm-blind planner per slot."""
     lt = world_tables().at(params.layout)
     # Gather single entries from the stacked tables: slicing one layout's
     # [V, 165, 165] block would copy it per environment under vmap.
@@ -173,8 +157,8 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware):
     seed = seed_from_key(key)  # one threefry draw; tie-breaks are hashed from it
     variant = jnp.where(aware, norm_row(norm_id, "route_variant"), 0)
     x = _flat(ag.pos)
-    lt1 = single_queue_view(lt, norm_id)
-    ctx = context(lt1, ag.pos, ag.active, ag.group, ag.visited_q)
+    view = state_norm(state, params) if view is None else view
+    lt1, ctx = view.tables, view.ctx
     goal = choose_goals(seed, lt, ctx, state, norm_id, aware,
                         lambda cells: rows[lid, variant[:, None], x[:, None], cells])
 
@@ -192,7 +176,7 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware):
     base = base.at[:, C.WAIT].set(jnp.where(d_x < C.UNREACHABLE, d_x, 300.0) + WAIT_BIAS)
 
     # Norm-aware: infinite cost for whatever the norm forbids now.
-    mask = episode_norm_per_action(lt1, ctx, state, norm_id)  # [K, 5]
+    mask = view.permitted  # [K, 5]
     ok = jnp.where(aware[:, None] & (norm_id >= 0), mask, True)
     # Habit move1_wait1: rest after every move (WAIT is always permissible).
     rest = (ag.habit == HABIT_MOVE1_WAIT1) & ag.moves[:, 0]

@@ -11,6 +11,7 @@ from normjax.norms.predicates import (
     permissible_per_action,
     sanctions,
 )
+from normjax.norms.episode import EpisodeNorm, action_sanctions, episode_norm
 from normjax.norms.registry import (
     ACCESS_IDS,
     ALLOCATION_IDS,
@@ -48,8 +49,11 @@ __all__ = [
     "QUEUE_IDS",
     "UNSEEN_LAYOUTS",
     "Context",
+    "EpisodeNorm",
     "NormSpec",
+    "action_sanctions",
     "context",
+    "episode_norm",
     "episode_row",
     "episode_sanctions",
     "single_queue_view",

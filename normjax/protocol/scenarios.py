@@ -205,9 +205,9 @@ def release_holds(state: WorldState, params: WorldParams) -> WorldState:
     return state.replace(agents=ag.replace(habit=habit, timer=timer))
 
 
-def scenario_community_actions(key, state: WorldState, params: WorldParams):
+def scenario_community_actions(key, state: WorldState, params: WorldParams, view=None):
     """The scripted community of a test episode: `community_actions` plus holders."""
-    return hold_actions(state, community_actions(key, state, params))
+    return hold_actions(state, community_actions(key, state, params, view))
 
 
 SCENARIO_COMMUNITY = Community(act=scenario_community_actions, after_step=release_holds)

@@ -32,7 +32,7 @@ from normjax import constants as C
 from normjax.world import tasks
 from normjax.world.habits import draw_habits
 from normjax.world.moves import effective_actions
-from normjax.norms import episode_sanctions
+from normjax.norms import EpisodeNorm, action_sanctions, episode_norm, episode_sanctions
 from normjax.world.physics import resolve_moves
 from normjax.world.state import (
     ROLE_AWARE,
@@ -160,8 +160,20 @@ def reset_world(key, params: WorldParams, config: WorldConfig = WorldConfig()) -
     return state
 
 
-def step_world(key, state: WorldState, actions, params: WorldParams):
-    """One world step for a joint action [K]. Returns (state, StepInfo)."""
+def state_norm(state: WorldState, params: WorldParams) -> EpisodeNorm:
+    """The episode's norm on `state`, per agent and action (`normjax.norms.episode`)."""
+    ag = state.agents
+    return episode_norm(world_tables().at(params.layout), params.norm_id, state.t, ag.pos,
+                        ag.active, ag.group, ag.moves, ag.visited_q)
+
+
+def step_world(key, state: WorldState, actions, params: WorldParams, view: EpisodeNorm | None = None):
+    """One world step for a joint action [K]. Returns (state, StepInfo).
+
+    `view`: `state_norm(state, params)` when the caller computed it already (the
+    planner needs it too); the sanctions are then read from it instead of
+    evaluating the norm again.
+    """
     lt = world_tables().at(params.layout)
     ag = state.agents
     k = ag.active.shape[0]
@@ -174,8 +186,11 @@ def step_world(key, state: WorldState, actions, params: WorldParams):
     eff = effective_actions(lt.kind, ag.pos, acts)
 
     # 2. Norms judge intended transitions against pre-step positions (docs/world.md §7).
-    sanctioned = episode_sanctions(lt, state.t, ag.pos, ag.active, eff, ag.group, ag.moves,
-                                   ag.visited_q, params.norm_id)
+    if view is None:
+        sanctioned = episode_sanctions(lt, state.t, ag.pos, ag.active, eff, ag.group, ag.moves,
+                                       ag.visited_q, params.norm_id)
+    else:
+        sanctioned = action_sanctions(view, eff)
 
     # 3. Movement, collisions, pushes (docs/world.md §4).
     res = resolve_moves(k_move, ag.pos, ag.active, eff, lt.kind, ag.role != ROLE_NEWCOMER)
