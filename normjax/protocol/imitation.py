@@ -33,15 +33,15 @@ import jax
 import jax.numpy as jnp
 
 from normjax import constants as C
-from normjax.community.planner import choose_goals, episode_norm_per_action
+from normjax.community.planner import choose_goals
 from normjax.constants import HABIT_MOVE1_WAIT1, HABIT_SAME_EXIT_DOOR
 from normjax.layouts.geometry import flat_index as _flat
 from normjax.layouts.routes import corridor_tables, route_rows
 from normjax.layouts.tables import world_tables
-from normjax.norms import context, single_queue_view
 from normjax.norms.table import norm_row
 from normjax.world.moves import DELTAS, effective_actions, in_grid
 from normjax.world.state import ANY_DOOR, WorldParams, WorldState
+from normjax.world.step import state_norm
 
 
 class Imitation(NamedTuple):
@@ -76,13 +76,12 @@ def free_progress(state: WorldState, params: WorldParams):
     lt, variant, x, _ = _tables(state, params)
     rows = route_rows()
     lid = params.layout
-    lt1 = single_queue_view(lt, params.norm_id)
-    ctx = context(lt1, ag.pos, ag.active, ag.group, ag.visited_q)
+    view = state_norm(state, params)  # the episode's norm on this state (docs/world.md §7)
     aware = jnp.arange(k) == 0
     # The goal the norm-aware planner would choose (fixed seed: ties are rare and harmless here).
     dist_all = lambda cells: rows[lid, variant, _flat(ag.pos)[:, None], cells]  # noqa: E731
-    goal = choose_goals(jnp.uint32(0), lt, ctx, state, params.norm_id, aware, dist_all)[0]
-    mask = episode_norm_per_action(lt1, ctx, state, params.norm_id)[0]  # [5]
+    goal = choose_goals(jnp.uint32(0), lt, view.ctx, state, params.norm_id, aware, dist_all)[0]
+    mask = view.permitted[0]  # [5]
     permitted = mask | (params.norm_id < 0)
     acts = jnp.arange(4)
     nxt = ag.pos[0][None, :] + DELTAS[:4]  # [4, 2]
