@@ -342,3 +342,24 @@ def test_oracle_with_distractors_keeps_joint_success_and_never_imitates(distract
         assert res[cond]["overall"]["joint"] == 100.0, res[cond]
         assert res[cond]["overall"]["over_imitation"] == 0.0
     assert all(r["habit_steps"] == 0 for r in res["episodes"])
+
+
+def test_summary_and_table_report_over_imitation():
+    from normjax.protocol.runner import format_table, summarize
+    from normjax.protocol.seeds import test_episodes
+
+    eps = test_episodes([4])
+    n = len(eps)
+    raw = {k: np.zeros(n, np.int32) for k in ("sanctions", "collisions", "community_finished", "community_steps",
+                                               "waits")}
+    raw.update(goals=np.full(n, 2), path_length=np.full(n, 20), finished=np.ones(n, bool), t_end=np.full(n, 20),
+               community_return=np.zeros(n, np.float32), habit_steps=np.array([0, 5, 0, 0, 0, 10]))
+    res = summarize(eps, raw)
+    assert [r["over_imitation"] for r in res["episodes"]] == [0.0, 0.25, 0.0, 0.0, 0.0, 0.5]
+    seen = [r["over_imitation"] for r in res["episodes"] if r["condition"] == "seen"]
+    assert res["seen"]["overall"]["over_imitation"] == pytest.approx(100 * np.mean(seen))
+    table = format_table(res)
+    assert "o.imit%" in table.splitlines()[0]
+    del raw["habit_steps"]  # distractors off: no column, no per-episode fields
+    off = summarize(eps, raw)
+    assert "over_imitation" not in off["episodes"][0] and "o.imit%" not in format_table(off)
