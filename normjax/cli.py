@@ -3,6 +3,7 @@
     normjax train    --config configs/cpu_default [key=value ...] [--out runs/NAME]
     normjax report   runs/NAME
     normjax evaluate --policy oracle --out oracle.json
+    normjax evaluate --policy oracle --distractor move1_wait1 --distractor-share 0.5 --out d.json
     normjax export   --norm bend_right_1 --phase seen --seed 0 --policy blind --out ep.jsonl
     normjax export   --norms all --phases interaction seen unseen --episodes 0 --out episodes/
     normjax llm-eval --base-url http://127.0.0.1:8000/v1 --model NAME --out runs/llm/NAME
@@ -33,6 +34,20 @@ POLICY_NAMES = ("oracle", "blind", "random")
 OBSERVER_NAMES = ("bayes_map", "bayes_safe", "bayes_active")
 EVIDENCE_SOURCES = ("positions", "actions")
 EXPORT_PHASES = ("interaction", "seen", "unseen")
+DISTRACTORS = ("none", "same_exit_door", "move1_wait1")  # = normjax.constants.HABIT_NAMES (tested)
+DEFAULT_SHARE = 0.5
+
+
+def _distractor(args) -> dict:
+    """{distractor, distractor_share} of the command line, validated before tracing."""
+    from normjax.world.habits import check_distractor
+
+    name, share = args.distractor or "none", args.distractor_share
+    if share is not None and name == "none":
+        raise ValueError(f"--distractor-share={share} needs --distractor; allowed: {', '.join(DISTRACTORS[1:])}")
+    share = (DEFAULT_SHARE if name != "none" else 0.0) if share is None else share
+    check_distractor(name, share)
+    return dict(distractor=name, distractor_share=float(share))
 
 
 def _norm_arg(name: str) -> int:
@@ -126,7 +141,10 @@ def cmd_train(args) -> int:
         raise ValueError("--coordinator, --num-processes and --process-id need --distributed")
     from train.config import load_config
 
-    config = load_config(args.config, args.overrides)  # validated before anything compiles
+    overrides = list(args.overrides)
+    if args.distractor is not None or args.distractor_share is not None:  # flags win over the config
+        overrides += [f"{k}={v}" for k, v in _distractor(args).items()]
+    config = load_config(args.config, overrides)  # validated before anything compiles
     from train.multihost import is_primary
     from train.report import report
     from train.run import train_capacities
@@ -149,6 +167,7 @@ def cmd_report(args) -> int:
 
 def cmd_evaluate(args) -> int:
     norms = _norm_list(args.norms)  # before any tracing
+    distractor = _distractor(args)
     from normjax.env import STATE_POLICIES, check_policy_name
     from normjax.protocol import evaluate, format_table
 
@@ -156,14 +175,15 @@ def cmd_evaluate(args) -> int:
     if args.policy in OBSERVER_NAMES:
         from normjax.observer import observer_policy
 
-        policy = observer_policy(args.policy, eps=args.eps, threshold=args.threshold, source=args.evidence)
+        policy = observer_policy(args.policy, eps=args.eps, threshold=args.threshold, source=args.evidence,
+                                 **distractor)  # its interaction phase has the distractors too
         extra = dict(eps=args.eps, threshold=args.threshold, evidence=args.evidence)
     else:
         policy = STATE_POLICIES[check_policy_name(args.policy)]
     timing: dict = {}
-    result = evaluate(policy, norms=norms, seed=args.seed, capacity=args.capacity, timing=timing)
+    result = evaluate(policy, norms=norms, seed=args.seed, capacity=args.capacity, timing=timing, **distractor)
     result["meta"] = dict(policy=args.policy, seed=args.seed, capacity=args.capacity,
-                          norms=norms, **extra, **{k: round(v, 3) if isinstance(v, float) else v
+                          norms=norms, **extra, **distractor, **{k: round(v, 3) if isinstance(v, float) else v
                                                    for k, v in timing.items()})
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -187,6 +207,7 @@ def cmd_identify(args) -> int:
 
 
 def cmd_export(args) -> int:
+    distractor = _distractor(args)
     lists = (args.norms, args.phases, args.seeds, args.policies, args.episodes)
     if all(v is None for v in lists):  # one episode
         if args.norm is None:
@@ -196,7 +217,7 @@ def cmd_export(args) -> int:
         summary = export_episode(
             args.norm, args.phase, args.seed, args.policy, args.out, frames_dir=args.frames,
             layout=args.layout, capacity=args.capacity, newcomer_group=args.group,
-            steps=args.steps, cell_px=args.cell_px, episode=args.episode,
+            steps=args.steps, cell_px=args.cell_px, episode=args.episode, **distractor,
         )
         print(json.dumps(summary, indent=2))
         return 0
@@ -207,7 +228,7 @@ def cmd_export(args) -> int:
     episodes = args.episodes if args.episodes is not None else (None if args.episode is None else [args.episode])
     plans = plan_many(args.norms or [args.norm], args.phases or [args.phase], args.seeds or [args.seed],
                       args.policies or [args.policy], episodes=episodes, layout=args.layout,
-                      capacity=args.capacity, newcomer_group=args.group)  # validated before tracing
+                      capacity=args.capacity, newcomer_group=args.group, **distractor)  # validated before tracing
     t0 = time.perf_counter()
     result = export_many(plans, args.out, steps=args.steps, capacity=args.capacity, frames_dir=args.frames,
                          cell_px=args.cell_px, max_batch=MAX_BATCH if args.max_batch is None else args.max_batch,
@@ -243,6 +264,16 @@ def _cache_options() -> argparse.ArgumentParser:
     return p
 
 
+def _distractor_options() -> argparse.ArgumentParser:
+    """--distractor / --distractor-share (docs/world.md §8.5), for evaluate, export and train."""
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("distractor habits of norm-aware background agents")
+    g.add_argument("--distractor", default=None, choices=DISTRACTORS, help="the habit (default: none)")
+    g.add_argument("--distractor-share", type=float, default=None, metavar="S",
+                   help=f"share in [0, 1] of norm-aware background agents with it (default {DEFAULT_SHARE})")
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="normjax", description="NormGym in JAX")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -267,7 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--cell-px", type=int, default=40)
     d.add_argument("--out", default="frame.png")
     d.set_defaults(fn=cmd_render)
-    t = sub.add_parser("train", parents=cache, help="train a DQN population (docs/world.md §10), then run the final tests")
+    distract = [_distractor_options()]
+    t = sub.add_parser("train", parents=cache + distract, help="train a DQN population (docs/world.md §10), then run the final tests")
     t.add_argument("--config", required=True, help="a JSON file in configs/ (suffix optional)")
     t.add_argument("overrides", nargs="*", help="key=value config overrides")
     t.add_argument("--out", default=None, help="run directory (default runs/<config name>)")
@@ -292,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="where to write the figures (default: the run directory, or the runs' common parent)")
     rp.set_defaults(fn=cmd_report)
 
-    e = sub.add_parser("evaluate", parents=cache, help="run the test protocol (3 seen + 3 unseen episodes per norm)")
+    e = sub.add_parser("evaluate", parents=cache + distract, help="run the test protocol (3 seen + 3 unseen episodes per norm)")
     e.add_argument("--policy", required=True, choices=POLICY_NAMES + OBSERVER_NAMES,
                    help="newcomer policy: norm-aware oracle, norm-blind planner, random, or a Bayesian "
                         "observer that learns in the interaction phase (docs/observer.md)")
@@ -318,7 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--out", default="results/identify", help="directory for identify.json and the figures")
     i.set_defaults(fn=cmd_identify)
 
-    x = sub.add_parser("export", parents=cache, help="write episodes as trajectory JSON Lines (docs/world.md §12)",
+    x = sub.add_parser("export", parents=cache + distract, help="write episodes as trajectory JSON Lines (docs/world.md §12)",
                        description="One episode (--norm, --phase, --seed, --policy, --out FILE), or many in one "
                                    "compiled program per phase kind and policy (--norms, --phases, --seeds, "
                                    "--policies, --episodes; --out DIR, one file per episode, manifest.json).")

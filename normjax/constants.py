@@ -50,6 +50,11 @@ ACTION_DELTAS = np.array([[-1, 0], [1, 0], [0, -1], [0, 1], [0, 0]], dtype=np.in
 GROUP_NAMES = ("orange", "green", "blue")
 N_GROUPS = 3
 
+# Distractor habits of norm-aware background agents (docs/world.md §8.5); the
+# code is the index in HABIT_NAMES.  0 = none (the default).
+HABIT_NONE, HABIT_SAME_EXIT_DOOR, HABIT_MOVE1_WAIT1 = 0, 1, 2
+HABIT_NAMES = ("none", "same_exit_door", "move1_wait1")
+
 # Seating regions (docs/world.md §1, paper 9.1 notation); -1 = no region.
 TL, BL, BR = 0, 1, 2
 REGION_NAMES = ("TL", "BL", "BR")

@@ -102,12 +102,14 @@ def make(*args, **kwargs) -> NormGymEnv:
 
         make("NormGym-cafe-clockwise_circulation-test-v0")
         make("NormGym-cafe-none-train-v0", capacity=6, reward_condition="dense")
+        make("NormGym-cafe-none-test-v0", distractor="move1_wait1", distractor_share=0.5)
         make(layout="cafe", norm="clockwise_circulation", phase="test")   # no id
 
     With an id, keyword arguments override `NormGymEnv` fields (layout, norm,
-    capacity, phase, reward_condition); an unknown field is a TypeError naming the
-    valid ones, an unknown id a ValueError naming the closest valid ids.  Without
-    an id the arguments are those of `normjax.env.make`, unchanged.
+    capacity, phase, reward_condition, static_layout, distractor,
+    distractor_share); an unknown field is a TypeError naming the valid ones,
+    an unknown id a ValueError naming the closest valid ids.  Without an id the
+    arguments are those of `normjax.env.make`, unchanged.
     """
     if args and _looks_like_id(args[0]):
         if len(args) > 1:

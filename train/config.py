@@ -15,6 +15,8 @@ from pathlib import Path
 from normjax.constants import CAPACITIES
 from normjax.layouts import ALL_LAYOUTS, LAYOUTS, VALIDATION_LAYOUTS
 from normjax.norms import NORMS, get_norm
+from normjax.constants import HABIT_NAMES
+from normjax.world.habits import check_distractor
 from normjax.world.state import REWARD_CONDITIONS
 from agents.networks import ARCHITECTURES
 
@@ -52,6 +54,10 @@ class DQNConfig:
     probe_states: int = 1_000  # random-policy probe transitions per run (train.probes); 0: no probes
     seed: int = 0
     progress_every: int = 5_000  # transitions between progress-bar updates
+    # Distractor habits of norm-aware background agents, in training and the final
+    # tests (docs/world.md §8.5): a habit name and its share; off by default.
+    distractor: str = "none"
+    distractor_share: float = 0.0
 
     def __post_init__(self):
         def bad(field, value, allowed):
@@ -86,6 +92,12 @@ class DQNConfig:
                 bad("validation_layouts", name, ", ".join(ALL_LAYOUTS))
         if int(self.probe_states) < 0:
             bad("probe_states", self.probe_states, "0 (no probe set) or a positive integer")
+        if self.distractor not in HABIT_NAMES:
+            bad("distractor", self.distractor, ", ".join(HABIT_NAMES))
+        try:
+            check_distractor(self.distractor, self.distractor_share)
+        except ValueError:
+            bad("distractor_share", self.distractor_share, "a number in [0, 1]; above 0 only with a distractor")
         for field in ("total_steps", "buffer_size", "batch_size", "train_freq", "target_update",
                       "episode_steps", "seeds_per_norm", "progress_every"):
             if int(getattr(self, field)) < 1:

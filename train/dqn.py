@@ -89,7 +89,8 @@ def population(config: DQNConfig) -> tuple[RunSpec, list[dict]]:
         for nid in config.norm_ids:
             for s in range(config.seeds_per_norm):
                 p = make_params(lid, nid, max_steps=config.episode_steps, reward_condition=cond, static_layout=True,
-                                replace_newcomer=True, n_blind=0)
+                                replace_newcomer=True, n_blind=0, distractor=config.distractor,
+                                distractor_share=config.distractor_share)
                 base = 10**6 + 10**5 * nid + s * 10**4
                 specs.append(RunSpec(norm_id=jnp.int32(nid), seed_base=jnp.int32(base), params=p))
                 rows.append({"norm_id": nid, "reward_condition": cond, "seed": s, "seed_base": base})

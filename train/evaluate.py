@@ -20,6 +20,7 @@ from normjax.env import obs_policy
 from normjax.layouts.tables import layout_id
 from normjax.protocol.runner import run_episode, summarize
 from normjax.protocol.scenarios import test_episodes
+from normjax.world.habits import check_distractor
 from normjax.world.state import WorldConfig
 
 
@@ -49,10 +50,14 @@ def validation_episodes(norm_ids, seeds, layouts) -> list[list[dict]]:
 @functools.lru_cache(maxsize=None)
 def _program(tr, capacity: int):
     cfg = WorldConfig(capacity=capacity)
+    # Distractors as in training (docs/world.md §8.5); when on, over-imitation is counted too.
+    habit, share = check_distractor(tr.config.distractor, tr.config.distractor_share)
+    on = habit != 0 and share > 0.0
 
     def one_run(q_params, keys, lay, nid, grp):
         policy = obs_policy(tr.greedy_policy(q_params))
-        return jax.vmap(lambda k, l, n, g: run_episode(policy, k, l, n, g, cfg))(keys, lay, nid, grp)
+        return jax.vmap(lambda k, l, n, g: run_episode(policy, k, l, n, g, cfg, None, habit, share, on))(
+            keys, lay, nid, grp)
 
     return jax.jit(jax.vmap(one_run))
 

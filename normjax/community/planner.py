@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from normjax import constants as C
+from normjax.constants import HABIT_MOVE1_WAIT1, HABIT_NONE, HABIT_SAME_EXIT_DOOR  # noqa: F401 (re-exported)
 from normjax.layouts.geometry import flat_index as _flat
 from normjax.layouts.routes import (
     CAND_CHAIR,
@@ -54,7 +55,6 @@ from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL,
 COLLISION_COST = 3.0
 WAIT_BIAS = 0.5
 INF = 1e6
-HABIT_NONE, HABIT_SAME_EXIT_DOOR, HABIT_MOVE1_WAIT1 = 0, 1, 2
 
 
 def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):

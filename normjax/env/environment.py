@@ -56,12 +56,15 @@ class NormGymEnv:
     # this env's layout, so its tables compile as constants.  Keep False to step
     # params whose `layout_id` you change (e.g. a batch mixing layouts).
     static_layout: bool = False
+    # Distractor habits of norm-aware background agents (docs/world.md §8.5): off by default.
+    distractor: str = "none"
+    distractor_share: float = 0.0
 
     def __post_init__(self):
         _layout_id(self.layout)  # clear errors before any tracing
         _norm_id(self.norm)
         WorldConfig(capacity=self.capacity)
-        phase_params(self.phase, 0, -1)
+        phase_params(self.phase, 0, -1, distractor=self.distractor, distractor_share=self.distractor_share)
 
     @property
     def config(self) -> WorldConfig:
@@ -72,6 +75,7 @@ class NormGymEnv:
         return phase_params(
             self.phase, _layout_id(self.layout), _norm_id(self.norm),
             reward_condition=self.reward_condition, static_layout=self.static_layout,
+            distractor=self.distractor, distractor_share=self.distractor_share,
         )
 
     @property
@@ -98,7 +102,9 @@ class NormGymEnv:
 
 
 def make(layout: str = "cafe", norm: str | int | None = None, capacity: int = 10,
-         phase: str = "train", reward_condition: str = "sparse_penalty", static_layout: bool = False) -> NormGymEnv:
+         phase: str = "train", reward_condition: str = "sparse_penalty", static_layout: bool = False,
+         distractor: str = "none", distractor_share: float = 0.0) -> NormGymEnv:
     """Build an environment; names are validated here, before any tracing."""
     return NormGymEnv(layout=layout, norm=norm, capacity=capacity, phase=phase,
-                      reward_condition=reward_condition, static_layout=static_layout)
+                      reward_condition=reward_condition, static_layout=static_layout,
+                      distractor=distractor, distractor_share=distractor_share)

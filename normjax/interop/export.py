@@ -53,6 +53,9 @@ Decisions where the format leaves room:
   ``cells.counter`` and ``cells.door_inward``; per agent ``action_name``,
   ``role`` (newcomer / aware / blind), ``exited``, ``goals_completed`` and
   ``forced_wait`` (a service WAIT).
+* Distractors (docs/world.md §8.5): only when an episode has them on, the
+  header has ``distractor: {habit, share}`` and every agent a ``habit`` (its
+  habit's name, or null); with them off the file is exactly as without them.
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ from normjax.layouts import ALL_LAYOUTS, load_layout
 from normjax.norms import NORMS
 from normjax.norms.table import NORM_TABLE
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
+from normjax.world.habits import check_distractor, habit_name
 from normjax.world.state import ANY_DOOR, GOAL_CELL, ROLE_AWARE, ROLE_BLIND, ROLE_NEWCOMER, WorldConfig
 from normjax.world.step import reset_world
 
@@ -116,11 +120,11 @@ def _reset_start(key, params, capacity):
 
 
 @functools.partial(jax.jit, static_argnames=("capacity",))
-def _test_start(key, layout_id, norm_id, group, capacity):
-    return build_test_episode(key, layout_id, norm_id, group, WorldConfig(capacity=capacity))
+def _test_start(key, layout_id, norm_id, group, habit, share, capacity):
+    return build_test_episode(key, layout_id, norm_id, group, WorldConfig(capacity=capacity), habit, share)
 
 
-def _start(key, layout_id, norm_id, phase, capacity, newcomer_group):
+def _start(key, layout_id, norm_id, phase, capacity, newcomer_group, distractor=("none", 0.0)):
     """(state, params, how it was built) at the start of an exported episode.
 
     Each start is one compiled program rather than a few hundred eager
@@ -130,20 +134,21 @@ def _start(key, layout_id, norm_id, phase, capacity, newcomer_group):
     """
     WorldConfig(capacity=capacity)
     static, static_key = {"capacity": capacity}, f"capacity={capacity}"
+    habit, share = check_distractor(*distractor)
     if phase in ("interaction", "train"):
-        params = phase_params(phase, layout_id, norm_id)
+        params = phase_params(phase, layout_id, norm_id, distractor=distractor[0], distractor_share=share)
         args = (key, params)
         return compiled("export_reset_start", _reset_start, args, static, static_key)(*args), params, "reset_world"
     if phase in ("seen", "unseen"):
         group = 0 if newcomer_group is None else int(newcomer_group)
-        args = (key, *(np.int32(x) for x in (layout_id, norm_id, group)))
+        args = (key, *(np.int32(x) for x in (layout_id, norm_id, group, habit)), np.float32(share))
         state, params = compiled("export_test_start", _test_start, args, static, static_key)(*args)
         return state, params, "scenarios.build_test_episode"
     raise ValueError(f"unknown phase {phase!r}; valid: {', '.join(EXPORT_PHASES)}")
 
 
 def rollout(key, layout_id, norm_id, phase, policy, capacity=10, steps=None, newcomer_group=None,
-            return_scenario=False):
+            return_scenario=False, distractor=None, distractor_share=0.0):
     """Simulate one episode of the full environment (docs/world.md §9).
 
     `policy(key, state, params) -> action` drives slot 0 (a jittable function;
@@ -153,13 +158,15 @@ def rollout(key, layout_id, norm_id, phase, policy, capacity=10, steps=None, new
     `infos` the time-stacked StepInfo with T entries.  T is `steps` (default
     200 for interaction / train, 100 for tests), cut for test phases after the
     step in which the newcomer exits.  With `return_scenario` a fourth value
-    says how the start state was built.
+    says how the start state was built.  `distractor` / `distractor_share`:
+    docs/world.md §8.5 (default off).
     """
     if isinstance(policy, str):
         policy = POLICIES[check_policy_name(policy)]
     WorldConfig(capacity=capacity)
     k_reset, k_run = jax.random.split(key)
-    state, params, how = _start(k_reset, int(layout_id), int(norm_id), phase, capacity, newcomer_group)
+    state, params, how = _start(k_reset, int(layout_id), int(norm_id), phase, capacity, newcomer_group,
+                                (distractor or "none", distractor_share))
     if steps is None:
         steps = int(params.max_steps)
     if steps < 1:
@@ -280,6 +287,7 @@ def trajectory_records(states, infos, params, header_info: dict) -> list[dict]:
     layout_name = ALL_LAYOUTS[int(params.layout_id)]
     doors = np.asarray(load_layout(layout_name).doors)
     ag = st.agents
+    habits = "distractor" in header_info  # docs/world.md §8.5: a habit per agent only when on
     records = [header_record(params, header_info, capacity, n_steps)]
     for t in range(n_steps):
         agents = []
@@ -293,6 +301,8 @@ def trajectory_records(states, infos, params, header_info: dict) -> list[dict]:
                     leg=None, goal=None, reward=0.0, role=ROLE_NAMES[int(ag.role[t, k])],
                     exited=False, goals_completed=0, forced_wait=False,
                 )
+                if habits:
+                    rec["habit"] = None
                 agents.append(rec)
                 continue
             leg = int(ag.leg[t, k])
@@ -322,6 +332,8 @@ def trajectory_records(states, infos, params, header_info: dict) -> list[dict]:
                 goals_completed=int(inf.goals_completed[t, k]),
                 forced_wait=bool(inf.forced_wait[t, k]),
             )
+            if habits:
+                rec["habit"] = habit_name(ag.habit[t, k])
             agents.append(rec)
         records.append({"t": int(st.t[t]), "agents": agents})
     return records
@@ -361,7 +373,8 @@ def write_frames(states, params, frames_dir, cell_px: int = 32) -> list[Path]:
 
 def export_episode(norm, phase: str, seed: int, policy_name: str, out_path, frames_dir=None,
                    layout: str | None = None, capacity: int = 10, newcomer_group: int | None = None,
-                   steps: int | None = None, cell_px: int = 32, episode: int | None = None) -> dict:
+                   steps: int | None = None, cell_px: int = 32, episode: int | None = None,
+                   distractor: str | None = None, distractor_share: float = 0.0) -> dict:
     """Simulate one episode and write it as docs/world.md §12 JSON Lines (and PNG frames).
 
     `norm` is a norm name or id (None / "none" for no norm); names and values
@@ -370,13 +383,16 @@ def export_episode(norm, phase: str, seed: int, policy_name: str, out_path, fram
     `newcomer_group`).  With `episode` (0..2) the episode is the protocol's
     own (`protocol_episode`: `seed` is then the protocol seed, 0 = canonical),
     so an exported seen / unseen episode is the one `normjax.protocol.evaluate`
-    scores.  Returns a small summary dict.  Many episodes in one compiled
-    program: `normjax.interop.export_many.export_many`.
+    scores; `distractor` / `distractor_share` as in docs/world.md §8.5.  Returns
+    a small summary dict.  Many episodes in one compiled program:
+    `normjax.interop.export_many.export_many`.
     """
-    plan = plan_episode(norm, phase, seed, policy_name, layout, capacity, newcomer_group, episode)
+    plan = plan_episode(norm, phase, seed, policy_name, layout, capacity, newcomer_group, episode,
+                        distractor, distractor_share)
     states, infos, params = rollout(
         jax.random.PRNGKey(plan["key_seed"]), plan["layout_id"], plan["norm_id"], phase,
         POLICIES[policy_name], capacity=capacity, steps=steps, newcomer_group=plan["group"],
+        distractor=plan["distractor"][0], distractor_share=plan["distractor"][1],
     )
     records = trajectory_records(states, infos, params, plan["info"])
     path = write_jsonl(out_path, records)

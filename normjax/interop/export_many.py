@@ -41,7 +41,7 @@ import numpy as np
 from normjax.cache import compiled
 from normjax.env import phase_params
 from normjax.interop.export import POLICIES, _scan, trajectory_records, write_frames, write_jsonl
-from normjax.interop.plan import episode_summary, plan_episode
+from normjax.interop.plan import episode_summary, plan_episode, plan_params
 from normjax.norms import NORMS
 from normjax.protocol.scenarios import build_test_episode
 from normjax.world.state import WorldConfig
@@ -71,7 +71,7 @@ def episode_name(plan: dict) -> str:
 
 
 def plan_many(norms, phases, seeds, policies, episodes=None, layout=None, capacity: int = 10,
-              newcomer_group=None) -> list[dict]:
+              newcomer_group=None, distractor: str | None = None, distractor_share: float = 0.0) -> list[dict]:
     """Validated plans (`plan_episode`) of every episode, each with its file stem as ``name``."""
     if not norms or not phases or not seeds or not policies or episodes == []:
         raise ValueError("norms, phases, seeds, policies (and episodes, when given) must be non-empty")
@@ -82,7 +82,8 @@ def plan_many(norms, phases, seeds, policies, episodes=None, layout=None, capaci
             for seed in seeds:
                 for e in dict.fromkeys(eps):
                     for policy in policies:
-                        plan = plan_episode(norm, phase, int(seed), policy, layout, capacity, newcomer_group, e)
+                        plan = plan_episode(norm, phase, int(seed), policy, layout, capacity, newcomer_group, e,
+                                            distractor, distractor_share)
                         plan["name"] = episode_name(plan)
                         if plan["name"] not in names:
                             names.add(plan["name"])
@@ -107,7 +108,8 @@ def _program(test: bool, policy_name: str, capacity: int, steps: int):
     def one(key, layout_id, norm_id, group, params):
         k_reset, k_run = jax.random.split(key)  # as export.rollout
         if test:
-            state, params = build_test_episode(k_reset, layout_id, norm_id, group, cfg)
+            state, params = build_test_episode(k_reset, layout_id, norm_id, group, cfg,
+                                               params.habit, params.habit_share)
         else:
             state = reset_world(k_reset, params, cfg)
         states, infos = _scan(k_run, state, params, policy, steps)
@@ -122,8 +124,7 @@ def _inputs(plans: list[dict]):
     lay = np.asarray([p["layout_id"] for p in plans], np.int32)
     nid = np.asarray([p["norm_id"] for p in plans], np.int32)
     grp = np.asarray([0 if p["group"] is None else p["group"] for p in plans], np.int32)
-    params = [phase_params("test" if p["phase"] in TEST_PHASES else p["phase"], p["layout_id"], p["norm_id"])
-              for p in plans]
+    params = [plan_params(p) for p in plans]  # with each plan's distractor settings
     params = jax.tree.map(lambda *x: np.stack([np.asarray(v) for v in x]), *params)
     return keys, lay, nid, grp, params
 

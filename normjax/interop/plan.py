@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 
 from normjax import constants as C
-from normjax.env import check_policy_name
+from normjax.env import check_policy_name, phase_params
 from normjax.layouts import ALL_LAYOUTS, check_layout_name
 from normjax.norms import get_norm
 from normjax.protocol.seeds import base_seed, episode_seeds, group_orders
-from normjax.world.state import WorldConfig
+from normjax.world.habits import check_distractor
+from normjax.world.state import WorldConfig, WorldParams
 
 EXPORT_PHASES = ("interaction", "seen", "unseen", "train")
 
@@ -51,13 +52,18 @@ def protocol_episode(norm_id: int, phase: str, episode: int, seed: int = 0) -> t
 
 
 def plan_episode(norm, phase: str, seed: int, policy_name: str, layout: str | None = None,
-                 capacity: int = 10, newcomer_group: int | None = None, episode: int | None = None) -> dict:
+                 capacity: int = 10, newcomer_group: int | None = None, episode: int | None = None,
+                 distractor: str | None = None, distractor_share: float = 0.0) -> dict:
     """What `export_episode` simulates, validated before anything is traced.
 
     Returns ``norm`` (spec or None), ``norm_id``, ``layout`` (name),
     ``layout_id``, ``phase``, ``key_seed``, ``group`` (None outside tests),
-    ``policy`` and ``info`` (the header fields of docs/world.md §12, in order).
+    ``policy``, ``distractor`` (its habit name and share, docs/world.md §8.5)
+    and ``info`` (the header fields of docs/world.md §12, in order; with
+    distractors on it holds ``distractor: {habit, share}``).
     """
+    habit, share = check_distractor(distractor, distractor_share)
+    on = habit != 0 and share > 0.0
     spec = None if norm is None or norm == "none" else get_norm(norm)
     if phase not in EXPORT_PHASES:
         raise ValueError(f"unknown phase {phase!r}; valid: {', '.join(EXPORT_PHASES)}")
@@ -82,9 +88,20 @@ def plan_episode(norm, phase: str, seed: int, policy_name: str, layout: str | No
     info = {"seed": key_seed, "phase": phase, "policy": policy_name, "scenario": how, **extra}
     if group is not None:
         info["newcomer_group"] = group
+    if on:
+        info["distractor"] = {"habit": C.HABIT_NAMES[habit], "share": share}
     return dict(norm=spec, norm_id=-1 if spec is None else spec.id, layout=layout_name,
                 layout_id=ALL_LAYOUTS.index(layout_name), phase=phase, key_seed=key_seed, group=group,
-                policy=policy_name, info=info)
+                policy=policy_name, info=info, distractor=(C.HABIT_NAMES[habit], share))
+
+
+def plan_params(plan: dict) -> WorldParams:
+    """The phase's WorldParams of a plan, with its distractor settings.  Test
+    phases take their layout, norm and group from the scenario builder."""
+    test = plan["phase"] in ("seen", "unseen")
+    name, share = plan["distractor"]
+    return phase_params("test" if test else plan["phase"], plan["layout_id"], plan["norm_id"],
+                        distractor=name, distractor_share=share)
 
 
 def episode_summary(plan: dict, path, records: list, infos, n_frames: int) -> dict:
@@ -110,4 +127,4 @@ def episode_summary(plan: dict, path, records: list, infos, n_frames: int) -> di
 
 
 
-__all__ = ["EXPORT_PHASES", "episode_summary", "plan_episode", "protocol_episode", "resolve_layout"]
+__all__ = ["EXPORT_PHASES", "episode_summary", "plan_episode", "plan_params", "protocol_episode", "resolve_layout"]

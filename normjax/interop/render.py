@@ -17,7 +17,9 @@ models alike:
 * corner badges: a check mark (top left) once goal 1 is done (`leg == 1`), a "!"
   (top right) when the agent was charged a collision on the last step, and the
   service-timer digit (bottom right) while goal 1 is being served (`timer > 0`,
-  docs/world.md §5).  Inactive agents are not drawn.
+  docs/world.md §5), and a letter (bottom left) on background agents that have a
+  distractor habit (D = same_exit_door, W = move1_wait1, docs/world.md §8.5).
+  Inactive agents are not drawn.
 
 Implementation: sprite coverage masks (anti-aliased by 4x4 supersampling) and the
 ten cell tiles are built once per cell size on the host with numpy; the jitted
@@ -125,6 +127,7 @@ def render_frame(state: WorldState, params: WorldParams, cell_px: int = 32) -> j
     leg1 = occupied & (ag.leg[k] == 1)
     timer = ag.timer[k]
     serving = occupied & (timer > 0)
+    habit = jnp.where(occupied & (ag.habit[k] > 0) & (ag.habit[k] < len(C.HABIT_NAMES)), ag.habit[k], 0)
 
     def pose(name):  # [H, W, px, px]: the seated variant on chairs
         return jnp.where(chair[:, :, None, None], sp["seated_" + name], sp[name])
@@ -145,6 +148,10 @@ def render_frame(state: WorldState, params: WorldParams, cell_px: int = 32) -> j
     img = _blend(img, serving, sp["digit_box_edge"], BADGE_EDGE_RGB)
     img = _blend(img, serving, sp["digit_box"], BADGE_RGB)
     img = _blend(img, serving, digit, GLYPH_RGB)
+    letter = jnp.asarray(sp["habits"])[habit]  # [H, W, px, px]
+    img = _blend(img, habit > 0, sp["habit_box_edge"], BADGE_EDGE_RGB)
+    img = _blend(img, habit > 0, sp["habit_box"], BADGE_RGB)
+    img = _blend(img, habit > 0, letter, GLYPH_RGB)
 
     img = jnp.clip(jnp.round(img), 0, 255).astype(jnp.uint8)
     return img.transpose(0, 2, 1, 3, 4).reshape(C.H * px, C.W * px, 3)

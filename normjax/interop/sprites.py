@@ -57,6 +57,8 @@ _FONT_ROWS = {
     "Q": (".###.", "#...#", "#...#", "#...#", "#.#.#", "#..#.", ".##.#"),
     "R": ("####.", "#...#", "#...#", "####.", "#.#..", "#..#.", "#...#"),
     "!": ("##", "##", "##", "##", "##", "..", "##"),
+    "D": ("####.", "#...#", "#...#", "#...#", "#...#", "#...#", "####."),
+    "W": ("#...#", "#...#", "#...#", "#.#.#", "#.#.#", "##.##", "#...#"),
     "0": (".###.", "#...#", "#...#", "#...#", "#...#", "#...#", ".###."),
     "1": ("..#..", ".##..", "..#..", "..#..", "..#..", "..#..", ".###."),
     "2": (".###.", "#...#", "....#", "...#.", "..#..", ".#...", "#####"),
@@ -73,6 +75,7 @@ FONT: dict[str, np.ndarray] = {
     for ch, rows in _FONT_ROWS.items()
 }
 GLYPH_H = 7
+HABIT_GLYPHS = ("", "D", "W")  # badge letter per habit code (normjax.constants.HABIT_NAMES)
 
 
 # ---------------------------------------------------------------------------
@@ -286,6 +289,12 @@ def agent_sprites(px: int) -> dict[str, np.ndarray]:
     left = px - bw_bang
     s["bang_box_edge"], s["bang_box"] = box(0, left, bh, bw_bang)
     s["bang"] = _glyph_mask("!", px, gs, 1 + pad, left + 1 + pad).astype(np.float32)
+    # Bottom-left: distractor habit (docs/world.md §8.5), its letter by habit code
+    # (none, D = same_exit_door, W = move1_wait1).
+    top = px - bh
+    s["habit_box_edge"], s["habit_box"] = box(top, 0, bh, bw_digit)
+    s["habits"] = np.stack([np.zeros((px, px), bool)] + [
+        _glyph_mask(ch, px, gs, top + 1 + pad, 1 + pad) for ch in HABIT_GLYPHS[1:]]).astype(np.float32)
     # Top-left: goal-1 check mark, an anti-aliased thick polyline in a square box.
     cw = bh
     s["check_box_edge"], s["check_box"] = box(0, 0, bh, cw)

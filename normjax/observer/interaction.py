@@ -29,6 +29,7 @@ from normjax.observer.belief import Belief, check_eps, init_belief, new_episode,
 from normjax.observer.evidence import check_source
 from normjax.observer.policies import DEFAULT_MIN_GAIN, DEFAULT_THRESHOLD, make_act
 from normjax.protocol.runner import StatefulPolicy
+from normjax.world.habits import check_distractor
 from normjax.world.state import WorldConfig
 from normjax.world.step import reset_world
 
@@ -36,13 +37,16 @@ INTERACTION_STEPS = 200
 OBSERVER_POLICIES = ("bayes_map", "bayes_safe", "bayes_active")
 
 
-def interaction_params(norm_id):
-    """The interaction phase's parameters on the cafe (`norm_id` may be traced)."""
-    return phase_params("interaction", 0, 0).replace(norm_id=jnp.asarray(norm_id, jnp.int32))
+def interaction_params(norm_id, habit=0, habit_share=0.0):
+    """The interaction phase's parameters on the cafe (`norm_id` may be traced),
+    with the distractor habit code and share of docs/world.md §8.5 (default off)."""
+    return phase_params("interaction", 0, 0).replace(
+        norm_id=jnp.asarray(norm_id, jnp.int32), habit=jnp.asarray(habit, jnp.int32),
+        habit_share=jnp.asarray(habit_share, jnp.float32))
 
 
 def learn(key, norm_id, act, eps=0.0, source: str = "positions", config: WorldConfig = WorldConfig(),
-          steps: int = INTERACTION_STEPS, probe=None):
+          steps: int = INTERACTION_STEPS, probe=None, habit=0, habit_share=0.0):
     """One interaction phase with the observer as newcomer -> (final Belief, trace).
 
     `act(key, state, params, belief) -> action` drives slot 0.  `probe`, if
@@ -50,10 +54,11 @@ def learn(key, norm_id, act, eps=0.0, source: str = "positions", config: WorldCo
     stacked over the steps as `trace` (analysis only: it may read anything);
     without it `trace` holds the posterior after every step, float32
     `[steps, 50]`.  Jittable and vmappable over `key` and `norm_id`.
+    `habit` / `habit_share`: the episode's distractors (docs/world.md §8.5).
     """
     check_eps(eps)
     check_source(source)
-    params = interaction_params(norm_id)
+    params = interaction_params(norm_id, habit, habit_share)
     lt = world_tables().at(params.layout_id)
     k_reset, k_run = jax.random.split(key)
     state = reset_world(k_reset, params, config)
@@ -71,15 +76,17 @@ def learn(key, norm_id, act, eps=0.0, source: str = "positions", config: WorldCo
     return final, trace
 
 
-def _prepare(learn_act, eps, source, key, norm_id, config):
-    return learn(key, norm_id, learn_act, eps, source, config)[0]
+def _prepare(learn_act, eps, source, distractor, key, norm_id, config):
+    return learn(key, norm_id, learn_act, eps, source, config, habit=distractor[0], habit_share=distractor[1])[0]
 
 
 @functools.lru_cache(maxsize=None)
-def _prepare_fn(learner: str, eps: float, source: str, min_gain: float):
-    """One function object per learning setting, so that the runner's compiled
-    interaction program is shared by policies that learn alike."""
-    return functools.partial(_prepare, make_act(learner, eps, DEFAULT_THRESHOLD, min_gain), eps, source)
+def _prepare_fn(learner: str, eps: float, source: str, min_gain: float, distractor=(0, 0.0)):
+    """One function object per learning setting (and distractor habit code and
+    share), so that the runner's compiled interaction program is shared by
+    policies that learn alike."""
+    return functools.partial(_prepare, make_act(learner, eps, DEFAULT_THRESHOLD, min_gain), eps, source,
+                             distractor)
 
 
 def _begin(belief: Belief, state, params) -> Belief:
@@ -97,13 +104,17 @@ def _observe_fn(eps: float, source: str):
 
 @functools.lru_cache(maxsize=None)
 def observer_policy(name: str, eps: float = 0.0, threshold: float = DEFAULT_THRESHOLD,
-                    source: str = "positions", min_gain: float = DEFAULT_MIN_GAIN) -> StatefulPolicy:
+                    source: str = "positions", min_gain: float = DEFAULT_MIN_GAIN,
+                    distractor: str | None = None, distractor_share: float = 0.0) -> StatefulPolicy:
     """The observer newcomer `name` (one of OBSERVER_POLICIES) for `normjax.protocol.evaluate`.
 
     In the interaction phase the newcomer acts by `bayes_map` (`bayes_active`:
     by the active learner); in the test episodes by `name` (`bayes_active`:
-    by `bayes_map`).  Cached, so equal settings share compiled programs.
+    by `bayes_map`).  `distractor` / `distractor_share` set the interaction
+    phase's habits (docs/world.md §8.5; pass the same to `evaluate` for the
+    tests).  Cached, so equal settings share compiled programs.
     """
+    habits = check_distractor(distractor, distractor_share)
     if name not in OBSERVER_POLICIES:
         raise ValueError(f"unknown observer policy {name!r}; valid: {', '.join(OBSERVER_POLICIES)}")
     check_eps(eps)
@@ -112,7 +123,8 @@ def observer_policy(name: str, eps: float = 0.0, threshold: float = DEFAULT_THRE
         raise ValueError(f"threshold must be in [0, 1), got {threshold!r}")
     learner = "bayes_active" if name == "bayes_active" else "bayes_map"
     return StatefulPolicy(
-        prepare=_prepare_fn(learner, eps, source, min_gain if learner == "bayes_active" else DEFAULT_MIN_GAIN),
+        prepare=_prepare_fn(learner, eps, source, min_gain if learner == "bayes_active" else DEFAULT_MIN_GAIN,
+                            habits),
         begin=_begin,
         act=make_act("bayes_map" if name == "bayes_active" else name, eps, threshold, min_gain),
         observe=_observe_fn(eps, source),

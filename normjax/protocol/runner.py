@@ -31,6 +31,14 @@ collision_rate in percent; path_length in steps (mean over episodes);
 community_path_length and community_welfare as the mean of the per-episode
 means over episodes where they are defined.
 
+Distractors (docs/world.md §8.5): `evaluate(..., distractor=NAME,
+distractor_share=S)` gives that share of the norm-aware background agents the
+habit in every test episode, and then also reports each newcomer's
+over-imitation rate (`normjax.protocol.imitation`): per episode
+`over_imitation` (a rate in [0, 1]) and `habit_steps`, aggregated as the mean
+rate in percent.  Off by default; with it off the program and results are as
+before.
+
 Seeds: `seed` (default 0) shifts every norm's base seed (see
 `scenarios.base_seed`); `seed=0` is the canonical protocol.
 
@@ -59,8 +67,10 @@ from normjax import constants as C
 from normjax.env import env_step
 from normjax.norms import FAMILIES, N_NORMS, norm_id as _norm_id
 from normjax.protocol.metrics import collision_involvement, community_totals
+from normjax.protocol import imitation
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
 from normjax.protocol.seeds import CONDITIONS, TEST_STEPS, base_seed, test_episodes
+from normjax.world.habits import check_distractor
 from normjax.world.state import WorldConfig
 from normjax.world.step import terminated
 
@@ -111,21 +121,25 @@ def _stateless(policy: Callable) -> StatefulPolicy:
 
 
 def run_episode(policy: Callable, key, layout_id, norm_id, group, config: WorldConfig = WorldConfig(),
-                policy_state=None):
+                policy_state=None, habit=0, habit_share=0.0, imitation_on: bool = False):
     """One test episode -> dict of per-episode raw metrics (jittable, vmappable).
 
     `policy` is a state policy `policy(key, state, params) -> action`, or a
-    `StatefulPolicy` whose prepared carry is `policy_state`.
+    `StatefulPolicy` whose prepared carry is `policy_state`.  `habit` (code)
+    and `habit_share` are the episode's distractor settings (may be traced);
+    with `imitation_on` (static) the result also counts `habit_steps`.
     """
     stateful = policy if isinstance(policy, StatefulPolicy) else _stateless(policy)
     k_build, k_run = jax.random.split(key)
-    state, params = build_test_episode(k_build, layout_id, norm_id, group, config)
+    state, params = build_test_episode(k_build, layout_id, norm_id, group, config, habit, habit_share)
 
     def body(carry, k):
-        s, mem, done, involved, waits = carry
+        s, mem, done, involved, waits, imit = carry
         kc, kp, kw = jax.random.split(k, 3)
         _, s2, info = env_step(kc, kw, s, stateful.act(kp, s, params, mem), params, SCENARIO_COMMUNITY)
         mem2 = stateful.observe(mem, s, info, params)
+        if imitation_on:  # the newcomer is off the grid once done, so nothing counts after
+            imit = imitation.update(imit, s, info, params)
         # The newcomer's own WAITs (forced service waits excluded), for the
         # paper's wait statistics of DQN policies (A14).
         waited = info.active[0] & (info.action[0] == C.WAIT) & ~info.forced_wait[0] & ~done
@@ -136,15 +150,16 @@ def run_episode(policy: Callable, key, layout_id, norm_id, group, config: WorldC
         # memory) at termination.
         s2, mem2 = jax.tree.map(lambda a, b: jnp.where(done, a, b), (s, mem), (s2, mem2))
         new_done = done | terminated(s2, params)
-        return (s2, mem2, new_done, involved + hit, waits + waited), None
+        return (s2, mem2, new_done, involved + hit, waits + waited, imit), None
 
     mem0 = stateful.begin(policy_state, state, params)
-    init = (state, mem0, jnp.bool_(False), jnp.int32(0), jnp.int32(0))
-    (final, _, done, involved, waits), _ = jax.lax.scan(
+    init = (state, mem0, jnp.bool_(False), jnp.int32(0), jnp.int32(0), imitation.init())
+    (final, _, done, involved, waits, imit), _ = jax.lax.scan(
         body, init, jax.random.split(k_run, TEST_STEPS))
     agents, steps, ret = community_totals(final)
     ag = final.agents
     goals = ag.goals_done[0]
+    extra = dict(habit_steps=imit.follows) if imitation_on else {}
     return dict(
         goals=goals,
         sanctions=ag.n_sanctions[0],
@@ -158,17 +173,25 @@ def run_episode(policy: Callable, key, layout_id, norm_id, group, config: WorldC
         community_steps=steps,
         community_return=ret.astype(jnp.float32),
         waits=waits,
+        **extra,
     )
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled(policy: Callable, capacity: int):
+def _compiled(policy: Callable, capacity: int, imitation_on: bool = False):
+    """Without distractors: the program as before; with them: habit and share as
+    (batched) arguments, so every habit shares one program."""
     cfg = WorldConfig(capacity=capacity)
+    if not imitation_on:
+        def fn(key, layout_id, norm_id, group, policy_state=None):
+            return run_episode(policy, key, layout_id, norm_id, group, cfg, policy_state)
 
-    def fn(key, layout_id, norm_id, group, policy_state=None):
-        return run_episode(policy, key, layout_id, norm_id, group, cfg, policy_state)
+        return jax.jit(jax.vmap(fn))
 
-    return jax.jit(jax.vmap(fn))
+    def fn_d(key, layout_id, norm_id, group, habit, share, policy_state=None):
+        return run_episode(policy, key, layout_id, norm_id, group, cfg, policy_state, habit, share, True)
+
+    return jax.jit(jax.vmap(fn_d))
 
 
 @functools.lru_cache(maxsize=None)
@@ -192,18 +215,27 @@ def _episode_states(states, norm_ids: list[int], episodes: list[dict]):
     return jax.tree.map(lambda x: x[idx], states)
 
 
-def run_episodes(policy: Callable, episodes: list[dict], capacity: int = 10, seed: int = 0) -> dict[str, np.ndarray]:
+def _episode_args(episodes: list[dict], distractor: str | None, share: float) -> tuple[tuple, bool]:
+    """(vmapped program arguments, whether distractors are on), validated first."""
+    habit, share = check_distractor(distractor, share)
+    keys = jnp.stack([jax.random.PRNGKey(e["seed"]) for e in episodes])
+    cols = tuple(jnp.asarray([e[f] for e in episodes], jnp.int32) for f in ("layout_id", "norm_id", "group"))
+    on = habit != 0 and share > 0.0
+    if not on:
+        return (keys, *cols), False
+    n = len(episodes)
+    return (keys, *cols, jnp.full((n,), habit, jnp.int32), jnp.full((n,), share, jnp.float32)), True
+
+
+def run_episodes(policy: Callable, episodes: list[dict], capacity: int = 10, seed: int = 0,
+                 distractor: str | None = None, distractor_share: float = 0.0) -> dict[str, np.ndarray]:
     """Run the given episode list (from `scenarios.test_episodes`) in one program
     (a `StatefulPolicy` is first prepared per norm with protocol seed `seed`)."""
-    keys = jnp.stack([jax.random.PRNGKey(e["seed"]) for e in episodes])
-    lay = jnp.asarray([e["layout_id"] for e in episodes], jnp.int32)
-    nid = jnp.asarray([e["norm_id"] for e in episodes], jnp.int32)
-    grp = jnp.asarray([e["group"] for e in episodes], jnp.int32)
-    args = (keys, lay, nid, grp)
+    args, on = _episode_args(episodes, distractor, distractor_share)
     if isinstance(policy, StatefulPolicy):
         norm_ids = sorted({e["norm_id"] for e in episodes})
         args += (_episode_states(prepare_states(policy, norm_ids, seed, capacity), norm_ids, episodes),)
-    out = _compiled(policy, capacity)(*args)
+    out = _compiled(policy, capacity, on)(*args)
     return {k: np.asarray(v) for k, v in jax.block_until_ready(out).items()}
 
 
@@ -213,6 +245,9 @@ def _mean(xs):
 
 
 def _aggregate(rows: list[dict]) -> dict:
+    extra = {}
+    if rows and "over_imitation" in rows[0]:
+        extra["over_imitation"] = 100.0 * float(np.mean([r["over_imitation"] for r in rows]))
     return dict(
         joint=100.0 * float(np.mean([r["joint"] for r in rows])),
         task=100.0 * float(np.mean([r["task"] for r in rows])),
@@ -221,6 +256,7 @@ def _aggregate(rows: list[dict]) -> dict:
         community_path_length=_mean([r["community_path_length"] for r in rows]),
         community_welfare=_mean([r["community_welfare"] for r in rows]),
         episodes=len(rows),
+        **extra,
     )
 
 
@@ -243,6 +279,9 @@ def summarize(episodes: list[dict], raw: dict[str, np.ndarray]) -> dict:
             community_path_length=(float(raw["community_steps"][i]) / n) if n else None,
             community_welfare=(float(raw["community_return"][i]) / n) if n else None,
         ))
+        if "habit_steps" in raw:  # distractors on (docs/world.md §8.5)
+            rows[-1].update(habit_steps=int(raw["habit_steps"][i]),
+                            over_imitation=imitation.rate(raw["habit_steps"][i], raw["path_length"][i]))
     result = {}
     for cond in CONDITIONS:
         sub = [r for r in rows if r["condition"] == cond]
@@ -258,8 +297,10 @@ def summarize(episodes: list[dict], raw: dict[str, np.ndarray]) -> dict:
     return result
 
 
-def evaluate(policy: Callable, norms=None, seed: int = 0, capacity: int = 10, timing: dict | None = None) -> dict:
-    """Run the protocol for `policy` on `norms` (names or ids; None = all 50).
+def evaluate(policy: Callable, norms=None, seed: int = 0, capacity: int = 10, timing: dict | None = None,
+             distractor: str | None = None, distractor_share: float = 0.0) -> dict:
+    """Run the protocol for `policy` on `norms` (names or ids; None = all 50),
+    with optional distractor habits (module doc; validated before tracing).
 
     Returns `{"seen": {"overall": {...}, "access": {...}, ...}, "unseen": {...},
     "episodes": [...]}` with the metric keys of `METRICS` (percent for joint,
@@ -270,13 +311,7 @@ def evaluate(policy: Callable, norms=None, seed: int = 0, capacity: int = 10, ti
     """
     ids = resolve_norms(norms)
     episodes = test_episodes(ids, seed)
-    keys = jnp.stack([jax.random.PRNGKey(e["seed"]) for e in episodes])
-    args = (
-        keys,
-        jnp.asarray([e["layout_id"] for e in episodes], jnp.int32),
-        jnp.asarray([e["norm_id"] for e in episodes], jnp.int32),
-        jnp.asarray([e["group"] for e in episodes], jnp.int32),
-    )
+    args, on = _episode_args(episodes, distractor, distractor_share)
     prep_compile = prep_run = 0.0
     if isinstance(policy, StatefulPolicy):
         pkeys = jnp.stack([jax.random.PRNGKey(base_seed(n, seed)) for n in ids])
@@ -287,7 +322,7 @@ def evaluate(policy: Callable, norms=None, seed: int = 0, capacity: int = 10, ti
         states = jax.block_until_ready(prep(*pargs))
         prep_compile, prep_run = t1 - t0, time.perf_counter() - t1
         args += (_episode_states(states, ids, episodes),)
-    fn = _compiled(policy, capacity)
+    fn = _compiled(policy, capacity, on)
     t0 = time.perf_counter()
     compiled = fn.lower(*args).compile()
     t1 = time.perf_counter()
@@ -304,8 +339,11 @@ def _fmt(v):
 
 
 def format_table(result: dict) -> str:
-    """A Table-1-style text table: rows condition x (overall, families)."""
+    """A Table-1-style text table: rows condition x (overall, families); with
+    distractors on, a last column of over-imitation in percent."""
+    imit = any("over_imitation" in (result.get(c) or {}).get("overall", {}) for c in CONDITIONS)
     head = f"{'condition':<8} {'family':<13} {'n':>4} {'joint%':>7} {'task%':>7} {'path':>6} {'coll%':>6} {'c.path':>7} {'c.welf':>7}"
+    head += f" {'o.imit%':>7}" if imit else ""
     lines = [head, "-" * len(head)]
     for cond in CONDITIONS:
         block = result.get(cond)
@@ -319,6 +357,7 @@ def format_table(result: dict) -> str:
                 f"{cond:<8} {fam:<13} {a['episodes']:>4} {_fmt(a['joint']):>7} {_fmt(a['task']):>7} "
                 f"{_fmt(a['path_length']):>6} {_fmt(a['collision_rate']):>6} "
                 f"{_fmt(a['community_path_length']):>7} {_fmt(a['community_welfare']):>7}"
+                + (f" {_fmt(a.get('over_imitation')):>7}" if imit else "")
             )
     return "\n".join(lines)
 

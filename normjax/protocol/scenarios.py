@@ -67,19 +67,24 @@ def missing_scenarios(norm_ids=None) -> list[tuple[str, str, int]]:
 # Jittable builder
 
 
-def test_params(layout_id, norm_id) -> WorldParams:
-    """Test-phase params (100 steps, newcomer not replaced, norm-aware background)."""
+def test_params(layout_id, norm_id, habit=0, habit_share=0.0) -> WorldParams:
+    """Test-phase params (100 steps, newcomer not replaced, norm-aware background),
+    with the distractor habit code and share of docs/world.md §8.5 (default off)."""
     base = phase_params("test", 0, 0)
-    return base.replace(layout_id=jnp.asarray(layout_id, jnp.int32), norm_id=jnp.asarray(norm_id, jnp.int32))
+    return base.replace(layout_id=jnp.asarray(layout_id, jnp.int32), norm_id=jnp.asarray(norm_id, jnp.int32),
+                        habit=jnp.asarray(habit, jnp.int32), habit_share=jnp.asarray(habit_share, jnp.float32))
 
 
-def build_test_episode(key, layout_id, norm_id, newcomer_group, config: WorldConfig = WorldConfig()):
+def build_test_episode(key, layout_id, norm_id, newcomer_group, config: WorldConfig = WorldConfig(),
+                       habit=0, habit_share=0.0):
     """The docs/world.md §9 test episode -> (WorldState at step 0, WorldParams).
 
-    `layout_id`, `norm_id` and `newcomer_group` may be traced (vmap over all
-    300 episodes); geometry comes from gathers on precomputed tables.
+    `layout_id`, `norm_id`, `newcomer_group` and the distractor settings
+    (`habit` code, `habit_share`; validate names with
+    `normjax.world.habits.check_distractor`) may be traced (vmap over all 300
+    episodes); geometry comes from gathers on precomputed tables.
     """
-    params = test_params(layout_id, norm_id)
+    params = test_params(layout_id, norm_id, habit, habit_share)
     state = reset_world(key, params, config)
     tab = scenario_tables()
     ix = (params.layout_id, params.norm_id, jnp.asarray(newcomer_group, jnp.int32))
@@ -121,7 +126,8 @@ def build_test_episode(key, layout_id, norm_id, newcomer_group, config: WorldCon
         goal_cell=sel(slot_x, x_goal_cell, ag.goal_cell),
         exit_door=jnp.where(slot_x, x_exit, ag.exit_door),
         group=jnp.where(slot_x, x_group, ag.group),
-        habit=jnp.where(slot_x & x_hold, HABIT_HOLD, ag.habit),
+        # Scripted agents carry no distractor habit; holders hold.
+        habit=jnp.where(slot_x, jnp.where(x_hold, HABIT_HOLD, 0), ag.habit),
         visited_q=jnp.where(slot_x, in_q(x_pos), ag.visited_q),
     )
 

@@ -17,6 +17,13 @@ def seed_from_key(key) -> jax.Array:
     return jax.random.bits(key, (), jnp.uint32)
 
 
+def seed_from_key_data(key) -> jax.Array:
+    """A uint32 seed hashed from the raw words of a PRNG key, with no threefry
+    draw: a stream that leaves every draw from (or split of) the key unchanged."""
+    words = jax.random.key_data(key).reshape(-1).astype(jnp.uint32)
+    return _lowbias32(words[0] ^ _lowbias32(words[1] + jnp.uint32(0x9E3779B9)))
+
+
 def _lowbias32(x):
     x = x ^ (x >> 16)
     x = x * jnp.uint32(0x7FEB352D)

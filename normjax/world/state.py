@@ -18,6 +18,7 @@ from flax import struct
 
 from normjax import constants as C
 from normjax.layouts.parse import ALL_LAYOUTS
+from normjax.world.habits import check_distractor
 
 # Goal-1 kinds (docs/world.md §5): a specified cell, or a free choice among a category.
 GOAL_CELL, GOAL_ANY_CHAIR, GOAL_ANY_R = 0, 1, 2
@@ -59,6 +60,8 @@ class WorldParams:
     turnover_delay: jax.Array  # int32 [2]: refill delay range [lo, hi] in steps
     n_blind: jax.Array  # int32: background slots 1..n_blind use the norm-blind planner
     min_agents: jax.Array  # int32: the episode uses m in [min_agents, K] slots (docs/world.md §2)
+    habit: jax.Array  # int32: the episode's distractor habit (C.HABIT_*, docs/world.md §8.5), 0 = none
+    habit_share: jax.Array  # float32: share of norm-aware background agents given it (0 = off)
     # Static (not traced): >= 0 promises that every environment stepped with these
     # params uses this layout, so the layout's tables are compile-time constants
     # (gathers from constants instead of per-environment copies under vmap: the
@@ -84,8 +87,16 @@ def make_params(
     n_blind: int = 0,
     min_agents: int = 6,
     static_layout: bool = False,
+    distractor: str = "none",
+    distractor_share: float = 0.0,
 ) -> WorldParams:
-    """Build WorldParams from plain values, validating them before any tracing."""
+    """Build WorldParams from plain values, validating them before any tracing.
+
+    `distractor` names a habit of docs/world.md §8.5 (`C.HABIT_NAMES`) and
+    `distractor_share` in [0, 1] the share of norm-aware background agents that
+    have it; the default is off.
+    """
+    habit, habit_share = check_distractor(distractor, distractor_share)
     if reward_condition not in REWARD_CONDITIONS:
         raise ValueError(
             f"unknown reward_condition {reward_condition!r}; "
@@ -121,6 +132,8 @@ def make_params(
         turnover_delay=jnp.asarray([lo, hi], dtype=jnp.int32),
         n_blind=jnp.int32(n_blind),
         min_agents=jnp.int32(min_agents),
+        habit=jnp.int32(habit),
+        habit_share=f32(habit_share),
         static_layout=int(layout) if static_layout else -1,
     )
 

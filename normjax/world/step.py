@@ -30,6 +30,7 @@ from flax import struct
 
 from normjax import constants as C
 from normjax.world import tasks
+from normjax.world.habits import draw_habits
 from normjax.world.moves import effective_actions
 from normjax.norms import EpisodeNorm, action_sanctions, episode_norm, episode_sanctions
 from normjax.world.physics import resolve_moves
@@ -67,7 +68,10 @@ class StepInfo:
 
 
 def _refill(key, state: WorldState, slots, lt, params: WorldParams, now):
-    """Give `slots` (bool [K]) fresh pending agents (new uid, group, task)."""
+    """Give `slots` (bool [K]) fresh pending agents (new uid, group, task, habit).
+
+    Habits (docs/world.md §8.5) hash the key's raw words: no draw below changes.
+    """
     ag = state.agents
     k = slots.shape[0]
     kt, kd = jax.random.split(key)
@@ -90,6 +94,7 @@ def _refill(key, state: WorldState, slots, lt, params: WorldParams, now):
         goal_kind=sel(goal_kind, ag.goal_kind),
         goal_cell=sel(goal_cell, ag.goal_cell),
         exit_door=sel(exit_door, ag.exit_door),
+        habit=sel(draw_habits(key, slots, ag.role, params), ag.habit),
     )
     return state.replace(agents=ag, next_uid=state.next_uid + slots.sum())
 
