@@ -1,7 +1,8 @@
 """Test-scenario geometry, computed once on the host (docs/world.md §9).
 
 For every (layout, norm, newcomer group) a geometry record — the newcomer's
-start cell and entry door, its task, and up to `N_EXTRA` scripted agents — is
+entry door and start cell (always that door's inward cell), its task, up to
+`N_EXTRA` scripted agents and the step background agents enter from — is
 computed from the planner's own distance tables (`normjax.layouts.routes`;
 graph variant 0 is what the norm-blind planner walks on), then stacked into
 arrays that the jittable scenario builder only gathers from.

@@ -9,21 +9,25 @@ within the 100-step horizon.  The geometry is precomputed on the host
 the layout, norm and group may be traced (one vmapped program for all 300
 episodes).
 
-Holders.  Queue and zone-R scenarios place scripted "holders" in slots 1..3
-with `habit = HABIT_HOLD`: `hold_actions` forces them to WAIT until the
-newcomer reaches the release cells (zone R: R or its boundary; queues: the
-path, or the cell next to its last cell when that is held), and
+Scripted agents.  A scenario places up to `N_EXTRA` agents in slots 1..3 at
+step 0: the customers of a queue (one in service on the head, its service
+timer preset, and one or two queued behind; ordinary norm-aware agents), and
+"holders" with `habit = HABIT_HOLD` (zone R: agents in R; seat norms: seated
+customers).  `hold_actions` forces holders to WAIT until the newcomer reaches
+the release cells (zone R: R or its boundary; seat norms: a chair), and
 `release_holds`, the community's after-step hook, then clears the habit for
 good and they finish their task.  While held, their service timer is kept at
 0: they stay in leg 0 on their goal, so every planner predicts them to stay
 put.  `SCENARIO_COMMUNITY` is the scripted planner plus these holders; with no
 holders in an episode it acts exactly like the default community.
 
-Everything else in the community is drawn by `reset_world` (norm-aware
-background agents only, tasks of the norm's family, staggered entry); the drawn
-background agents are kept off the grid at step 0 (they enter from step 1 on,
-as usual) so the newcomer and the scripted agents stand where the scenario
-puts them.
+The newcomer stands on its entry door's inward cell at step 0.  Everything
+else in the community is drawn by `reset_world` (norm-aware background agents
+only, tasks of the norm's family, staggered entry); the drawn background
+agents are kept off the grid at step 0 (they enter from the scenario's
+`bg_from` step on: 1, or in queue scenarios once the newcomer has reached the
+head) so the newcomer and the scripted agents stand where the scenario puts
+them.
 """
 
 from __future__ import annotations
