@@ -220,8 +220,9 @@ def test_queue_timing_puts_the_newcomer_behind_the_last_customer():
     assert _queue_timing(8) == (2, 0, 1)  # window 6..9 for tau = 0
     assert _queue_timing(5) == (2, 1, 3)  # window 5..8 for tau = 1
     assert _queue_timing(11) == (3, 0, 3)  # window 11..14
-    assert _queue_timing(14) == (3, 0, 0)
-    assert _queue_timing(3) is None and _queue_timing(15) is None
+    assert _queue_timing(13) == (3, 0, 1)
+    # 14 fits window 11..14 only with no slack for delays on the way: not used.
+    assert _queue_timing(3) is None and _queue_timing(14) is None
 
 
 def test_seat_scenarios_without_a_strict_door_seat_customers_on_the_near_allowed_chairs():

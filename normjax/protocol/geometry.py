@@ -37,6 +37,7 @@ from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL,
 
 N_EXTRA = 3  # scripted agents a scenario may place (slots 1..3)
 _SERVICE_STEPS = inspect.signature(make_params).parameters["service_steps"].default  # test episodes use it
+QUEUE_MIN_SLACK = 1  # steps a newcomer may lose on its way to the queue (yielding, collisions)
 
 
 def _cell(x) -> tuple[int, int]:
@@ -220,7 +221,8 @@ def seat_order(g: Geo, row: dict, group: int) -> list[dict]:
 def _queue_timing(a: int) -> tuple[int, int, int] | None:
     """(customers n, head's service timer tau, slack) putting a newcomer that needs
     `a` moves to the counter next to the head while the LAST scripted customer is in
-    service, with the most slack for delays on the way; None if none fits.
+    service, with the most slack (at least `QUEUE_MIN_SLACK`) for delays on the way;
+    None if none fits.
 
     Customer k (0 = the head) steps onto the head at step k*(S+2) - 1 - tau and
     leaves it in step k*(S+2) + S - tau (S = service steps).  The newcomer stands
@@ -233,7 +235,7 @@ def _queue_timing(a: int) -> tuple[int, int, int] | None:
         k = n - 1
         for tau in range(_SERVICE_STEPS):
             lo, hi = k * (_SERVICE_STEPS + 2) + 1 - tau, k * (_SERVICE_STEPS + 2) + _SERVICE_STEPS + 1 - tau
-            if lo <= a <= hi and (best is None or hi - a > best[2]):
+            if lo <= a <= hi - QUEUE_MIN_SLACK and (best is None or hi - a > best[2]):
                 best = (n, tau, hi - a)
     return best
 
@@ -378,4 +380,4 @@ def host_scenarios() -> dict[str, np.ndarray]:
     return t
 
 
-__all__ = ["CANDIDATES", "N_EXTRA", "Geo", "candidates", "host_scenarios", "r_boundary"]
+__all__ = ["CANDIDATES", "N_EXTRA", "QUEUE_MIN_SLACK", "Geo", "candidates", "host_scenarios", "r_boundary"]
