@@ -351,7 +351,7 @@ def test_summary_and_table_report_over_imitation():
     eps = test_episodes([4])
     n = len(eps)
     raw = {k: np.zeros(n, np.int32) for k in ("sanctions", "collisions", "community_finished", "community_steps",
-                                               "waits")}
+                                               "community_agents", "involved", "waits")}
     raw.update(goals=np.full(n, 2), path_length=np.full(n, 20), finished=np.ones(n, bool), t_end=np.full(n, 20),
                community_return=np.zeros(n, np.float32), habit_steps=np.array([0, 5, 0, 0, 0, 10]))
     res = summarize(eps, raw)

@@ -20,8 +20,11 @@ from normjax.layouts import LAYOUTS
 from normjax.norms import FAMILIES, N_NORMS, NORMS
 from normjax.community.planner import plan_actions
 from normjax.protocol.runner import METRICS, format_table, resolve_norms, run_episode, summarize
-from normjax.protocol.geometry import host_scenarios
-from normjax.protocol.scenarios import build_test_episode, missing_scenarios
+from normjax.layouts import load_layout
+from normjax.layouts.routes import host_route_tables
+from normjax.norms.table import NORM_TABLE
+from normjax.protocol.geometry import Geo, _queue_timing, host_scenarios
+from normjax.protocol.scenarios import HABIT_HOLD, build_test_episode, missing_scenarios, release_holds
 from normjax.protocol.seeds import base_seed, episode_seeds, group_orders
 from normjax.protocol.seeds import test_episodes as protocol_episodes
 
@@ -158,3 +161,98 @@ def test_full_protocol_reference_rows():
             assert o[cond][fam]["joint"] == 100.0 and o[cond][fam]["task"] == 100.0, (cond, fam)
             assert b[cond][fam]["joint"] == 0.0 and b[cond][fam]["task"] == 100.0, (cond, fam)
     assert len(o["episodes"]) == 300
+
+
+def test_newcomer_enters_through_a_door_in_every_episode():
+    """All 300 episodes: the newcomer's first cell is its entry door's inward cell."""
+    t = host_scenarios()
+    for e in protocol_episodes():
+        ix = (e["layout_id"], e["norm_id"], e["group"])
+        inward = load_layout(e["layout"]).door_inward
+        assert t["start"][ix].tolist() == inward[t["entry"][ix]].tolist(), e
+
+
+@functools.lru_cache(maxsize=None)
+def _all_starts():
+    """Step-0 states of all 300 protocol episodes, built in one vmapped program."""
+    eps = protocol_episodes()
+    col = lambda f: jnp.asarray([f(e) for e in eps], jnp.int32)  # noqa: E731
+    keys = jnp.stack([jax.random.PRNGKey(e["seed"]) for e in eps])
+    states, _ = jax.jit(jax.vmap(build_test_episode))(
+        keys, col(lambda e: e["layout_id"]), col(lambda e: e["norm_id"]), col(lambda e: e["group"]))
+    return eps, jax.tree.map(np.asarray, states.agents)
+
+
+def test_built_episodes_start_the_newcomer_on_a_door_inward_cell():
+    eps, ag = _all_starts()
+    for i, e in enumerate(eps):
+        lay = load_layout(e["layout"])
+        assert ag.active[i, 0]
+        assert ag.pos[i, 0].tolist() == lay.door_inward[ag.entry_door[i, 0]].tolist(), e
+        on = ag.pos[i][ag.active[i]]
+        assert len({tuple(p) for p in on}) == len(on), e  # nobody shares a cell
+
+
+def test_queue_episodes_start_with_a_head_in_service_and_a_queue_behind():
+    eps, ag = _all_starts()
+    n_queue = 0
+    for i, e in enumerate(eps):
+        j = int(NORM_TABLE.row(e["norm_id"])["queue_path"])
+        if j < 0:
+            continue
+        n_queue += 1
+        lay = load_layout(e["layout"])
+        path = lay.queue_paths[j][: lay.queue_len[j]].tolist()
+        others = [ag.pos[i, s].tolist() for s in range(1, ag.pos.shape[1]) if ag.active[i, s]]
+        head = [s for s in range(1, ag.pos.shape[1]) if ag.active[i, s] and ag.pos[i, s].tolist() == path[0]]
+        assert path[0] == lay.service.tolist() and len(head) == 1, e
+        s = head[0]
+        # In service: leg 0 on its goal, the counter.
+        assert ag.leg[i, s] == 0 and ag.goal_cell[i, s].tolist() == path[0], e
+        assert path[1] in others, e  # at least one customer queued right behind the head
+        assert set(map(tuple, others)) <= set(map(tuple, path)), e  # nobody else on the grid
+        assert not (ag.habit[i] == HABIT_HOLD).any(), e  # a moving queue, no holders
+    assert n_queue == 16 * 6
+
+
+def test_queue_timing_puts_the_newcomer_behind_the_last_customer():
+    # S = 3: customer k holds the head before steps k*5 - tau .. k*5 + 3 - tau.
+    assert _queue_timing(8) == (2, 0, 1)  # window 6..9 for tau = 0
+    assert _queue_timing(5) == (2, 1, 3)  # window 5..8 for tau = 1
+    assert _queue_timing(11) == (3, 0, 3)  # window 11..14
+    assert _queue_timing(13) == (3, 0, 1)
+    # 14 fits window 11..14 only with no slack for delays on the way: not used.
+    assert _queue_timing(3) is None and _queue_timing(14) is None
+
+
+def test_seat_scenarios_without_a_strict_door_seat_customers_on_the_near_allowed_chairs():
+    """no_bottom_left_seats on the cafe: from A and B an allowed chair ties with a
+    bottom-left one, so held customers sit there and the nearest free chair is in BL."""
+    t = host_scenarios()
+    routes = host_route_tables()
+    n = NORMS.index(next(s for s in NORMS if s.name == "no_bottom_left_seats"))
+    lay = load_layout("cafe")
+    g = Geo(lay, routes[0])
+    for grp in range(3):
+        ix = (0, n, grp)
+        start = tuple(t["start"][ix])
+        assert start in g.inward[:2]
+        seated = {tuple(p) for p in t["x_pos"][ix][t["x_used"][ix]]}
+        assert seated and t["x_hold"][ix][t["x_used"][ix]].all()
+        assert all(lay.region[c] != 1 for c in seated)  # customers sit in allowed regions
+        free = [c for c in g.chairs if c not in seated]
+        nearest = min(free, key=lambda c: g.d(c, start))
+        assert lay.region[nearest] == 1  # BL, disallowed
+        near_ok = min(g.d(c, start) for c in free if lay.region[c] != 1)
+        assert near_ok - g.d(nearest, start) == t["gap"][ix] >= 1
+
+
+def test_seated_customers_are_released_when_the_newcomer_sits():
+    e = [x for x in protocol_episodes([10]) if x["condition"] == "seen"][0]
+    state, params = jax.jit(build_test_episode)(jax.random.PRNGKey(e["seed"]), e["layout_id"], e["norm_id"], e["group"])
+    assert int(state.agents.habit[1]) == HABIT_HOLD
+    held = release_holds(state, params)  # newcomer still at the door
+    assert int(held.agents.habit[1]) == HABIT_HOLD
+    chair = jnp.asarray(load_layout("cafe").chairs[0], jnp.int32)
+    sitting = state.replace(agents=state.agents.replace(pos=state.agents.pos.at[0].set(chair)))
+    assert int(release_holds(sitting, params).agents.habit[1]) == 0

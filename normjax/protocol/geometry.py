@@ -1,7 +1,8 @@
 """Test-scenario geometry, computed once on the host (docs/world.md §9).
 
 For every (layout, norm, newcomer group) a geometry record — the newcomer's
-start cell and entry door, its task, and up to `N_EXTRA` scripted agents — is
+entry door and start cell (always that door's inward cell), its task, up to
+`N_EXTRA` scripted agents and the step background agents enter from — is
 computed from the planner's own distance tables (`normjax.layouts.routes`;
 graph variant 0 is what the norm-blind planner walks on), then stacked into
 arrays that the jittable scenario builder only gathers from.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 
 import numpy as np
 
@@ -31,9 +33,11 @@ from normjax.layouts.routes import V_BASE, host_route_tables
 from normjax.layouts.tables import destination_cells
 from normjax.norms import N_NORMS
 from normjax.norms import table as nt
-from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL
+from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, make_params
 
 N_EXTRA = 3  # scripted agents a scenario may place (slots 1..3)
+_SERVICE_STEPS = inspect.signature(make_params).parameters["service_steps"].default  # test episodes use it
+QUEUE_MIN_SLACK = 1  # steps a newcomer may lose on its way to the queue (yielding, collisions)
 
 
 def _cell(x) -> tuple[int, int]:
@@ -160,37 +164,40 @@ def door_choice(g: Geo, row: dict, group: int) -> list[dict]:
     return _rank(cands, _by_gap)
 
 
-def _seat_starts(g: Geo, candidate):
-    """Seat-norm candidates from the doors' inward cells, else from floor cells.
-
-    `candidate(start, entry_door)` returns a record or None; the floor-cell
-    fallback enters through the door nearest to the start.
-    """
-    for starts in ([(s, i) for i, s in enumerate(g.inward)],
-                   [(s, int(np.argmin([g.d(g.doors[i], s) for i in range(3)]))) for s in g.dests]):
-        found = [c for c in (candidate(s, s_i) for s, s_i in starts) if c is not None]
-        if found:
-            return found
-    return []
+def _door_starts(g: Geo, candidate):
+    """Seat-norm candidates, one per door: `candidate(inward_cell, door)` -> record or None."""
+    return [c for c in (candidate(s, s_i) for s_i, s in enumerate(g.inward)) if c is not None]
 
 
 def seat_region(g: Geo, row: dict, group: int) -> list[dict]:
-    """Free seat under seat-region and group-seating norms: the newcomer enters where
-    its strictly nearest chair lies in a disallowed region."""
+    """Free seat under seat-region and group-seating norms: the newcomer enters at a door
+    whose strictly nearest chair lies in a disallowed region.  Where no door has one,
+    seated customers (held, of the newcomer's group) take the allowed chairs at least as
+    near as the nearest disallowed one from the door nearest a disallowed chair."""
     ok_reg = row["allowed_regions"][group]
     region = g.lay.region
     ok_chair = [bool(region[ch] >= 0 and ok_reg[region[ch]]) for ch in g.chairs]
 
-    def candidate(s, s_i):
+    def candidate(s, s_i, sit=False):
         dch = [g.d(ch, s) for ch in g.chairs]
-        good = min([d for d, o in zip(dch, ok_chair) if o] or [10_000])
         bad = min([d for d, o in zip(dch, ok_chair) if not o] or [10_000])
-        if good >= UNREACHABLE or bad >= good:
+        seated = [ch for ch, d, o in zip(g.chairs, dch, ok_chair) if sit and o and d <= bad]
+        free = [(d, ch) for ch, d, o in zip(g.chairs, dch, ok_chair) if o and ch not in seated]
+        if bad >= UNREACHABLE or not free or len(seated) > N_EXTRA:
             return None
-        target = g.chairs[int(np.argmin([d if o else 10_000 for d, o in zip(dch, ok_chair)]))]
-        return dict(_record(s, s_i, GOAL_ANY_CHAIR, (-1, -1), g.nearest_door(target), good - bad), d=bad, tag=s)
+        good, target = min(free)
+        if bad >= good:
+            return None
+        extras = [dict(pos=ch, goal_kind=GOAL_CELL, goal_cell=ch, exit_door=g.nearest_door(ch),
+                       group_off=0, hold=True) for ch in seated]
+        return dict(_record(s, s_i, GOAL_ANY_CHAIR, (-1, -1), g.nearest_door(target), good - bad, extras),
+                    d=bad, tag=s)
 
-    return _rank(_seat_starts(g, candidate), _by_gap)
+    found = _door_starts(g, candidate)
+    if not found:
+        found = _door_starts(g, lambda s, s_i: candidate(s, s_i, sit=True))
+        return sorted(found, key=lambda c: (c["d"], len(c["extras"]), c["start"]))[:3]
+    return _rank(found, _by_gap)
 
 
 def seat_order(g: Geo, row: dict, group: int) -> list[dict]:
@@ -208,36 +215,56 @@ def seat_order(g: Geo, row: dict, group: int) -> list[dict]:
         return dict(_record(s, s_i, GOAL_ANY_CHAIR, (-1, -1), g.nearest_door(order[0]), early - near),
                     d=near, tag=s)
 
-    return _rank(_seat_starts(g, candidate), _by_gap)
+    return _rank(_door_starts(g, candidate), _by_gap)
+
+
+def _queue_timing(a: int) -> tuple[int, int, int] | None:
+    """(customers n, head's service timer tau, slack) putting a newcomer that needs
+    `a` moves to the counter next to the head while the LAST scripted customer is in
+    service, with the most slack (at least `QUEUE_MIN_SLACK`) for delays on the way;
+    None if none fits.
+
+    Customer k (0 = the head) steps onto the head at step k*(S+2) - 1 - tau and
+    leaves it in step k*(S+2) + S - tau (S = service steps).  The newcomer stands
+    next to the head after step a - 2; it must get there after the last customer
+    stepped in and before it leaves, so that nobody stands behind the head (the
+    newcomer then never yields to a queued customer's step forward and is never
+    pushed onto the head by one leaving)."""
+    best = None
+    for n in range(2, N_EXTRA + 1):
+        k = n - 1
+        for tau in range(_SERVICE_STEPS):
+            lo, hi = k * (_SERVICE_STEPS + 2) + 1 - tau, k * (_SERVICE_STEPS + 2) + _SERVICE_STEPS + 1 - tau
+            if lo <= a <= hi - QUEUE_MIN_SLACK and (best is None or hi - a > best[2]):
+                best = (n, tau, hi - a)
+    return best
 
 
 def queue(g: Geo, row: dict, group: int) -> list[dict]:
-    """Queues: two holders stand on pi(2), pi(3) bound for the counter; the newcomer
-    starts 3..8 moves from the counter (5 preferred) where every blind shortest route
-    stays off the path until its last step into the head: it cuts in."""
+    """Queues: a customer in service on the head pi(1) (service timer tau) and one or
+    two queued behind it on pi(2), pi(3), all norm-aware and bound for the counter.
+    The newcomer enters at a door, and `_queue_timing` sizes the queue so that it
+    reaches the head while the last of them is in service: a blind newcomer steps
+    onto the head as that customer leaves, before the head is free (it cuts in); the
+    oracle joins behind.  Background customers enter from step a + S + 2 on
+    (`bg_from`): too late to queue behind the head before the newcomer reaches it,
+    or to get ahead of a newcomer that joins the queue at its tail."""
     lay, j = g.lay, int(row["queue_path"])
     path = [_cell(x) for x in lay.queue_paths[j][: lay.queue_len[j]]]
     service = _cell(lay.service)
     ex = g.nearest_door(service, int(row["route_variant"]))
-    extras = [dict(pos=cell, goal_kind=GOAL_CELL, goal_cell=service, exit_door=(ex + 1 + i) % 3,
-                   group_off=-1, hold=True) for i, cell in enumerate(path[1:3])]
-    # A blind agent waits behind stationary holders rather than detour, so a
-    # route through them would never reach the counter.
-    behind = path[1:]
-    floor = [_cell(x) for x in np.argwhere((lay.kind == C.FLOOR) & ~lay.zone_q & ~lay.zone_r)]
-    near = [(s, int(np.argmin([g.d(g.doors[i], s) for i in range(3)]))) for s in floor
-            if 3 <= g.d(service, s) <= 8 and s not in path]
     cands = []
-    for starts in (near, [(s, i) for i, s in enumerate(g.inward)]):
-        for s, s_i in starts:
-            a = g.d(service, s)
-            if a >= UNREACHABLE or any(g.d(p, s) + g.d(service, p) <= a for p in behind) or s in path:
-                continue
-            cands.append(dict(_record(s, s_i, GOAL_CELL, service, ex, 1, extras), d=a))
-            cands[-1]["tag"] = s
-        if cands:
-            break
-    return _rank(cands, lambda c: (abs(c["d"] - 5), c["start"]))
+    for s_i, s in enumerate(g.inward):
+        a = g.d(service, s)
+        timing = _queue_timing(a) if a < UNREACHABLE and s not in path else None
+        if timing is None:
+            continue
+        n, tau, slack = timing
+        extras = [dict(pos=cell, goal_kind=GOAL_CELL, goal_cell=service, exit_door=(ex + 1 + i) % 3,
+                       group_off=-1, hold=False, timer=tau if i == 0 else 0) for i, cell in enumerate(path[:n])]
+        cands.append(dict(_record(s, s_i, GOAL_CELL, service, ex, 1, extras), d=a, slack=slack,
+                          bg_from=a + _SERVICE_STEPS + 2))
+    return _rank(cands, lambda c: (-c["slack"], c["d"], c["entry"]))
 
 
 def zone_r(g: Geo, row: dict, group: int) -> list[dict]:
@@ -299,21 +326,12 @@ def r_boundary() -> np.ndarray:
 
 def _release_cells(lay: Layout, li: int, norm: int, t: dict) -> None:
     """Cells where the newcomer releases the holders (zone R: R and its boundary;
-    queues: the path, or next to its last cell when that is held)."""
-    row = nt.NORM_TABLE.row(norm)
-    if row["scenario"] == nt.SCENARIO_ZONE_R:
+    seat norms: any chair, where it sits down)."""
+    kind = nt.NORM_TABLE.row(norm)["scenario"]
+    if kind == nt.SCENARIO_ZONE_R:
         t["release"][li, norm] = r_boundary()[li] | lay.zone_r
-    elif row["scenario"] == nt.SCENARIO_QUEUE:
-        j = int(row["queue_path"])
-        path = lay.queue_paths[j][: lay.queue_len[j]]
-        for r, c in path:
-            t["release"][li, norm, r, c] = True
-        lr, lc = path[-1]
-        for dr, dc in C.ACTION_DELTAS[:4]:
-            rr, cc = lr + dr, lc + dc
-            if 0 <= rr < C.H and 0 <= cc < C.W and lay.walkable[rr, cc]:
-                t["near_last"][li, norm, rr, cc] = True
-        t["near_last"][li, norm] &= ~t["release"][li, norm]
+    elif kind == nt.SCENARIO_SEAT_REGION:
+        t["release"][li, norm] = lay.kind == C.CHAIR
 
 
 @functools.lru_cache(maxsize=None)
@@ -327,8 +345,9 @@ def host_scenarios() -> dict[str, np.ndarray]:
         exit_door=np.zeros(shp, np.int32), gap=np.zeros(shp, np.int32),
         x_used=np.zeros(x, bool), x_pos=np.zeros(x + (2,), np.int32), x_goal_kind=np.zeros(x, np.int32),
         x_goal_cell=np.full(x + (2,), -1, np.int32), x_exit=np.zeros(x, np.int32),
-        x_group_off=np.full(x, -1, np.int32), x_hold=np.zeros(x, bool),
-        release=np.zeros(shp[:2] + (C.H, C.W), bool), near_last=np.zeros(shp[:2] + (C.H, C.W), bool),
+        x_group_off=np.full(x, -1, np.int32), x_hold=np.zeros(x, bool), x_timer=np.zeros(x, np.int32),
+        bg_from=np.ones(shp, np.int32),
+        release=np.zeros(shp[:2] + (C.H, C.W), bool),
     )
     routes = host_route_tables()
     for li, name in enumerate(ALL_LAYOUTS):
@@ -348,6 +367,7 @@ def host_scenarios() -> dict[str, np.ndarray]:
                 t["valid"][ix] = True
                 for f in ("start", "entry", "goal_kind", "goal_cell", "exit_door", "gap"):
                     t[f][ix] = rec[f]
+                t["bg_from"][ix] = rec.get("bg_from", 1)
                 for i, e in enumerate(rec["extras"]):
                     t["x_used"][ix + (i,)] = True
                     t["x_pos"][ix + (i,)] = e["pos"]
@@ -356,7 +376,8 @@ def host_scenarios() -> dict[str, np.ndarray]:
                     t["x_exit"][ix + (i,)] = e["exit_door"]
                     t["x_group_off"][ix + (i,)] = e["group_off"]
                     t["x_hold"][ix + (i,)] = e["hold"]
+                    t["x_timer"][ix + (i,)] = e.get("timer", 0)
     return t
 
 
-__all__ = ["CANDIDATES", "N_EXTRA", "Geo", "candidates", "host_scenarios", "r_boundary"]
+__all__ = ["CANDIDATES", "N_EXTRA", "QUEUE_MIN_SLACK", "Geo", "candidates", "host_scenarios", "r_boundary"]

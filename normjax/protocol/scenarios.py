@@ -9,21 +9,25 @@ within the 100-step horizon.  The geometry is precomputed on the host
 the layout, norm and group may be traced (one vmapped program for all 300
 episodes).
 
-Holders.  Queue and zone-R scenarios place scripted "holders" in slots 1..3
-with `habit = HABIT_HOLD`: `hold_actions` forces them to WAIT until the
-newcomer reaches the release cells (zone R: R or its boundary; queues: the
-path, or the cell next to its last cell when that is held), and
+Scripted agents.  A scenario places up to `N_EXTRA` agents in slots 1..3 at
+step 0: the customers of a queue (one in service on the head, its service
+timer preset, and one or two queued behind; ordinary norm-aware agents), and
+"holders" with `habit = HABIT_HOLD` (zone R: agents in R; seat norms: seated
+customers).  `hold_actions` forces holders to WAIT until the newcomer reaches
+the release cells (zone R: R or its boundary; seat norms: a chair), and
 `release_holds`, the community's after-step hook, then clears the habit for
 good and they finish their task.  While held, their service timer is kept at
 0: they stay in leg 0 on their goal, so every planner predicts them to stay
 put.  `SCENARIO_COMMUNITY` is the scripted planner plus these holders; with no
 holders in an episode it acts exactly like the default community.
 
-Everything else in the community is drawn by `reset_world` (norm-aware
-background agents only, tasks of the norm's family, staggered entry); the drawn
-background agents are kept off the grid at step 0 (they enter from step 1 on,
-as usual) so the newcomer and the scripted agents stand where the scenario
-puts them.
+The newcomer stands on its entry door's inward cell at step 0.  Everything
+else in the community is drawn by `reset_world` (norm-aware background agents
+only, tasks of the norm's family, staggered entry); the drawn background
+agents are kept off the grid at step 0 (they enter from the scenario's
+`bg_from` step on: 1, or in queue scenarios once the newcomer has reached the
+head) so the newcomer and the scripted agents stand where the scenario puts
+them.
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ import jax.numpy as jnp
 from normjax import constants as C
 from normjax.env import Community, community_actions, phase_params
 from normjax.layouts.tables import world_tables
-from normjax.norms.table import norm_row
 from normjax.protocol.geometry import N_EXTRA, host_scenarios, r_boundary
 from normjax.protocol.seeds import test_episodes
 from normjax.world.state import WorldConfig, WorldParams, WorldState
@@ -95,10 +98,11 @@ def build_test_episode(key, layout_id, norm_id, newcomer_group, config: WorldCon
     idx = jnp.arange(k)
     grp = jnp.asarray(newcomer_group, jnp.int32)
 
-    # Background agents drawn by reset_world enter from step 1 on.
+    # Background agents drawn by reset_world enter from step bg_from on (1, or
+    # the newcomer's route length in queue scenarios).
     ag = ag.replace(
         active=jnp.zeros((k,), bool),
-        spawn_t=jnp.maximum(ag.spawn_t, 1),
+        spawn_t=jnp.maximum(ag.spawn_t, g("bg_from")),
     )
 
     # Scripted agents in slots 1..N_EXTRA.
@@ -113,6 +117,7 @@ def build_test_episode(key, layout_id, norm_id, newcomer_group, config: WorldCon
     x_exit = pad(g("x_exit"), 0)
     x_goff = pad(g("x_group_off"), -1)
     x_hold = pad(g("x_hold"), False)
+    x_timer = pad(g("x_timer"), 0)
     sel = lambda m, new, old: jnp.where(m.reshape(m.shape + (1,) * (jnp.ndim(old) - 1)), new, old)  # noqa: E731
     x_group = jnp.where(x_goff >= 0, (grp + x_goff) % C.N_GROUPS, ag.group)
     in_q = lambda p: lt.zone_q[p[:, 0], p[:, 1]]  # noqa: E731
@@ -152,7 +157,7 @@ def build_test_episode(key, layout_id, norm_id, newcomer_group, config: WorldCon
     placed = nc | slot_x
     ag = ag.replace(
         leg=jnp.where(placed, 0, ag.leg),
-        timer=jnp.where(placed, 0, ag.timer),
+        timer=jnp.where(slot_x, x_timer, jnp.where(placed, 0, ag.timer)),
         goals_done=jnp.where(placed, 0, ag.goals_done),
         moves=jnp.where(placed[:, None], False, ag.moves),
         last_action=jnp.where(placed, C.WAIT, ag.last_action),
@@ -178,26 +183,13 @@ def hold_actions(state: WorldState, actions):
 
 
 def release_holds(state: WorldState, params: WorldParams) -> WorldState:
-    """Release every holder for good once the scenario's release condition holds.
-
-    Zone-R norms: the newcomer stands on R's boundary or in R.  Queue norms:
-    the newcomer stands on the queue path, or the path's last cell is held (no
-    tail is left to join) while the newcomer stands next to that last cell
-    (where a norm-aware newcomer waits to join).  Always: the newcomer has left.
-    """
+    """Release every holder for good once the newcomer stands on a release cell of
+    the scenario (zone R: R or its boundary; seat norms: a chair) or has left."""
     ag = state.agents
     tab = scenario_tables()
-    nid = jnp.maximum(params.norm_id, 0)
-    rel = tab["release"][params.layout, nid]
-    near_last = tab["near_last"][params.layout, nid]
-    lt = world_tables().at(params.layout)
+    rel = tab["release"][params.layout, jnp.maximum(params.norm_id, 0)]
     p = ag.pos[0]
-    queue = norm_row(params.norm_id, "queue_path")  # -1 unless a queue norm
-    j = jnp.maximum(queue, 0)
-    last = lt.queue_paths[j, lt.queue_len[j] - 1]
-    is_queue = queue >= 0
-    full = is_queue & (ag.active & (ag.pos == last[None, :]).all(-1)).any()
-    release = (ag.active[0] & (rel[p[0], p[1]] | (full & near_last[p[0], p[1]]))) | ~ag.active[0]
+    release = (ag.active[0] & rel[p[0], p[1]]) | ~ag.active[0]
     habit = jnp.where(release & (ag.habit == HABIT_HOLD), 0, ag.habit)
     # A held agent's service never completes: it stays on its goal in leg 0
     # (so planners predict it to stay) and serves its full time after release.
