@@ -65,7 +65,7 @@ class Stage:
         self.capacity = capacity
         self.cols = Columns(batch.obs_layout(capacity))
         self.obs: list[np.ndarray] = []  # packed host arrays: obs[t] = the batch at the start of step t
-        self.timing = dict(steps=0, wall_s=0.0, agent_s=0.0, frames_s=0.0, init_s=0.0)
+        self.timing = dict(steps=0, wall_s=0.0, agent_s=0.0, frames_s=0.0, init_s=0.0, cpu_s=0.0, agent_cpu_s=0.0)
 
     def _turn(self, e: Episode, row: list) -> Turn:
         c, m = self.cols, e.memory
@@ -189,12 +189,20 @@ class Stage:
         return states, params, done, waits, keys_t, live
 
     async def run(self) -> None:
+        try:
+            await self._run()
+        finally:
+            if self.store is not None:
+                self.store.close()
+
+    async def _run(self) -> None:
         t0 = time.perf_counter()
         self.wants_frames = bool(getattr(self.agent, "wants_frames", False))
         self.wants_intents = self.wants_frames or bool(getattr(self.agent, "wants_intents", False))
         states, params, done, waits, keys_t, live = self._init()
         c = self.cols
         self.timing["init_s"] = time.perf_counter() - t0
+        cpu0 = time.process_time()  # process CPU time (all threads, XLA's included) of the steps
         for t in range(self.steps):
             if not live.any():
                 break
@@ -205,7 +213,7 @@ class Stage:
                 tf = time.perf_counter()
                 self._frames(turns, states, params)
                 self.timing["frames_s"] += time.perf_counter() - tf
-            ta = time.perf_counter()
+            ta, ca = time.perf_counter(), time.process_time()
             decisions = []
             if turns:
                 decisions = self.agent.act(turns, StepContext(states, params, keys_t))
@@ -215,6 +223,7 @@ class Stage:
                 if len(decisions) != len(turns):
                     raise ValueError(f"agent returned {len(decisions)} decisions for {len(turns)} turns")
             self.timing["agent_s"] += time.perf_counter() - ta
+            self.timing["agent_cpu_s"] += time.process_time() - ca
             decided: dict[int, Decision] = {r: checked(d) for r, d in zip(rows, decisions)}
             actions = np.full(len(live), C.WAIT, np.int32)
             actions[rows] = [d.action for d in decided.values()]
@@ -237,12 +246,15 @@ class Stage:
             finished = np.flatnonzero(ending).tolist()
             for r, row in zip(finished, now[finished].tolist()):
                 self._finish(self.episodes[r], t + 1, row)
+            if self.store is not None:
+                self.store.flush()
             n_live = int(live.sum())
             live &= ~ending
             self.timing["steps"] += 1
             if self.progress is not None:
                 self.progress(self.phase, t + 1, self.steps, n_live, len(turns))
         self.timing["wall_s"] = time.perf_counter() - t0
+        self.timing["cpu_s"] = time.process_time() - cpu0
 
 
 __all__ = ["BLOCKED", "COUNTERS", "Episode", "FORCED", "Stage"]
