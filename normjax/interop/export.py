@@ -60,7 +60,8 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any, Callable
+from types import SimpleNamespace
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -267,6 +268,12 @@ def header_record(params, header_info: dict, capacity: int, n_steps: int) -> dic
     return header
 
 
+# The fields a step line reads (only these are converted to Python lists).
+_INFO_FIELDS = ("active", "uid", "pos", "action", "target", "next_pos", "displaced", "collided", "sanctioned",
+                "reward", "exited", "goals_completed", "forced_wait")
+_AGENT_FIELDS = ("role", "leg", "goal_kind", "goal_cell", "exit_door", "group")
+
+
 def trajectory_records(states, infos, params, header_info: dict) -> list[dict]:
     """Header and one record per step (docs/world.md §12) from a rollout's arrays.
 
@@ -276,54 +283,39 @@ def trajectory_records(states, infos, params, header_info: dict) -> list[dict]:
     """
     # Python lists up front: indexing numpy scalars element by element costs most of the time.
     n_steps, capacity = np.shape(infos.active)
-    st, inf = jax.tree.map(np.asarray, states), jax.tree.map(lambda x: np.asarray(x).tolist(), infos)
+    rows = lambda x: np.asarray(x)[:n_steps].tolist()  # noqa: E731
+    inf = SimpleNamespace(**{f: rows(getattr(infos, f)) for f in _INFO_FIELDS})
+    ag = SimpleNamespace(**{f: rows(getattr(states.agents, f)) for f in _AGENT_FIELDS})
+    ts = rows(states.t)
     layout_name = LAYOUTS[int(params.layout_id)]
     doors = np.asarray(load_layout(layout_name).doors).tolist()
-    ag = jax.tree.map(lambda x: x[:n_steps].tolist(), st.agents)
-    ts = st.t[:n_steps].tolist()
     records = [header_record(params, header_info, capacity, n_steps)]
     for t in range(n_steps):
         agents = []
         for k in range(capacity):
-            active = inf.active[t][k]
-            rec: dict[str, Any] = {"slot": k, "active": active}
-            if not active:
-                rec.update(
-                    uid=None, group=None, pos=None, action=int(C.WAIT), action_name="WAIT",
-                    target=None, next=None, displaced=False, collided=False, sanctioned=False,
-                    leg=None, goal=None, reward=0.0, role=ROLE_NAMES[ag.role[t][k]],
-                    exited=False, goals_completed=0, forced_wait=False,
-                )
-                agents.append(rec)
+            role = ROLE_NAMES[ag.role[t][k]]
+            if not inf.active[t][k]:
+                agents.append({
+                    "slot": k, "active": False, "uid": None, "group": None, "pos": None, "action": int(C.WAIT),
+                    "action_name": "WAIT", "target": None, "next": None, "displaced": False, "collided": False,
+                    "sanctioned": False, "leg": None, "goal": None, "reward": 0.0, "role": role, "exited": False,
+                    "goals_completed": 0, "forced_wait": False})
                 continue
             leg = ag.leg[t][k]
             if leg == 0:
-                goal = list(ag.goal_cell[t][k]) if ag.goal_kind[t][k] == GOAL_CELL else None
+                goal = ag.goal_cell[t][k] if ag.goal_kind[t][k] == GOAL_CELL else None
             else:
                 door = ag.exit_door[t][k]
                 goal = None if door == ANY_DOOR else list(doors[door])
             exited = inf.exited[t][k]
             action = inf.action[t][k]
-            rec.update(
-                uid=inf.uid[t][k],
-                group=ag.group[t][k],
-                pos=list(inf.pos[t][k]),
-                action=action,
-                action_name=C.ACTION_NAMES[action],
-                target=list(inf.target[t][k]),
-                next=None if exited else list(inf.next_pos[t][k]),
-                displaced=inf.displaced[t][k],
-                collided=inf.collided[t][k],
-                sanctioned=inf.sanctioned[t][k],
-                leg=leg,
-                goal=goal,
-                reward=round(inf.reward[t][k], 6),
-                role=ROLE_NAMES[ag.role[t][k]],
-                exited=exited,
-                goals_completed=inf.goals_completed[t][k],
-                forced_wait=inf.forced_wait[t][k],
-            )
-            agents.append(rec)
+            agents.append({
+                "slot": k, "active": True, "uid": inf.uid[t][k], "group": ag.group[t][k], "pos": inf.pos[t][k],
+                "action": action, "action_name": C.ACTION_NAMES[action], "target": inf.target[t][k],
+                "next": None if exited else inf.next_pos[t][k], "displaced": inf.displaced[t][k],
+                "collided": inf.collided[t][k], "sanctioned": inf.sanctioned[t][k], "leg": leg, "goal": goal,
+                "reward": round(inf.reward[t][k], 6), "role": role, "exited": exited,
+                "goals_completed": inf.goals_completed[t][k], "forced_wait": inf.forced_wait[t][k]})
         records.append({"t": ts[t], "agents": agents})
     return records
 
