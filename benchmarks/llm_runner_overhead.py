@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import tempfile
@@ -122,6 +123,7 @@ def main(argv=None) -> int:
                     help="default: all but llm_frames (about 3 s per step at 300 episodes)")
     args = ap.parse_args(argv)
     norms = list(range(args.norms))
+    load_before = os.getloadavg()  # other jobs on a shared machine move every number here
     compile_s, dev = warm_up(norms)
     rows = [run_mode(m, norms) for m in args.modes]
     batch_rows = batch.padded_size(6 * len(norms))
@@ -133,6 +135,7 @@ def main(argv=None) -> int:
     print(f"device step+view+pack alone: {dev:.1f} ms/step; compile (excluded above) {compile_s:.1f} s")
     path = save("llm_runner_overhead", dict(norms=len(norms), batch_rows=batch_rows, rows=rows,
                                             device_advance_ms=dev, compile_s=compile_s,
+                                            load_average_before=load_before, load_average_after=os.getloadavg(),
                                             jax_devices=str(jax.devices())))
     print(f"wrote {path}")
     return 0
