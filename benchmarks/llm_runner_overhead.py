@@ -21,8 +21,12 @@ parsing, transcripts and frames:
 Compilation is excluded (every program of the stage is compiled first at the
 stage's batch size); the per-step numbers come
 from the runner's own timing (`result["meta"]["timing"]["test"]`).  The
-device-only part (`batch.view` + `batch.step` on the same batch) is timed
-separately.
+device-only part (`batch.advance`: the step fused with the next step's view
+and the packing of the host's numbers, on the same batch) is timed
+separately.  ``cpu_ms_per_step`` is the process CPU time per step (all
+threads, XLA's included) and ``overhead_cpu_ms_per_step`` the same without
+the agent's call: less sensitive to other jobs on a shared machine than the
+wall-clock numbers.
 
     python benchmarks/llm_runner_overhead.py                 # runner, transcripts, llm_text; 50 norms
     python benchmarks/llm_runner_overhead.py --norms 5 --modes llm_frames
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import tempfile
@@ -83,6 +88,8 @@ def run_mode(mode: str, norms: list[int]) -> dict:
     return dict(mode=mode, episodes=len(result["episodes"]), steps=t["steps"],
                 ms_per_step=1000 * loop / t["steps"],
                 agent_ms_per_step=1000 * t["agent_s"] / t["steps"],
+                cpu_ms_per_step=1000 * t["cpu_s"] / t["steps"],
+                overhead_cpu_ms_per_step=1000 * (t["cpu_s"] - t["agent_cpu_s"]) / t["steps"],
                 frames_ms_per_step=1000 * t["frames_s"] / t["steps"],
                 overhead_ms_per_step=1000 * (loop - t["agent_s"]) / t["steps"],
                 decisions=sum(r["decisions"] for r in result["episodes"]), init_s=t["init_s"])
@@ -95,16 +102,17 @@ def warm_up(norms: list[int]) -> tuple[float, float]:
     states, params, keys, pad = batch.init_stage(eps, 10, 100)
     done, waits = jnp.asarray(pad), jnp.zeros(len(pad), jnp.int32)
     actions = jnp.full(len(pad), 4, jnp.int32)
-    block(batch.step(keys[:, 0], states, done, waits, actions, params))
     for intents in (False, True):
-        block(batch.view(keys[:, 0], states, params, intents=intents))
+        block(batch.observe(keys[:, 0], states, params, done, waits, intents=intents))
+        block(batch.advance(keys[:, 0], keys[:, 1], states, done, waits, actions, params, intents=intents))
     batch.render(states, params, [0])
     compile_s = time.perf_counter() - t0
     repeats = 20
     t0 = time.perf_counter()
     for t in range(repeats):
-        block(batch.view(keys[:, t], states, params, intents=False))
-        states, done, waits, _ = block(batch.step(keys[:, t], states, done, waits, actions, params))
+        states, done, waits, _, packed = batch.advance(keys[:, t], keys[:, t + 1], states, done, waits, actions,
+                                                       params, intents=False)
+        block(packed)
     return compile_s, 1000 * (time.perf_counter() - t0) / repeats
 
 
@@ -115,17 +123,19 @@ def main(argv=None) -> int:
                     help="default: all but llm_frames (about 3 s per step at 300 episodes)")
     args = ap.parse_args(argv)
     norms = list(range(args.norms))
+    load_before = os.getloadavg()  # other jobs on a shared machine move every number here
     compile_s, dev = warm_up(norms)
     rows = [run_mode(m, norms) for m in args.modes]
     batch_rows = batch.padded_size(6 * len(norms))
     for r in rows:
         print(f"{r['mode']:<12} {r['episodes']} episodes (batch {batch_rows}): {r['ms_per_step']:8.1f} ms/step, "
               f"agent {r['agent_ms_per_step']:7.1f}, runner overhead {r['overhead_ms_per_step']:7.1f} ms/step "
-              f"(frames {r['frames_ms_per_step']:.1f}) "
+              f"(frames {r['frames_ms_per_step']:.1f}; CPU {r['overhead_cpu_ms_per_step']:.1f} ms/step) "
               f"({r['decisions']} decisions)")
-    print(f"device view+step alone: {dev:.1f} ms/step; compile (excluded above) {compile_s:.1f} s")
+    print(f"device step+view+pack alone: {dev:.1f} ms/step; compile (excluded above) {compile_s:.1f} s")
     path = save("llm_runner_overhead", dict(norms=len(norms), batch_rows=batch_rows, rows=rows,
-                                            device_view_step_ms=dev, compile_s=compile_s,
+                                            device_advance_ms=dev, compile_s=compile_s,
+                                            load_average_before=load_before, load_average_after=os.getloadavg(),
                                             jax_devices=str(jax.devices())))
     print(f"wrote {path}")
     return 0

@@ -205,7 +205,11 @@ def test_resume_after_a_kill(tmp_path):
             _run(srv.base_url, out, agent_wrap=lambda a: _Killer(a, 6), interaction_steps=10)
         store = TranscriptStore(out)
         assert store.episodes() == [f"{NORM}/interaction"]
-        assert len(list((out / "transcripts" / NORM).glob("*.jsonl.part"))) == 6  # tests in progress
+        parts = list((out / "transcripts" / NORM).glob("*.jsonl.part"))
+        assert len(parts) == 6  # tests in progress, their logs written up to the kill
+        for p in parts:
+            lines = [json.loads(x) for x in p.read_text().splitlines()]
+            assert len(lines) >= 5 and [x["t"] for x in lines] == sorted({x["t"] for x in lines})
         before = len(srv.log)
         resumed, _ = _run(srv.base_url, out, interaction_steps=10)
         new = srv.log[before:]

@@ -63,7 +63,8 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any, Callable
+from types import SimpleNamespace
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -274,6 +275,12 @@ def header_record(params, header_info: dict, capacity: int, n_steps: int) -> dic
     return header
 
 
+# The fields a step line reads (only these are converted to Python lists).
+_INFO_FIELDS = ("active", "uid", "pos", "action", "target", "next_pos", "displaced", "collided", "sanctioned",
+                "reward", "exited", "goals_completed", "forced_wait")
+_AGENT_FIELDS = ("role", "leg", "goal_kind", "goal_cell", "exit_door", "group", "habit")
+
+
 def trajectory_records(states, infos, params, header_info: dict) -> list[dict]:
     """Header and one record per step (docs/world.md §12) from a rollout's arrays.
 
@@ -281,61 +288,44 @@ def trajectory_records(states, infos, params, header_info: dict) -> list[dict]:
     entry is ignored), `infos` T entries.  `header_info` gives `seed`, `phase`
     and any extra header fields (e.g. `policy`).
     """
-    to_np = lambda tree: jax.tree.map(np.asarray, tree)  # noqa: E731
-    st, inf = to_np(states), to_np(infos)
-    n_steps, capacity = inf.active.shape
+    # Python lists up front: indexing numpy scalars element by element costs most of the time.
+    n_steps, capacity = np.shape(infos.active)
+    rows = lambda x: np.asarray(x)[:n_steps].tolist()  # noqa: E731
+    inf = SimpleNamespace(**{f: rows(getattr(infos, f)) for f in _INFO_FIELDS})
+    ag = SimpleNamespace(**{f: rows(getattr(states.agents, f)) for f in _AGENT_FIELDS})
+    ts = rows(states.t)
     layout_name = ALL_LAYOUTS[int(params.layout_id)]
-    doors = np.asarray(load_layout(layout_name).doors)
-    ag = st.agents
+    doors = np.asarray(load_layout(layout_name).doors).tolist()
     habits = "distractor" in header_info  # docs/world.md §8.5: a habit per agent only when on
     records = [header_record(params, header_info, capacity, n_steps)]
     for t in range(n_steps):
         agents = []
         for k in range(capacity):
-            active = bool(inf.active[t, k])
-            rec: dict[str, Any] = {"slot": k, "active": active}
-            if not active:
-                rec.update(
-                    uid=None, group=None, pos=None, action=int(C.WAIT), action_name="WAIT",
-                    target=None, next=None, displaced=False, collided=False, sanctioned=False,
-                    leg=None, goal=None, reward=0.0, role=ROLE_NAMES[int(ag.role[t, k])],
-                    exited=False, goals_completed=0, forced_wait=False,
-                )
-                if habits:
-                    rec["habit"] = None
-                agents.append(rec)
+            role = ROLE_NAMES[ag.role[t][k]]
+            if not inf.active[t][k]:
+                agents.append({
+                    "slot": k, "active": False, "uid": None, "group": None, "pos": None, "action": int(C.WAIT),
+                    "action_name": "WAIT", "target": None, "next": None, "displaced": False, "collided": False,
+                    "sanctioned": False, "leg": None, "goal": None, "reward": 0.0, "role": role, "exited": False,
+                    "goals_completed": 0, "forced_wait": False, **({"habit": None} if habits else {})})
                 continue
-            leg = int(ag.leg[t, k])
+            leg = ag.leg[t][k]
             if leg == 0:
-                goal = _cell(ag.goal_cell[t, k]) if int(ag.goal_kind[t, k]) == GOAL_CELL else None
+                goal = ag.goal_cell[t][k] if ag.goal_kind[t][k] == GOAL_CELL else None
             else:
-                door = int(ag.exit_door[t, k])
-                goal = None if door == ANY_DOOR else _cell(doors[door])
-            exited = bool(inf.exited[t, k])
-            action = int(inf.action[t, k])
-            rec.update(
-                uid=int(inf.uid[t, k]),
-                group=int(ag.group[t, k]),
-                pos=_cell(inf.pos[t, k]),
-                action=action,
-                action_name=C.ACTION_NAMES[action],
-                target=_cell(inf.target[t, k]),
-                next=None if exited else _cell(inf.next_pos[t, k]),
-                displaced=bool(inf.displaced[t, k]),
-                collided=bool(inf.collided[t, k]),
-                sanctioned=bool(inf.sanctioned[t, k]),
-                leg=leg,
-                goal=goal,
-                reward=round(float(inf.reward[t, k]), 6),
-                role=ROLE_NAMES[int(ag.role[t, k])],
-                exited=exited,
-                goals_completed=int(inf.goals_completed[t, k]),
-                forced_wait=bool(inf.forced_wait[t, k]),
-            )
-            if habits:
-                rec["habit"] = habit_name(ag.habit[t, k])
-            agents.append(rec)
-        records.append({"t": int(st.t[t]), "agents": agents})
+                door = ag.exit_door[t][k]
+                goal = None if door == ANY_DOOR else list(doors[door])
+            exited = inf.exited[t][k]
+            action = inf.action[t][k]
+            agents.append({
+                "slot": k, "active": True, "uid": inf.uid[t][k], "group": ag.group[t][k], "pos": inf.pos[t][k],
+                "action": action, "action_name": C.ACTION_NAMES[action], "target": inf.target[t][k],
+                "next": None if exited else inf.next_pos[t][k], "displaced": inf.displaced[t][k],
+                "collided": inf.collided[t][k], "sanctioned": inf.sanctioned[t][k], "leg": leg, "goal": goal,
+                "reward": round(inf.reward[t][k], 6), "role": role, "exited": exited,
+                "goals_completed": inf.goals_completed[t][k], "forced_wait": inf.forced_wait[t][k],
+                **({"habit": habit_name(ag.habit[t][k])} if habits else {})})
+        records.append({"t": ts[t], "agents": agents})
     return records
 
 

@@ -22,6 +22,11 @@ it in both stages keeps one compiled step per batch size.
 
 Batches are padded to a multiple of `PAD` rows (copies of row 0 marked done)
 so that runs of nearby sizes share compilations.
+
+The runner's host needs only a few numbers per episode and step, so `observe`
+and `advance` pack them on the device into ONE int32 array per step ([B, F],
+columns named by `obs_layout`), instead of transferring the whole state;
+`advance` fuses `step` with the next step's `observe` (one dispatch per step).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from normjax import constants as C
 from normjax.env import env_step, phase_params
 from normjax.interop.render import render_frame
 from normjax.layouts.tables import world_tables
+from normjax.protocol.metrics import collision_involvement, community_totals
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
 from normjax.world import tasks
 from normjax.world.moves import effective_actions
@@ -147,6 +153,78 @@ def render(states, params, rows, cell_px: int = 32) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros((0, C.H * cell_px, C.W * cell_px, 3), np.uint8)
 
 
+def obs_layout(capacity: int) -> dict[str, slice]:
+    """Columns of the packed host array of `observe` / `advance` (K = capacity slots).
+
+    Per slot k: ``active``, ``pos`` (row, col pairs), ``group``, ``sanctioned``
+    (public sanction of the last step), ``intent`` (-1 without intents); the
+    newcomer's ``goal_kind``, ``goal_cell``, ``exit_door``, ``leg``, ``goals``,
+    ``n_sanctions``, ``n_collisions``, ``path_length``; the episode's ``t``,
+    ``in_service``, the community totals of docs/world.md §9.4 (`community_totals`:
+    finished, agents, steps, ``community_return`` as float32 bits),
+    ``newcomer_tasks``; and what the step did: ``done``, ``waits``, the
+    newcomer's ``info_active``, ``forced``, ``executed``, ``info_sanctioned``
+    and ``bg_sanctions`` (sanctions of slots 1..K-1 in the step), and ``involved``
+    (the newcomer took part in a collision in the step, `collision_involvement`).
+    """
+    widths = dict(active=capacity, pos=2 * capacity, group=capacity, sanctioned=capacity, intent=capacity,
+                  goal_kind=1, goal_cell=2, exit_door=1, leg=1, goals=1, n_sanctions=1, n_collisions=1,
+                  path_length=1, t=1, in_service=1, community_finished=1, community_agents=1, community_steps=1,
+                  community_return=1, newcomer_tasks=1, done=1, waits=1, info_active=1, forced=1,
+                  executed=1, info_sanctioned=1, bg_sanctions=1, involved=1)
+    out, at = {}, 0
+    for name, w in widths.items():
+        out[name] = slice(at, at + w)
+        at += w
+    return out
+
+
+def _pack_one(key, state, params, done, waits, info, intents: bool):
+    """One episode's packed host row (see `obs_layout`); `info` None before the first step."""
+    v = _view_one(key, state, params, intents)
+    ag = state.agents
+    K = ag.active.shape[0]
+    i32 = lambda x: jnp.asarray(x, jnp.int32).reshape(-1)  # noqa: E731
+    intent = v["intent"] if intents else jnp.full(K, -1, jnp.int32)
+    if info is None:
+        zero = jnp.zeros((), jnp.int32)
+        step = (zero, zero, jnp.asarray(C.WAIT, jnp.int32), zero, zero, zero)
+    else:
+        step = (info.active[0], info.forced_wait[0], info.action[0], info.sanctioned[0], info.sanctioned[1:].sum(),
+                collision_involvement(info)[0])
+    agents, steps, ret = community_totals(state)
+    cols = dict(active=ag.active, pos=ag.pos, group=ag.group, sanctioned=ag.sanctioned, intent=intent,
+                goal_kind=ag.goal_kind[0], goal_cell=ag.goal_cell[0], exit_door=ag.exit_door[0], leg=ag.leg[0],
+                goals=ag.goals_done[0], n_sanctions=ag.n_sanctions[0], n_collisions=ag.n_collisions[0],
+                path_length=ag.steps[0], t=state.t, in_service=v["in_service"],
+                community_finished=state.community_finished, community_agents=agents, community_steps=steps,
+                community_return=jax.lax.bitcast_convert_type(ret.astype(jnp.float32), jnp.int32),
+                newcomer_tasks=state.newcomer_tasks, done=done, waits=waits)
+    cols.update(zip(("info_active", "forced", "executed", "info_sanctioned", "bg_sanctions", "involved"), step))
+    layout = obs_layout(K)
+    assert list(cols) == list(layout), "packed columns out of order"
+    return jnp.concatenate([i32(c) for c in cols.values()])
+
+
+@functools.partial(jax.jit, static_argnames="intents")
+def observe(keys, states, params, done, waits, intents: bool = False):
+    """The packed host array [B, F] of the states at the start of a step (keys: that step's)."""
+    return jax.vmap(lambda k, s, p, d, w: _pack_one(k, s, p, d, w, None, intents))(keys, states, params, done, waits)
+
+
+@functools.partial(jax.jit, static_argnames="intents")
+def advance(keys, next_keys, states, done, waits, actions, params, intents: bool = False):
+    """`step`, then the packed host array of the result, viewed with the next step's keys.
+
+    -> (states, done, waits, StepInfo, packed [B, F]); the packed row's step
+    columns describe this step, the rest the world after it.
+    """
+    states, done, waits, info = jax.vmap(_step_one)(keys, states, done, waits, actions, params)
+    packed = jax.vmap(lambda k, s, p, d, w, i: _pack_one(k, s, p, d, w, i, intents))(
+        next_keys, states, params, done, waits, info)
+    return states, done, waits, info, packed
+
+
 def policy_actions(policy, keys, states, params):
     """A jittable state policy over the batch with the protocol's policy keys -> actions [B]."""
     return _policy_batch(policy)(keys, states, params)
@@ -157,4 +235,5 @@ def _policy_batch(policy):
     return jax.jit(jax.vmap(lambda k, s, p: policy(jax.random.split(k, 3)[1], s, p)))
 
 
-__all__ = ["PAD", "init_stage", "padded_size", "policy_actions", "render", "step", "view"]
+__all__ = ["PAD", "advance", "init_stage", "obs_layout", "observe", "padded_size", "policy_actions", "render", "step",
+           "view"]

@@ -214,6 +214,7 @@ def _others(turn: Turn, text_only: bool) -> str:
     return "; ".join(out) if out else "none (no other agent is on the grid)"
 
 
+@functools.lru_cache(maxsize=8192)  # each remembered step is written into ~10 successive prompts
 def _record(r: StepRecord) -> str:
     others = "; ".join(f"{cell(p)} {C.GROUP_NAMES[g]}" for p, g in r.others) or "none"
     action = r.action + (f" ({r.note})" if r.note else "")

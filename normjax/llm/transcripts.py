@@ -80,6 +80,7 @@ class TranscriptStore:
     def __init__(self, out_dir):
         self.out = Path(out_dir)
         self.root = self.out / "transcripts"
+        self._parts: dict = {}  # name -> open .part log (opening a file per line and step is slow)
 
     def path(self, name: str) -> Path:
         return self.root / f"{name}.jsonl"
@@ -108,6 +109,7 @@ class TranscriptStore:
 
     def discard(self, name: str) -> None:
         """Remove an episode's files (finished, partial and frames)."""
+        self._close(name)
         for p in (self.path(name), self.path(name).with_suffix(".jsonl.part")):
             p.unlink(missing_ok=True)
         shutil.rmtree(self.frames_dir(name), ignore_errors=True)
@@ -118,11 +120,30 @@ class TranscriptStore:
         self.path(name).parent.mkdir(parents=True, exist_ok=True)
 
     def append(self, name: str, t: int, llm: dict) -> None:
-        with self.path(name).with_suffix(".jsonl.part").open("a", encoding="utf-8") as f:
-            f.write(_dumps({"t": t, "llm": llm}) + "\n")
+        """Log one step of an episode in progress (written out by `flush`, `finish` or `close`)."""
+        f = self._parts.get(name)
+        if f is None:
+            f = self._parts[name] = self.path(name).with_suffix(".jsonl.part").open("a", encoding="utf-8")
+        f.write(_dumps({"t": t, "llm": llm}) + "\n")
+
+    def flush(self) -> None:
+        """Write the logged lines of every open .part file (the runner calls it once per step)."""
+        for f in self._parts.values():
+            f.flush()
+
+    def _close(self, name: str) -> None:
+        f = self._parts.pop(name, None)
+        if f is not None:
+            f.close()
+
+    def close(self) -> None:
+        """Close every open .part log (their lines stay on disk)."""
+        for name in list(self._parts):
+            self._close(name)
 
     def finish(self, name: str, records: list[dict]) -> Path:
         """Write the finished episode atomically and drop its .part log."""
+        self._close(name)
         p = self.path(name)
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_suffix(".jsonl.tmp")

@@ -1,0 +1,263 @@
+"""One lockstep stage of the external-agent runner (`normjax.llm.runner`).
+
+Per step: the host reads ONE packed int32 array of the batch
+(`normjax.llm.batch.observe` / `advance`), selects the deciding episodes
+with numpy, builds their `Turn`s (other agents and memory on first access,
+`normjax.llm.lazy`), calls the agent once, and runs `batch.advance` (the
+step fused with the next step's view and packing).  Memory entries, sanction
+counts and finished-episode metrics come from the same packed arrays; the
+full states and step infos are transferred only when transcripts are written
+(the trajectory part of each transcript file).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import time
+from typing import Callable
+
+import jax
+import numpy as np
+
+from normjax import constants as C
+from normjax.interop.export import trajectory_records
+from normjax.llm import batch
+from normjax.llm.agents import StepContext, checked
+from normjax.llm.frames import annotated_png
+from normjax.llm.lazy import Columns, LazyTurn, Memory
+from normjax.llm.parse import PROMPT_ACTIONS
+from normjax.llm.transcripts import TranscriptStore, transcript_records
+from normjax.llm.turns import Decision, Turn
+
+COUNTERS = ("decisions", "errors", "requests", "retries", "tokens_in", "tokens_out", "warnings")
+FORCED = "(serving at the goal: the action was forced to wait)"
+BLOCKED = "blocked: I did not move"
+
+
+@dataclasses.dataclass
+class Episode:
+    spec: dict
+    row: int = 0
+    belief: str | None = None
+    confidence: float | None = None
+    memory: Memory | None = None
+    llm: dict = dataclasses.field(default_factory=dict)  # t -> transcript record (with transcripts only)
+    counts: dict = dataclasses.field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    sanctions: list = dataclasses.field(default_factory=lambda: [0, 0])  # newcomer, background
+    done: bool = False
+    result: dict | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec["name"]
+
+
+class Stage:
+    """One lockstep stage: its episodes, the agent, transcripts and timing."""
+
+    def __init__(self, agent, episodes: list[Episode], horizon: int, steps: int, capacity: int,
+                 store: TranscriptStore | None, run_info: dict, cell_px: int, progress: Callable | None):
+        self.agent, self.episodes, self.steps = agent, episodes, steps
+        self.store, self.run_info, self.cell_px, self.progress = store, run_info, cell_px, progress
+        self.phase = "interaction" if episodes and episodes[0].spec["condition"] == "interaction" else "test"
+        self.horizon = horizon
+        self.capacity = capacity
+        self.cols = Columns(batch.obs_layout(capacity))
+        self.obs: list[np.ndarray] = []  # packed host arrays: obs[t] = the batch at the start of step t
+        self.timing = dict(steps=0, wall_s=0.0, agent_s=0.0, frames_s=0.0, init_s=0.0, cpu_s=0.0, agent_cpu_s=0.0)
+
+    def _turn(self, e: Episode, row: list) -> Turn:
+        c, m = self.cols, e.memory
+        n = len(m)
+        p = c.pos
+        fields = dict(
+            index=e.row, episode=e.name, phase=e.spec["condition"], norm_id=e.spec["norm_id"],
+            layout=e.spec["layout"], t=row[c.t], max_steps=self.steps, pos=(row[p], row[p + 1]),
+            group=row[c.group], goal_kind=row[c.goal_kind], goal_cell=(row[c.goal_cell], row[c.goal_cell + 1]),
+            exit_door=row[c.exit_door], leg=row[c.leg], service_steps=self.service_steps[e.row],
+            sanctioned=bool(row[c.sanctioned]), steps_seen=n, first_step=m.record(0).t if n else None,
+            belief=e.belief, confidence=e.confidence)
+        return LazyTurn(fields, row, c, self.wants_intents, m, n)
+
+    def _frames(self, turns: list[Turn], states, params) -> None:
+        frames = batch.render(states, params, [t.index for t in turns], self.cell_px)
+        for turn, frame in zip(turns, frames):
+            turn.frame = annotated_png(frame, turn.others, self.cell_px)
+            if self.store is not None:
+                path, turn.frame_file = self.store.frame_file(turn.episode, turn.t)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(turn.frame)
+
+    def _record(self, t: int, prev: np.ndarray, now: np.ndarray, live: np.ndarray, decided: dict) -> None:
+        """Memory, counters, beliefs and transcript lines of step t for the live episodes whose
+        newcomer was on the grid (`prev`/`now`: packed arrays before/after the step)."""
+        c = self.cols
+        rows = np.flatnonzero(live & (now[:, c.info_active] != 0))
+        cols = now[rows][:, [c.forced, c.executed, c.info_sanctioned, c.bg_sanctions]]
+        self.sanctions[rows] += cols[:, 2:]
+        interaction = self.phase == "interaction"
+        for r, (forced, executed, sanctioned, _), t_prev in zip(rows.tolist(), cols.tolist(),
+                                                                prev[rows, c.t].tolist()):
+            e, d = self.episodes[r], decided.get(r)
+            chosen = d.action if d is not None else C.WAIT
+            sanctioned = bool(sanctioned)
+            if forced:
+                reasoning, note = FORCED, ""
+            elif d is not None and d.error:
+                reasoning, note = f"(no valid reply: {d.error}; I waited)", ""
+            else:
+                reasoning = d.reasoning if d is not None else ""
+                note = BLOCKED if executed != chosen else ""
+            e.memory.append(t, PROMPT_ACTIONS[chosen], note, reasoning, sanctioned)
+            if d is not None:
+                if interaction:
+                    if d.belief:
+                        e.belief = d.belief
+                    if d.confidence is not None:
+                        e.confidence = d.confidence
+                n = e.counts
+                n["decisions"] += 1
+                n["errors"] += d.error is not None
+                n["requests"] += d.messages is not None
+                n["warnings"] += len(d.warnings)
+                n["retries"] += d.retries
+                n["tokens_in"] += d.tokens_in
+                n["tokens_out"] += d.tokens_out
+            if self.store is None:
+                continue
+            rec = dict(queried=d is not None, forced_wait=bool(forced), action=chosen, executed=executed,
+                       sanctioned=sanctioned)
+            if d is not None:
+                rec.update(error=d.error, warnings=d.warnings, reasoning=d.reasoning, reply=d.reply,
+                           messages=d.messages, tokens_in=d.tokens_in, tokens_out=d.tokens_out,
+                           retries=d.retries, latency_s=round(d.latency_s, 4))
+            if interaction:
+                rec.update(belief=e.belief, confidence=e.confidence)
+            e.llm[t_prev] = rec
+            self.store.append(e.name, t_prev, rec)
+
+    def _finish(self, e: Episode, n: int, row: list) -> None:
+        c, r = self.cols, e.row
+        e.sanctions = self.sanctions[r].tolist()
+        ret = float(np.asarray(row[c.community_return], np.int32).view(np.float32))
+        raw = dict(goals=row[c.goals], sanctions=row[c.n_sanctions], collisions=row[c.n_collisions],
+                   involved=int(self.involved[r]), path_length=row[c.path_length], finished=bool(row[c.done]),
+                   t_end=row[c.t], community_finished=row[c.community_finished],
+                   community_agents=row[c.community_agents], community_steps=row[c.community_steps],
+                   community_return=ret, waits=row[c.waits])
+        if e.spec["condition"] == "interaction":
+            raw.update(newcomer_tasks=row[c.newcomer_tasks], newcomer_sanctions=e.sanctions[0],
+                       background_sanctions=e.sanctions[1])
+        e.result = dict(raw=raw, llm=dict(e.counts, belief=e.belief, confidence=e.confidence))
+        e.done = True
+        if self.store is None:
+            return
+        take = lambda buf, m: jax.tree.map(lambda b: b[:m, r], buf)  # noqa: E731
+        params = jax.tree.map(lambda x: x[r], self.host_params)
+        spec = {k: v for k, v in e.spec.items() if k not in ("layout_id",)}
+        header = dict(seed=e.spec["seed"], phase=e.spec["condition"], policy="external agent",
+                      scenario="reset_world" if e.spec["condition"] == "interaction" else "scenarios.build_test_episode",
+                      episode=e.spec["episode"], protocol_seed=self.run_info.get("seed", 0))
+        if e.spec["group"] is not None:
+            header["newcomer_group"] = e.spec["group"]
+        traj = trajectory_records(take(self.buf_states, n + 1), take(self.buf_infos, n), params, header)
+        self.store.finish(e.name, transcript_records(
+            traj, e.llm, dict(name=e.name, spec=spec, run=self.run_info, result=e.result)))
+
+    def _init(self):
+        for e in self.episodes:
+            if self.store is not None:
+                self.store.start(e.name)
+        states, params, keys, pad = batch.init_stage([e.spec for e in self.episodes], self.capacity, self.horizon)
+        for i, e in enumerate(self.episodes):
+            e.row = i
+            e.memory = Memory(self.obs, i, self.cols)
+        self.host_params = jax.device_get(params)
+        self.service_steps = self.host_params.service_steps.tolist()
+        self.keys = np.asarray(keys)  # [B, horizon, 2]; one step's keys go to the device per step
+        self.sanctions = np.zeros((len(pad), 2), np.int64)  # newcomer, background
+        self.involved = np.zeros(len(pad), np.int64)  # steps with the newcomer in a collision
+        live = np.zeros(len(pad), bool)
+        live[: len(self.episodes)] = True
+        done, waits = jax.device_put(pad), jax.device_put(np.zeros(len(pad), np.int32))
+        keys_t = jax.device_put(self.keys[:, 0])
+        self.obs.append(np.asarray(batch.observe(keys_t, states, params, done, waits, intents=self.wants_intents)))
+        if self.store is not None:
+            host = jax.device_get(states)
+            self.buf_states = jax.tree.map(lambda x: np.zeros((self.steps + 1,) + x.shape, x.dtype), host)
+            jax.tree.map(lambda b, x: b.__setitem__(0, x), self.buf_states, host)
+            self.buf_infos = None
+        return states, params, done, waits, keys_t, live
+
+    async def run(self) -> None:
+        try:
+            await self._run()
+        finally:
+            if self.store is not None:
+                self.store.close()
+
+    async def _run(self) -> None:
+        t0 = time.perf_counter()
+        self.wants_frames = bool(getattr(self.agent, "wants_frames", False))
+        self.wants_intents = self.wants_frames or bool(getattr(self.agent, "wants_intents", False))
+        states, params, done, waits, keys_t, live = self._init()
+        c = self.cols
+        self.timing["init_s"] = time.perf_counter() - t0
+        cpu0 = time.process_time()  # process CPU time (all threads, XLA's included) of the steps
+        for t in range(self.steps):
+            if not live.any():
+                break
+            prev = self.obs[t]
+            rows = np.flatnonzero(live & (prev[:, c.active] != 0) & (prev[:, c.in_service] == 0)).tolist()
+            turns = [self._turn(self.episodes[r], row) for r, row in zip(rows, prev[rows].tolist())]
+            if turns and self.wants_frames:
+                tf = time.perf_counter()
+                self._frames(turns, states, params)
+                self.timing["frames_s"] += time.perf_counter() - tf
+            ta, ca = time.perf_counter(), time.process_time()
+            decisions = []
+            if turns:
+                decisions = self.agent.act(turns, StepContext(states, params, keys_t))
+                if inspect.isawaitable(decisions):
+                    decisions = await decisions
+                decisions = list(decisions)
+                if len(decisions) != len(turns):
+                    raise ValueError(f"agent returned {len(decisions)} decisions for {len(turns)} turns")
+            self.timing["agent_s"] += time.perf_counter() - ta
+            self.timing["agent_cpu_s"] += time.process_time() - ca
+            decided: dict[int, Decision] = {r: checked(d) for r, d in zip(rows, decisions)}
+            actions = np.full(len(live), C.WAIT, np.int32)
+            actions[rows] = [d.action for d in decided.values()]
+            next_keys = jax.device_put(self.keys[:, min(t + 1, self.keys.shape[1] - 1)])
+            states, done, waits, info, packed = batch.advance(keys_t, next_keys, states, done, waits,
+                                                              jax.device_put(actions), params,
+                                                              intents=self.wants_intents)
+            keys_t = next_keys
+            if self.store is None:
+                now = np.asarray(packed)
+            else:
+                host, info_h, now = jax.device_get((states, info, packed))
+                if self.buf_infos is None:
+                    self.buf_infos = jax.tree.map(lambda x: np.zeros((self.steps,) + x.shape, x.dtype), info_h)
+                jax.tree.map(lambda b, x: b.__setitem__(t + 1, x), self.buf_states, host)
+                jax.tree.map(lambda b, x: b.__setitem__(t, x), self.buf_infos, info_h)
+            self.obs.append(now)
+            self.involved += live & (now[:, c.involved] != 0)
+            self._record(t, prev, now, live, decided)
+            ending = live & ((now[:, c.done] != 0) | (t == self.steps - 1))
+            finished = np.flatnonzero(ending).tolist()
+            for r, row in zip(finished, now[finished].tolist()):
+                self._finish(self.episodes[r], t + 1, row)
+            if self.store is not None:
+                self.store.flush()
+            n_live = int(live.sum())
+            live &= ~ending
+            self.timing["steps"] += 1
+            if self.progress is not None:
+                self.progress(self.phase, t + 1, self.steps, n_live, len(turns))
+        self.timing["wall_s"] = time.perf_counter() - t0
+        self.timing["cpu_s"] = time.process_time() - cpu0
+
+
+__all__ = ["BLOCKED", "COUNTERS", "Episode", "FORCED", "Stage"]
