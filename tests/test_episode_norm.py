@@ -17,7 +17,7 @@ from normjax.norms import (
     sanctions,
 )
 from normjax.world.state import WorldConfig, make_params
-from normjax.layouts.tables import host_tables, world_tables
+from normjax.layouts.tables import ALL_LAYOUTS, host_tables, world_tables
 from normjax.world.step import reset_world
 
 K = 10
@@ -57,8 +57,8 @@ def _both(lt_all, layout, norm, t, pos, active, action, group, moves, visited_q)
     return full, fast, pa_full, view.permitted, shared
 
 
-@settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), layout=st.integers(0, 9), norm=st.integers(-1, 49),
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), layout=st.integers(0, len(ALL_LAYOUTS) - 1), norm=st.integers(-1, 49),
        t=st.integers(0, 200))
 def test_episode_norm_paths_equal_full_mask(seed, layout, norm, t):
     rng = np.random.default_rng(seed)
@@ -69,5 +69,5 @@ def test_episode_norm_paths_equal_full_mask(seed, layout, norm, t):
                                          ag["moves"], ag["visited_q"])
     assert np.array_equal(np.asarray(full), np.asarray(fast))
     assert np.array_equal(np.asarray(full), np.asarray(shared))
-    if norm >= 0:
-        assert np.array_equal(np.asarray(pa_full), np.asarray(pa_fast))
+    # Norm -1 reads norm 0's row, as the selection of one row of the full mask does.
+    assert np.array_equal(np.asarray(pa_full), np.asarray(pa_fast))

@@ -16,8 +16,8 @@ import jax
 import jax.numpy as jnp
 
 from normjax import constants as C
-from normjax.norms.predicates import Context, context, episode_row, judge, single_queue_view
-from normjax.world.moves import effective_actions
+from normjax.norms.predicates import Context, context, single_queue_view
+from normjax.norms.rules import episode_permits
 
 
 class EpisodeNorm(NamedTuple):
@@ -34,19 +34,13 @@ def episode_norm(lt, norm_id, t, pos, active, group, moves, visited_q) -> Episod
 
     Entry [i, a] is what the norm says of agent i taking action a, judged as
     its effective action (docs/world.md §3): a blocked move is a permissible
-    WAIT.  The queue block is evaluated for the episode's one queue path, the
-    other 34 rows are cheap and kept (rows: `single_queue_view`).
+    WAIT.  Only the episode's norm is evaluated: its static part read from a
+    table, plus its one dynamic condition (`normjax.norms.rules`).
     """
     lt1 = single_queue_view(lt, norm_id)
     ctx = context(lt1, pos, active, group, visited_q)
-    k = pos.shape[0]
-
-    def one(a):
-        action = effective_actions(lt1.kind, pos, jnp.full((k,), a, jnp.int32))
-        return judge(lt1, ctx, t, pos, active, action, group, moves)
-
-    rows = jax.vmap(one, out_axes=2)(jnp.arange(C.N_ACTIONS, dtype=jnp.int32))  # [35, K, 5]
-    return EpisodeNorm(lt1, ctx, rows[episode_row(norm_id)], jnp.asarray(norm_id, jnp.int32))
+    permitted = episode_permits(lt1, ctx, norm_id, t, pos, active, group, moves)
+    return EpisodeNorm(lt1, ctx, permitted, jnp.asarray(norm_id, jnp.int32))
 
 
 def action_sanctions(view: EpisodeNorm, actions):

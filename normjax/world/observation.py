@@ -20,6 +20,7 @@ from flax import struct
 from normjax import constants as C
 from normjax.world import tasks
 from normjax.world.moves import physical_mask
+from normjax.world.ranking import argsort_small
 from normjax.world.state import GOAL_CELL, ANY_DOOR, WorldParams, WorldState
 from normjax.constants import UNREACHABLE
 from normjax.layouts.tables import LayoutTables, world_tables
@@ -108,7 +109,7 @@ def observe(state: WorldState, params: WorldParams, slot: int = 0) -> Observatio
     # enter, then unused slots (ties by slot index).
     d = jnp.abs(ag.pos - pos).sum(-1)
     rank = jnp.where(others_on, d, jnp.where(ag.in_use, _WAITING, _UNUSED))
-    order = jnp.argsort(jnp.where(me, _SELF, rank * k + jnp.arange(k)))[: k - 1]
+    order = argsort_small(jnp.where(me, _SELF, rank * k + jnp.arange(k)))[: k - 1]
     on = others_on[order][:, None].astype(jnp.float32)
     used = (ag.in_use & ~me)[order][:, None].astype(jnp.float32)
     # Position, group and sanction exist only on the grid; "slot used" also

@@ -36,6 +36,7 @@ from flax import struct
 from normjax import constants as C
 from normjax.layouts.geometry import flat_index
 from normjax.world.moves import DELTAS, cell_value, in_grid
+from normjax.world.ranking import argsort_small, permutation_small
 
 NO_AGENT = -1
 
@@ -90,7 +91,7 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     n_contest = same_tgt.sum(axis=1)
     held = mover & (stationary[None, :] & (p[None, :] == tgt[:, None])).any(axis=1)
     k_prio, k_order, k_place = jax.random.split(key, 3)
-    prio = jax.random.permutation(k_prio, k)
+    prio = permutation_small(k_prio, k)  # == jax.random.permutation(k_prio, k)
     beaten = (same_tgt & (prio[None, :] < prio[:, None])).any(axis=1)
     winner = mover & ~beaten
     taken = (winner[:, None] & (tgt[:, None] == p[None, :])).any(axis=0)
@@ -108,7 +109,7 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     # Process only the pending agents, in random order.  A while_loop (not a
     # K-step fori_loop): under vmap it runs as many rounds as the busiest
     # environment of the batch needs, usually 0-3 instead of K.
-    order = jnp.argsort(jnp.where(pending, jax.random.uniform(k_order, (k,)), 2.0))
+    order = argsort_small(jnp.where(pending, jax.random.uniform(k_order, (k,)), 2.0))
     n_pending = pending.sum()
 
     def place_one(carry):

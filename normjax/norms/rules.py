@@ -1,0 +1,151 @@
+"""The episode's norm as data: a static table of permitted moves plus one dynamic rule.
+
+Most norms judge a move by where it goes and where it starts only: forbidden
+Q, the exit-door and seat-region norms, the circulation norms, group doors and
+group seats (docs/world.md §7).  For those, whether action a of an agent of
+group g standing on cell x is permitted depends on (layout, norm, g, x, a)
+alone, so `static_permits()` stores it for every layout: 5 bits (one per
+action) per (layout, norm, group, cell), 12 x 50 x 3 x 165 bytes.  The table is
+built once from the predicates themselves (`permissible` with every cell as an
+agent), so it cannot disagree with them.
+
+Every other norm adds one condition on the state (`DYNAMIC_RULE`): the turn
+index, the agent's own move rhythm, Q visited before a chair, the episode's
+queue path, the number or groups of agents in R, the first free chair of a
+seat order.  `episode_permits` evaluates the static bits and that one
+condition for the K agents and 5 actions, instead of all 35 rows of the
+`single_queue_view` mask and a selection of one row.  It returns exactly
+that row (property-tested against `permissible_per_action`).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from normjax import constants as C
+from normjax.layouts.geometry import flat_index
+from normjax.norms import predicates as P
+from normjax.norms import registry as reg
+from normjax.world.moves import DELTAS, cell_value, effective_actions
+
+# Dynamic rules, one per norm (rule, argument).
+(
+    RULE_NONE,  # static only
+    RULE_TURN,  # argument: row of P.TURN_MODULUS / P.TURN_FORBIDDEN
+    RULE_RHYTHM,  # argument: consecutive own moves after which moving is forbidden
+    RULE_VISIT_Q,  # a chair only after Q
+    RULE_QUEUE,  # the episode's queue path (`single_queue_view` holds it as path 0)
+    RULE_R_CAPACITY,  # argument: other agents allowed in R when entering it
+    RULE_R_SINGLE_GROUP,  # no agent of another group in R when entering it
+    RULE_SEAT_ORDER,  # argument: seat order (0 l2r, 1 r2l)
+) = range(8)
+
+
+def _dynamic_rules() -> np.ndarray:
+    rule = np.zeros((reg.N_NORMS, 2), np.int32)
+    for j, i in enumerate(reg.TURN_IDS):
+        rule[i] = RULE_TURN, j
+    for i, depth in zip(reg.RHYTHM_IDS, P.RHYTHM_DEPTH):
+        rule[i] = RULE_RHYTHM, depth
+    rule[reg.VISIT_ZONE_Q_FIRST] = RULE_VISIT_Q, 0
+    for i in reg.QUEUE_IDS:
+        rule[i] = RULE_QUEUE, 0
+    for i, others in zip(reg.ZONE_R_IDS, P.R_CAPACITY_OTHERS):
+        rule[i] = RULE_R_CAPACITY, others
+    rule[reg.ZONE_R_IDS[-1]] = RULE_R_SINGLE_GROUP, 0
+    for j, i in enumerate(reg.SEAT_ORDER_IDS):
+        rule[i] = RULE_SEAT_ORDER, j
+    rule.setflags(write=False)
+    return rule
+
+
+DYNAMIC_RULE = _dynamic_rules()  # int32 [50, 2]: (rule, argument) per norm
+
+
+def _static_rows(lt) -> jax.Array:
+    """[3 groups, 5 actions, 50 norms, 165 cells] permissibility with an agent on every cell."""
+    cells = jnp.stack(jnp.unravel_index(jnp.arange(C.N_CELLS), (C.H, C.W)), axis=1).astype(jnp.int32)
+    n = C.N_CELLS
+    ones, zeros = jnp.ones((n,), bool), jnp.zeros((n,), bool)
+
+    def one(group, action):
+        return P.permissible(lt, jnp.int32(0), cells, ones, jnp.full((n,), action, jnp.int32),
+                             jnp.full((n,), group, jnp.int32), jnp.zeros((n, 3), bool), zeros)
+
+    per_action = jax.vmap(one, in_axes=(None, 0))
+    return jax.vmap(per_action, in_axes=(0, None))(jnp.arange(C.N_GROUPS), jnp.arange(C.N_ACTIONS))
+
+
+@functools.lru_cache(maxsize=None)
+def static_permits() -> jax.Array:
+    """uint8 [layouts, 50 norms, 3 groups, 165 cells]: bit a set = action a is permitted
+    by the norm's static part (all set for the dynamic-only norms).  Built eagerly and
+    cached, so a trace never holds it as a tracer; in jit it is a constant."""
+    from normjax.layouts.tables import world_tables  # layouts import norms: import late
+
+    with jax.ensure_compile_time_eval():
+        wt = world_tables()
+        n_layouts = wt.kind.shape[0]
+        rows = np.stack([np.asarray(jax.jit(_static_rows)(wt.at(i))) for i in range(n_layouts)])
+        rows = rows.transpose(0, 3, 1, 4, 2)  # [L, 50, 3, 165, 5]
+        rows[:, DYNAMIC_RULE[:, 0] != RULE_NONE] = True
+        bits = (rows.astype(np.uint8) << np.arange(C.N_ACTIONS, dtype=np.uint8)).sum(-1, dtype=np.uint8)
+        return jnp.asarray(bits)
+
+
+def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves) -> jax.Array:
+    """bool [K, 5]: what the episode's norm says of each agent taking each action.
+
+    `lt` is one layout's `single_queue_view` (its `layout_index` set) and `ctx` its
+    `context`; equal to row `episode_row(norm_id)` of `judge` per action (norm -1
+    reads norm 0, as that selection does).
+    """
+    k = pos.shape[0]
+    acts = jnp.arange(C.N_ACTIONS, dtype=jnp.int32)
+    eff = effective_actions(lt.kind, pos[:, None, :], acts[None, :])  # [K, 5]
+    judged = active.astype(bool)[:, None] & (eff != C.WAIT)
+    target = pos[:, None, :] + DELTAS[None, :, :]  # [K, 5, 2]; only judged entries matter
+
+    nid = jnp.clip(jnp.asarray(norm_id, jnp.int32), 0, reg.N_NORMS - 1)
+    cell = jnp.clip(flat_index(pos), 0, C.N_CELLS - 1)
+    bits = static_permits()[lt.layout_index, nid, group, cell]  # [K] uint8
+    static_ok = ((bits[:, None] >> acts.astype(jnp.uint8)[None, :]) & 1).astype(bool)
+
+    rule, arg = jnp.asarray(DYNAMIC_RULE)[nid, 0], jnp.asarray(DYNAMIC_RULE)[nid, 1]
+    chair = cell_value(lt.chair, target, fill=False)
+    t = jnp.asarray(t, jnp.int32)
+    turn = jnp.mod(t, jnp.asarray(P.TURN_MODULUS)[arg]) != jnp.asarray(P.TURN_FORBIDDEN)[arg]
+    run = jnp.cumprod(moves.astype(jnp.int32), axis=1).astype(bool)  # [K, 3]
+    rhythm = ~run[:, jnp.clip(arg - 1, 0, 2)]
+    visit_q = ~chair | ctx.ever_q[:, None]
+
+    # The episode's queue path: one step toward the head, or joining at the tail.
+    path, length = lt.queue_paths[0], lt.queue_len[0]  # [7, 2]
+    hit = (jnp.arange(path.shape[0]) < length)[None, None, :] & jnp.all(
+        target[:, :, None, :] == path[None, None, :, :], axis=-1)  # [K, 5, 7]
+    dst = jnp.where(hit.any(-1), jnp.argmax(hit, axis=-1), -1)
+    dst_held = jnp.any(hit & ctx.queue_held[0].T[:, None, :], axis=-1)
+    src, tail = ctx.queue_src[0][:, None], ctx.queue_tail[0][:, None]
+    queue = (dst == -1) | ((src == dst + 1) & ~dst_held) | ((src == -1) & (dst == tail))
+
+    enters_r = cell_value(lt.zone_r, target, fill=False) & ~ctx.in_r[:, None]
+    r_capacity = ~enters_r | (ctx.r_others <= arg)[:, None]
+    r_group = ~enters_r | ~ctx.r_other_group[:, None]
+    first = ctx.first_free[jnp.clip(arg, 0, 1)]
+    in_order = ~chair | jnp.all(target == first[None, None, :], axis=-1)
+
+    dynamic = jnp.select(
+        [rule == RULE_TURN, rule == RULE_RHYTHM, rule == RULE_VISIT_Q, rule == RULE_QUEUE,
+         rule == RULE_R_CAPACITY, rule == RULE_R_SINGLE_GROUP, rule == RULE_SEAT_ORDER],
+        [jnp.broadcast_to(turn, (k, C.N_ACTIONS)), jnp.broadcast_to(rhythm[:, None], (k, C.N_ACTIONS)),
+         visit_q, queue, r_capacity, r_group, in_order],
+        True,
+    )
+    return (static_ok & dynamic) | ~judged
+
+
+__all__ = ["DYNAMIC_RULE", "episode_permits", "static_permits"]

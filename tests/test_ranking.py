@@ -1,0 +1,45 @@
+"""The sort-free argsort and permutation equal the library calls they replace."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from normjax.world.ranking import argsort_small, permutation_small, stable_rank
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-3, 3), min_size=1, max_size=12))
+def test_argsort_small_is_stable_argsort_with_ties(values):
+    v = np.asarray(values, np.int32)
+    np.testing.assert_array_equal(np.asarray(argsort_small(v)), np.argsort(v, kind="stable"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(0.0, 2.0, width=32), min_size=1, max_size=10))
+def test_argsort_small_floats(values):
+    v = np.asarray(values, np.float32)
+    np.testing.assert_array_equal(np.asarray(argsort_small(v)), np.argsort(v, kind="stable"))
+    rank = np.asarray(stable_rank(v))
+    np.testing.assert_array_equal(np.sort(rank), np.arange(len(v)))  # a permutation
+
+
+def test_permutation_small_equals_jax_random_permutation_under_vmap():
+    keys = jax.random.split(jax.random.PRNGKey(0), 4096)
+    for n in (1, 2, 6, 10, 37):
+        want = jax.vmap(lambda k: jax.random.permutation(k, n))(keys)
+        got = jax.jit(jax.vmap(lambda k: permutation_small(k, n)))(keys)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_argsort_small_under_vmap_with_padding_values():
+    keys = jax.random.split(jax.random.PRNGKey(1), 2048)
+    u = jax.vmap(lambda k: jnp.where(jax.random.bernoulli(k, 0.5, (10,)), jax.random.uniform(k, (10,)), 2.0))(keys)
+    np.testing.assert_array_equal(np.asarray(jax.vmap(argsort_small)(u)), np.asarray(jax.vmap(jnp.argsort)(u)))
+
+
+def test_permutation_small_rejects_sizes_needing_more_rounds():
+    with pytest.raises(ValueError, match="1..1023"):
+        permutation_small(jax.random.PRNGKey(0), 5000)
