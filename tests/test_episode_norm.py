@@ -71,3 +71,31 @@ def test_episode_norm_paths_equal_full_mask(seed, layout, norm, t):
     assert np.array_equal(np.asarray(full), np.asarray(shared))
     # Norm -1 reads norm 0's row, as the selection of one row of the full mask does.
     assert np.array_equal(np.asarray(pa_full), np.asarray(pa_fast))
+
+
+def test_static_permit_table_equals_the_predicates_on_every_layout():
+    """`static_permits()` (built in numpy) holds exactly `permissible`'s rows of the
+    static norms, with an agent of each group on every cell taking each action."""
+    from normjax import constants as C
+    from normjax.norms import predicates as P
+    from normjax.norms.rules import DYNAMIC_RULE, RULE_NONE, static_permits
+
+    n = C.N_CELLS
+    cells = jnp.stack(jnp.unravel_index(jnp.arange(n), (C.H, C.W)), axis=1).astype(jnp.int32)
+
+    @jax.jit
+    def rows(lt):
+        def one(g, a):
+            return P.permissible(lt, jnp.int32(0), cells, jnp.ones((n,), bool), jnp.full((n,), a, jnp.int32),
+                                 jnp.full((n,), g, jnp.int32), jnp.zeros((n, 3), bool), jnp.zeros((n,), bool))
+        return jax.vmap(lambda g: jax.vmap(lambda a: one(g, a))(jnp.arange(C.N_ACTIONS)))(jnp.arange(C.N_GROUPS))
+
+    table = np.asarray(static_permits())
+    static = DYNAMIC_RULE[:, 0] == RULE_NONE
+    assert static.sum() == 20  # access 0-11, circulation 12-13, group doors and seats 42-47
+    for lid in range(len(ALL_LAYOUTS)):
+        want = np.array(rows(world_tables().at(lid))).transpose(2, 0, 3, 1)  # [50, 3, 165, 5]
+        got = (table[lid][..., None] >> np.arange(C.N_ACTIONS, dtype=np.uint8)) & 1
+        assert np.array_equal(got[static].astype(bool), want[static]), ALL_LAYOUTS[lid]
+        assert got[~static].all()  # dynamic-only norms: no static restriction
+        assert not got[static].all()  # the static norms do forbid something

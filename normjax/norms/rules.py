@@ -6,8 +6,8 @@ group seats (docs/world.md §7).  For those, whether action a of an agent of
 group g standing on cell x is permitted depends on (layout, norm, g, x, a)
 alone, so `static_permits()` stores it for every layout: 5 bits (one per
 action) per (layout, norm, group, cell), 12 x 50 x 3 x 165 bytes.  The table is
-built once from the predicates themselves (`permissible` with every cell as an
-agent), so it cannot disagree with them.
+built once in numpy and tested equal to the predicates themselves
+(`permissible` with an agent on every cell).
 
 Every other norm adds one condition on the state (`DYNAMIC_RULE`): the turn
 index, the agent's own move rhythm, Q visited before a chair, the episode's
@@ -66,34 +66,55 @@ def _dynamic_rules() -> np.ndarray:
 DYNAMIC_RULE = _dynamic_rules()  # int32 [50, 2]: (rule, argument) per norm
 
 
-def _static_rows(lt) -> jax.Array:
-    """[3 groups, 5 actions, 50 norms, 165 cells] permissibility with an agent on every cell."""
-    cells = jnp.stack(jnp.unravel_index(jnp.arange(C.N_CELLS), (C.H, C.W)), axis=1).astype(jnp.int32)
-    n = C.N_CELLS
-    ones, zeros = jnp.ones((n,), bool), jnp.zeros((n,), bool)
-
-    def one(group, action):
-        return P.permissible(lt, jnp.int32(0), cells, ones, jnp.full((n,), action, jnp.int32),
-                             jnp.full((n,), group, jnp.int32), jnp.zeros((n, 3), bool), zeros)
-
-    per_action = jax.vmap(one, in_axes=(None, 0))
-    return jax.vmap(per_action, in_axes=(0, None))(jnp.arange(C.N_GROUPS), jnp.arange(C.N_ACTIONS))
+def _static_rows(ht: dict) -> np.ndarray:
+    """bool [layouts, 50 norms, 3 groups, 165 cells, 5 actions]: the static rows of
+    docs/world.md §7 in numpy (equal to `permissible`'s rows, tested), True for the
+    dynamic-only norms and for blocked moves (they become a permissible WAIT)."""
+    n_layouts = ht["kind"].shape[0]
+    x = np.stack(np.unravel_index(np.arange(C.N_CELLS), (C.H, C.W)), axis=1)  # [165, 2]
+    y = x[:, None, :] + np.asarray(C.ACTION_DELTAS)[None, :, :]  # [165, 5, 2]
+    inside = (y[..., 0] >= 0) & (y[..., 0] < C.H) & (y[..., 1] >= 0) & (y[..., 1] < C.W)
+    yr, yc = np.clip(y[..., 0], 0, C.H - 1), np.clip(y[..., 1], 0, C.W - 1)
+    out = np.ones((n_layouts, reg.N_NORMS, C.N_GROUPS, C.N_CELLS, C.N_ACTIONS), bool)
+    groups = np.arange(C.N_GROUPS)
+    for lid in range(n_layouts):
+        at = lambda name, fill: np.where(inside, ht[name][lid][yr, yc], fill)  # noqa: E731
+        kind = at("kind", C.WALL)
+        moving = ((kind == C.FLOOR) | (kind == C.CHAIR) | (kind == C.DOOR)) & (np.arange(C.N_ACTIONS) != C.WAIT)
+        door_hit = np.all(y[:, :, None, :] == ht["doors"][lid][None, None], axis=-1)  # [165, 5, 3]
+        any_door = door_hit.any(-1)
+        chair, region = at("chair", False), at("region", -1)
+        rows = {reg.FORBIDDEN_ZONE_Q: ~at("zone_q", False)}
+        for i, d in zip(reg.ALL_EXIT_IDS, P.ALL_EXIT_DOOR):
+            rows[i] = ~any_door | door_hit[..., d]
+        for i, d in zip(reg.DOOR_FORBIDDEN_IDS, P.FORBIDDEN_DOOR):
+            rows[i] = ~door_hit[..., d]
+        for i, allowed in zip(reg.SEAT_REGION_IDS, P.SEAT_REGION_ALLOWED):
+            rows[i] = ~chair | np.isin(region, np.flatnonzero(allowed))
+        along_ring = ht["ring"][lid].reshape(-1)[:, None] & at("ring", False)
+        for i, step in zip(reg.CIRCULATION_IDS, ("cw", "ccw")):
+            nxt = x + ht[step][lid].reshape(-1, 2)
+            rows[i] = ~along_ring | np.all(y == nxt[:, None, :], axis=-1)
+        for i, n in rows.items():
+            out[lid, i] = (n | ~moving)[None]
+        for i, doors in zip(reg.GROUP_DOOR_IDS, P.GROUP_DOOR):
+            own = np.moveaxis(door_hit[..., doors[groups]], -1, 0)  # [3 groups, 165, 5]
+            out[lid, i] = ~any_door[None] | own | ~moving[None]
+        for i, regions in zip(reg.GROUP_SEATING_IDS, P.GROUP_REGION):
+            out[lid, i] = ~chair[None] | (region[None] == regions[groups][:, None, None]) | ~moving[None]
+    return out
 
 
 @functools.lru_cache(maxsize=None)
 def static_permits() -> jax.Array:
     """uint8 [layouts, 50 norms, 3 groups, 165 cells]: bit a set = action a is permitted
-    by the norm's static part (all set for the dynamic-only norms).  Built eagerly and
-    cached, so a trace never holds it as a tracer; in jit it is a constant."""
-    from normjax.layouts.tables import world_tables  # layouts import norms: import late
+    by the norm's static part (all set for the dynamic-only norms).  Built in numpy
+    (milliseconds) and cached; in jit it is a constant."""
+    from normjax.layouts.tables import host_tables  # layouts import norms: import late
 
+    rows = _static_rows(host_tables())
+    bits = (rows.astype(np.uint8) << np.arange(C.N_ACTIONS, dtype=np.uint8)).sum(-1, dtype=np.uint8)
     with jax.ensure_compile_time_eval():
-        wt = world_tables()
-        n_layouts = wt.kind.shape[0]
-        rows = np.stack([np.asarray(jax.jit(_static_rows)(wt.at(i))) for i in range(n_layouts)])
-        rows = rows.transpose(0, 3, 1, 4, 2)  # [L, 50, 3, 165, 5]
-        rows[:, DYNAMIC_RULE[:, 0] != RULE_NONE] = True
-        bits = (rows.astype(np.uint8) << np.arange(C.N_ACTIONS, dtype=np.uint8)).sum(-1, dtype=np.uint8)
         return jnp.asarray(bits)
 
 
