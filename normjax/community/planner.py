@@ -89,8 +89,11 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):
     # Chairs: a norm-aware agent only takes permissible ones (seat region, the
     # first free seat in sigma under the seats-in-order norms).
     reg_ok = norm_row(norm_id, "allowed_regions")[ag.group]  # [K, 3]
-    region = cand["region"][lid]
-    chair_region_ok = jnp.where(region[None, :] >= 0, reg_ok[:, jnp.maximum(region, 0)], False)
+    # Per-candidate lookups as one-hot reductions: under vmap a gather by a
+    # batched column index costs more than these [K, N, 3] ands.
+    three = jnp.arange(3)
+    region_hot = cand["region"][lid][:, None] == three[None, :]  # [N, 3], none for -1
+    chair_region_ok = (reg_ok[:, None, :] & region_hot[None]).any(-1)
     order = norm_row(norm_id, "seat_order")  # -1 unless a seats-in-order norm
     first = ctx.first_free[jnp.maximum(order, 0)]
     first_ok = (order < 0) | (cell == _flat(first))[None, :] & (first[0] >= 0)
@@ -103,7 +106,7 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):
     allowed = jnp.where(same[:, None], jnp.arange(3)[None, :] == ag.entry_door[:, None], allowed)
     spec = jnp.arange(3)[None, :] == ag.exit_door[:, None]
     doors_ok = jnp.where((ag.exit_door == ANY_DOOR)[:, None], allowed, spec)  # [K, 3]
-    door_ok = jnp.take_along_axis(doors_ok, jnp.broadcast_to(cand["door"][lid], (k, cell.shape[0])), 1)
+    door_ok = (doors_ok[:, None, :] & (cand["door"][lid][:, None] == three[None, :])[None]).any(-1)
 
     chair_case = leg0 & ~need_q & (ag.goal_kind == GOAL_ANY_CHAIR)
     r_case = leg0 & ~need_q & (ag.goal_kind == GOAL_ANY_R)
