@@ -15,7 +15,10 @@ one gradient update per 4 transitions (docs/world.md §10).
 stepping the environment (community, world, observation, epsilon-greedy
 forward pass, episode resets) and the learning step (replay sampling and one
 gradient update per run).  Their projected minutes for 50 runs x 1M
-transitions show which half bounds the whole.
+transitions show which half bounds the whole.  The update half is also given
+as attained GFLOP/s (XLA's FLOP count of the compiled update over its time),
+beside the rate of a large float32 matrix product on the same device: the
+distance to what the hardware does on dense work.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import time
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -54,15 +58,34 @@ def _devices(tr) -> int:
     return len(jax.tree.leaves(tr.specs)[0].sharding.device_set)
 
 
-def _time(fn, carry, specs):
-    """(compile seconds, seconds of the second call) of fn(carry, specs), carry donated."""
+def _time(fn, carry, specs, flops: list | None = None):
+    """(compile seconds, seconds of the second call) of fn(carry, specs), carry donated.
+    `flops`, when given, receives XLA's FLOP count of the compiled program."""
     t0 = time.perf_counter()
     compiled = jax.jit(fn, donate_argnums=0).lower(carry, specs).compile()
     compile_s = time.perf_counter() - t0
+    if flops is not None:
+        cost = compiled.cost_analysis()
+        cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+        flops.append(float((cost or {}).get("flops", float("nan"))))
     carry = jax.block_until_ready(compiled(carry, specs))  # warm-up block
     t0 = time.perf_counter()
     jax.block_until_ready(compiled(carry, specs))
     return compile_s, time.perf_counter() - t0
+
+
+def matmul_gflops(n: int = 1024, repeats: int = 5) -> float:
+    """This device's attained float32 matrix-product rate (GFLOP/s): the best of
+    `repeats` n x n x n products, a practical peak to set the update's rate against."""
+    a = jax.random.normal(jax.random.PRNGKey(0), (n, n), jnp.float32)
+    f = jax.jit(lambda x: x @ x)
+    jax.block_until_ready(f(a))
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(f(a))
+        best = min(best, time.perf_counter() - t0)
+    return 2 * n**3 / best / 1e9
 
 
 def measure(arch: str, chunks: int, buffer_size: int, runs_norms: int, seeds: int = 1):
@@ -97,13 +120,18 @@ def measure_parts(arch: str, chunks: int, buffer_size: int, runs_norms: int, see
 
     out = {}
     for name, fn in (("env", env_only), ("update", update_only)):
-        compile_s, run_s = _time(fn, carry, tr.specs)
+        flops: list = []
+        compile_s, run_s = _time(fn, carry, tr.specs, flops)
         carry = _setup(arch, buffer_size, runs_norms, seeds)[2]  # the last part consumed (donated) it
         per_s = n_runs * chunks * (cfg.train_freq if name == "env" else 1) / run_s
         total = 1_000_000 * n_runs / (1 if name == "env" else cfg.train_freq)
         out[name] = dict(run_s=run_s, compile_s=compile_s, per_s=per_s,
                          unit="transitions" if name == "env" else "updates",
                          projected_minutes_for_1M_each=total / per_s / 60)
+        if name == "update":
+            # XLA counts the scanned body (one chunk: one update per run) once.
+            out[name]["gflop_per_s"] = flops[0] * chunks / run_s / 1e9
+            out[name]["flops_per_update"] = flops[0] / n_runs
     return dict(arch=arch, runs=n_runs, chunks=chunks, parts=out)
 
 
@@ -127,9 +155,14 @@ def main(argv=None):
         if args.breakdown:
             parts = measure_parts(arch, chunks, args.buffer_size, args.norms, args.seeds)
             r["parts"] = parts["parts"]
+            r["matmul_gflop_per_s"] = matmul_gflops()
             for name, p in parts["parts"].items():
                 print(f"  {name} only: {p['per_s']:,.0f} {p['unit']}/s -> {p['projected_minutes_for_1M_each']:.0f} min "
                       f"of the 1M-each budget (compile {p['compile_s']:.1f}s)", flush=True)
+            u = r["parts"]["update"]
+            print(f"  update: {u['flops_per_update'] / 1e6:.2f} MFLOP per update, {u['gflop_per_s']:.1f} GFLOP/s "
+                  f"attained, against {r['matmul_gflop_per_s']:.0f} GFLOP/s of a 1024^3 float32 matrix product "
+                  f"({u['gflop_per_s'] / r['matmul_gflop_per_s']:.0%})", flush=True)
     # Keep the rows of (architecture, population size, devices) not measured this time (e.g. --archs mlp).
     path = RESULTS / "train_throughput.json"
     key = lambda r: (r["arch"], r["runs"], r.get("devices", 1))  # noqa: E731
