@@ -159,6 +159,11 @@ def cmd_train(args) -> int:
 
 
 def cmd_report(args) -> int:
+    if args.markdown:
+        from train.tables import pooled_tables
+
+        print(pooled_tables(args.run_dir))
+        return 0
     from train.report import report
 
     print(report(args.run_dir, args.figures))
@@ -322,6 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "each run group (architecture, reward condition, K) on its own curves")
     rp.add_argument("--figures", default=None, metavar="DIR",
                     help="where to write the figures (default: the run directory, or the runs' common parent)")
+    rp.add_argument("--markdown", action="store_true",
+                    help="only the final tests as markdown tables, pooled over the directories (chunks of one run)")
     rp.set_defaults(fn=cmd_report)
 
     e = sub.add_parser("evaluate", parents=cache + distract, help="run the test protocol (3 seen + 3 unseen episodes per norm)")
