@@ -27,6 +27,7 @@
 #   suite_parts.jsonl       one line per part: status, exit code, seconds
 # Optional comparison packages travel as wheels in .whl/ at the repo root (installed with
 # --no-index into a folder on PYTHONPATH); without them compare.py skips their rows.
+{  # read whole before it runs: editing this file during a run cannot change the run
 set -uo pipefail  # no -e: every part is independent
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -98,6 +99,10 @@ if compgen -G ".whl/*.whl" > /dev/null; then
   if "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$WORK/site" .whl/*.whl; then
     export PYTHONPATH="$WORK/site:$PYTHONPATH"
     echo "installed $(ls .whl | tr '\n' ' ')into $WORK/site"
+  elif "$PY" -c 'import sys, zipfile; [zipfile.ZipFile(w).extractall(sys.argv[1]) for w in sys.argv[2:]]' \
+      "$WORK/site" .whl/*.whl; then  # no pip: pure-Python wheels are zip files of the installed tree
+    export PYTHONPATH="$WORK/site:$PYTHONPATH"
+    echo "pip install failed; unpacked $(ls .whl | tr '\n' ' ')into $WORK/site"
   else
     echo "wheel install failed: compare.py will skip the packages it cannot import"
   fi
@@ -153,3 +158,5 @@ echo "files in $OUT:"
 ls -la "$OUT"
 # Exit 1 when a part failed, timed out or was skipped (the results of the others are in $OUT).
 ! grep -qv '"status": "ok"' "$RES/suite_parts.jsonl"
+exit
+}
