@@ -12,9 +12,10 @@ tests and figures are packed into one .tar.gz and the budget into a small JSON:
     python benchmarks/device_cnn_run.py --throughput benchmarks/results/train_throughput.json \\
         --run-dir /tmp/cnn_run --tar cnn_run.tar.gz --budget-json cnn_budget.json
 
-Budget: total_steps = floor(rate x (target - overhead) / runs) rounded down to a
-multiple of `--round` (10,000: the trainer's block of the paper configs) and at least
-`--min-steps`; overhead = `--overhead` seconds, else 30 + 3 x the measured compile time.
+Budget: total_steps = rate x (target - overhead) / runs, rounded down to a multiple of
+`--round` (10,000: the trainer's block of the paper configs), at least `--min-steps` and
+at most `--max-steps` (the paper's 1,000,000); overhead = `--overhead` seconds, else
+30 + 3 x the measured compile time.
 `--steps N` fixes the budget instead (a self-check on a CPU).
 """
 
@@ -47,11 +48,13 @@ def throughput_row(path: Path, runs: int) -> dict | None:
     return {**rows[-1], "machine": data.get("machine")}
 
 
-def choose_budget(rate: float, runs: int, target_s: float, overhead_s: float, round_to: int, min_steps: int) -> int:
-    """Per-run transitions whose training loop takes about target_s - overhead_s at `rate` (all runs)."""
+def choose_budget(rate: float, runs: int, target_s: float, overhead_s: float, round_to: int, min_steps: int,
+                  max_steps: int = 1_000_000) -> int:
+    """Per-run transitions whose training loop takes about target_s - overhead_s at `rate` (all runs),
+    a multiple of `round_to` in [min_steps, max_steps] (the paper's budget is the most worth running)."""
     train_s = max(target_s - overhead_s, 0.0)
     steps = int(rate * train_s / runs) // round_to * round_to
-    return max(steps, min_steps)
+    return min(max(steps, min_steps), max_steps)
 
 
 def pack(run_dir: Path, tar_path: Path) -> list[str]:
@@ -97,6 +100,7 @@ def main(argv=None) -> int:
                     help="seconds of the run outside its training loop (default: 30 + 3 x measured compile)")
     ap.add_argument("--round", type=int, default=10_000, help="budget rounded down to a multiple of this")
     ap.add_argument("--min-steps", type=int, default=10_000)
+    ap.add_argument("--max-steps", type=int, default=1_000_000, help="at most this budget (the paper's)")
     ap.add_argument("--steps", type=int, default=None, help="fixed per-run budget (skips the choice)")
     ap.add_argument("--timeout", type=float, default=None, help="kill the training run after this many seconds")
     ap.add_argument("--run-dir", type=Path, required=True)
@@ -117,7 +121,8 @@ def main(argv=None) -> int:
     rate = row["transitions_per_s"] if row else None
     compile_s = row.get("compile_s") if row else None
     overhead = args.overhead if args.overhead is not None else 30.0 + 3.0 * (compile_s or 0.0)
-    total = args.steps or choose_budget(rate, runs, args.target, overhead, args.round, args.min_steps)
+    total = args.steps or choose_budget(rate, runs, args.target, overhead, args.round, args.min_steps,
+                                             args.max_steps)
     buffer = min(100_000, total)
     overrides = ["capacity=10", f"total_steps={total}", f"buffer_size={buffer}", f"validation_at={total}",
                  f"progress_every={min(10_000, total)}"]

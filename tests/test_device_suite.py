@@ -15,6 +15,7 @@ def test_budget_rounds_down_to_blocks_and_has_a_floor():
     assert dc.choose_budget(199_999, 50, 180, 60, 10_000, 10_000) == 470_000
     assert dc.choose_budget(1_000, 50, 180, 60, 10_000, 10_000) == 10_000  # too slow: the floor
     assert dc.choose_budget(1e9, 50, 100, 200, 10_000, 10_000) == 10_000  # no time left: the floor
+    assert dc.choose_budget(1e9, 50, 180, 60, 10_000, 10_000) == 1_000_000  # never past the paper's budget
 
 
 def test_throughput_row_picks_the_population(tmp_path):
