@@ -437,7 +437,31 @@ def available(groups) -> tuple[list[str], list[dict]]:
     return ok, skipped
 
 
-def run(args) -> dict:
+def _programs(groups, batch: int, args, failed: list) -> list[Program]:
+    """The selected programs at `batch`; a group whose programs cannot be built is recorded in `failed`."""
+    makers = {"normjax": lambda: normjax_programs(batch),
+              "xminigrid": lambda: xland_programs(batch, args.xland_benchmark),
+              "gymnax": lambda: gymnax_programs(batch)}
+    progs = []
+    for g in GROUPS:
+        if g not in groups:
+            continue
+        try:
+            progs += makers[g]()
+        except Exception as e:  # e.g. an API the installed jax no longer has
+            failed.append({"program": g, "batch": batch, "stage": "build", "error": f"{type(e).__name__}: {e}"})
+            print(f"FAILED to build the {g} programs at batch {batch}: {type(e).__name__}: {e}", flush=True)
+    if args.envs:
+        progs = [p for p in progs if p.name in args.envs]
+    return progs
+
+
+def run(args, on_progress: Callable[[dict], None] | None = None) -> dict:
+    """Measure every selected program; `on_progress(payload)` after each row (partial results).
+
+    A program that fails (to build, compile or run) is recorded under `failed` and the
+    others are still measured.
+    """
     groups = args.only or list(GROUPS)
     skipped = [{"group": g, "reason": "not selected (--only " + " ".join(groups) + ")"}
                for g in GROUPS if g not in groups]
@@ -453,49 +477,61 @@ def run(args) -> dict:
     load_start = os.getloadavg()
     print(f"load average (1, 5, 15 min) at start: {load_start}", flush=True)
     body_once = xla_counts_loop_body_once()
-    rows, notes = [], {}
+    rows, notes, failed = [], {}, []
+    train = None
+
+    def payload() -> dict:
+        return {
+            "what": "env-steps/s of jit(vmap(scan)) over random-action steps from a reset outside the timed "
+                    "region; compile separate; best of `repeats` runs after one warm-up",
+            "versions": versions(),
+            "config": {"batches": list(args.batches), "steps": args.steps, "repeats": args.repeats,
+                       "train_chunks": None if args.skip_train else args.train_chunks, "only": args.only,
+                       "envs": args.envs, "xland_benchmark": args.xland_benchmark},
+            "load_average": {"start": load_start, "end": os.getloadavg(),
+                             "note": "os.getloadavg() (1, 5, 15 min): other processes sharing the cores slow "
+                                     "every row"},
+            "xla_counts_loop_body_once": body_once,
+            "cost_note": "xla_*_per_env_step = cost_analysis() of the whole scanned program divided by batch when "
+                         "XLA counts a while body once (xla_counts_loop_body_once), else by batch*steps; while "
+                         "loops inside a step are counted once as well, so these are lower bounds where "
+                         "hlo.while > 1",
+            "programs": notes,
+            "rows": rows,
+            "train": train,
+            "ratios": ratios(rows),
+            "skipped": skipped,
+            "failed": failed,
+        }
+
     for batch in args.batches:
-        progs = []
-        if "normjax" in groups:
-            progs += normjax_programs(batch)
-        if "xminigrid" in groups:
-            progs += xland_programs(batch, args.xland_benchmark)
-        if "gymnax" in groups:
-            progs += gymnax_programs(batch)
-        if args.envs:
-            progs = [p for p in progs if p.name in args.envs]
-        for p in progs:
-            r = measure(p, batch, args.steps, args.repeats, body_once)
+        for p in _programs(groups, batch, args, failed):
+            try:
+                r = measure(p, batch, args.steps, args.repeats, body_once)
+            except Exception as e:  # one program's failure (or out of memory) does not stop the others
+                failed.append({"program": p.name, "batch": batch, "stage": "measure",
+                               "error": f"{type(e).__name__}: {e}"[:2000]})
+                print(f"FAILED {p.label} batch {batch}: {type(e).__name__}: {str(e)[:500]}", flush=True)
+                continue
             rows.append(r)
             notes[p.name] = {"label": p.label, "what": p.what, **p.notes}
             print(f"{p.label:<52} batch {batch:>6}: {r['steps_per_s']:>13,.0f} env-steps/s "
                   f"(best of {args.repeats}: {r['run_s']:.3f}s; compile {r['compile_s']:.1f}s)", flush=True)
-    train = None
+            if on_progress is not None:
+                on_progress(payload())
     if not args.skip_train and "normjax" in groups:
-        train = measure_train(args.train_chunks, args.repeats, body_once)
-        print(f"{train['label']}: {train['transitions_per_s']:,.0f} transitions/s "
-              f"(best of {args.repeats}: {train['run_s']:.3f}s; compile {train['compile_s']:.1f}s)", flush=True)
-    ratio_rows = ratios(rows)
-    print_table(rows, train, ratio_rows)
-    return {
-        "what": "env-steps/s of jit(vmap(scan)) over random-action steps from a reset outside the timed region; "
-                "compile separate; best of `repeats` runs after one warm-up",
-        "versions": versions(),
-        "config": {"batches": list(args.batches), "steps": args.steps, "repeats": args.repeats,
-                   "train_chunks": None if args.skip_train else args.train_chunks, "only": args.only,
-                   "envs": args.envs, "xland_benchmark": args.xland_benchmark},
-        "load_average": {"start": load_start, "end": os.getloadavg(),
-                         "note": "os.getloadavg() (1, 5, 15 min): other processes sharing the cores slow every row"},
-        "xla_counts_loop_body_once": body_once,
-        "cost_note": "xla_*_per_env_step = cost_analysis() of the whole scanned program divided by batch when XLA "
-                     "counts a while body once (xla_counts_loop_body_once), else by batch*steps; while loops inside "
-                     "a step are counted once as well, so these are lower bounds where hlo.while > 1",
-        "programs": notes,
-        "rows": rows,
-        "train": train,
-        "ratios": ratio_rows,
-        "skipped": skipped,
-    }
+        try:
+            train = measure_train(args.train_chunks, args.repeats, body_once)
+            print(f"{train['label']}: {train['transitions_per_s']:,.0f} transitions/s "
+                  f"(best of {args.repeats}: {train['run_s']:.3f}s; compile {train['compile_s']:.1f}s)", flush=True)
+        except Exception as e:
+            failed.append({"program": "normjax-dqn", "batch": None, "stage": "measure",
+                           "error": f"{type(e).__name__}: {e}"[:2000]})
+            print(f"FAILED normjax-dqn: {type(e).__name__}: {str(e)[:500]}", flush=True)
+    print_table(rows, train, ratios(rows))
+    for f in failed:
+        print(f"failed: {f['program']} (batch {f['batch']}, {f['stage']}): {f['error'][:300]}")
+    return payload()
 
 
 def parse(argv=None):
@@ -518,7 +554,9 @@ def parse(argv=None):
 
 def main(argv=None) -> dict:
     args = parse(argv)
-    payload = run(args)
+    # The JSON is rewritten after every row: a run cut short (time limit) keeps what it measured.
+    payload = run(args, on_progress=lambda partial: save(args.name, {**partial, "partial": True},
+                                                           results=args.results))
     path = save(args.name, payload, results=args.results)
     print(f"\nsaved {path}")
     if not args.no_plot:

@@ -10,6 +10,7 @@ one gradient update per 4 transitions (docs/world.md §10).
     python benchmarks/train_throughput.py                 # mlp and cnn, 50 runs
     python benchmarks/train_throughput.py --archs mlp --chunks 200
     python benchmarks/train_throughput.py --archs mlp --breakdown   # + env-only and update-only
+    python benchmarks/train_throughput.py --archs cnn --breakdown-only  # only those, added to the saved row
 
 `--breakdown` times the two halves of a chunk on their own: acting and
 stepping the environment (community, world, observation, epsilon-greedy
@@ -132,7 +133,7 @@ def measure_parts(arch: str, chunks: int, buffer_size: int, runs_norms: int, see
             # XLA counts the scanned body (one chunk: one update per run) once.
             out[name]["gflop_per_s"] = flops[0] * chunks / run_s / 1e9
             out[name]["flops_per_update"] = flops[0] / n_runs
-    return dict(arch=arch, runs=n_runs, chunks=chunks, parts=out)
+    return dict(arch=arch, runs=n_runs, devices=_devices(tr), chunks=chunks, parts=out)
 
 
 def main(argv=None):
@@ -143,33 +144,50 @@ def main(argv=None):
     ap.add_argument("--norms", type=int, default=50, help="population size (first N norms)")
     ap.add_argument("--seeds", type=int, default=1, help="seeds per norm (population = norms x seeds)")
     ap.add_argument("--breakdown", action="store_true", help="also time env-only and update-only blocks")
+    ap.add_argument("--breakdown-only", action="store_true",
+                    help="time only the env-only and update-only blocks, added to the saved row of the same "
+                         "architecture and population (e.g. after a run without --breakdown)")
     args = ap.parse_args(argv)
-    rows = []
-    for arch in args.archs:
-        chunks = args.chunks if arch == "mlp" else max(args.chunks // 5, 10)
-        r = measure(arch, chunks, args.buffer_size, args.norms, args.seeds)
-        rows.append(r)
-        print(f"{arch}: {r['transitions_per_s']:,.0f} transitions/s for {r['runs']} runs on {r['devices']} device(s) "
-              f"(compile {r['compile_s']:.1f}s); 1M each would take {r['projected_minutes_for_1M_each']:.0f} min",
-              flush=True)
-        if args.breakdown:
-            parts = measure_parts(arch, chunks, args.buffer_size, args.norms, args.seeds)
-            r["parts"] = parts["parts"]
-            r["matmul_gflop_per_s"] = matmul_gflops()
-            for name, p in parts["parts"].items():
-                print(f"  {name} only: {p['per_s']:,.0f} {p['unit']}/s -> {p['projected_minutes_for_1M_each']:.0f} min "
-                      f"of the 1M-each budget (compile {p['compile_s']:.1f}s)", flush=True)
-            u = r["parts"]["update"]
-            print(f"  update: {u['flops_per_update'] / 1e6:.2f} MFLOP per update, {u['gflop_per_s']:.1f} GFLOP/s "
-                  f"attained, against {r['matmul_gflop_per_s']:.0f} GFLOP/s of a 1024^3 float32 matrix product "
-                  f"({u['gflop_per_s'] / r['matmul_gflop_per_s']:.0%})", flush=True)
-    # Keep the rows of (architecture, population size, devices) not measured this time (e.g. --archs mlp).
+    # Rows of (architecture, population size, devices) not measured this time are kept (e.g. --archs mlp);
+    # the file is rewritten after every architecture, so a later failure keeps the earlier rows.
     path = RESULTS / "train_throughput.json"
     key = lambda r: (r["arch"], r["runs"], r.get("devices", 1))  # noqa: E731
-    if path.exists():
+    old = json.loads(path.read_text()).get("rows", []) if path.exists() else []
+    rows = []
+
+    def write():
         measured = {key(r) for r in rows}
-        rows = [r for r in json.loads(path.read_text()).get("rows", []) if key(r) not in measured] + rows
-    print(f"saved {save('train_throughput', {'rows': rows})}")
+        return save("train_throughput", {"rows": [r for r in old if key(r) not in measured] + rows})
+
+    for arch in args.archs:
+        chunks = args.chunks if arch == "mlp" else max(args.chunks // 5, 10)
+        if args.breakdown_only:
+            parts = measure_parts(arch, chunks, args.buffer_size, args.norms, args.seeds)
+            prev = [r for r in old if key(r) == key(parts)]
+            r = dict(prev[-1]) if prev else {k: parts[k] for k in ("arch", "runs", "devices")}
+            r["parts"] = parts["parts"]
+            r["parts_chunks"] = chunks
+            rows.append(r)
+        else:
+            r = measure(arch, chunks, args.buffer_size, args.norms, args.seeds)
+            print(f"{arch}: {r['transitions_per_s']:,.0f} transitions/s for {r['runs']} runs on {r['devices']} "
+                  f"device(s) (compile {r['compile_s']:.1f}s); 1M each would take "
+                  f"{r['projected_minutes_for_1M_each']:.0f} min", flush=True)
+            rows.append(r)
+            if args.breakdown:
+                saved = write()  # the main row is kept if the breakdown fails
+                r["parts"] = measure_parts(arch, chunks, args.buffer_size, args.norms, args.seeds)["parts"]
+        for name, p in r.get("parts", {}).items():
+            print(f"  {arch} {name} only: {p['per_s']:,.0f} {p['unit']}/s -> {p['projected_minutes_for_1M_each']:.0f} "
+                  f"min of the 1M-each budget (compile {p['compile_s']:.1f}s)", flush=True)
+        if "parts" in r:
+            r["matmul_gflop_per_s"] = matmul_gflops()
+            u = r["parts"]["update"]
+            print(f"  {arch} update: {u['flops_per_update'] / 1e6:.2f} MFLOP per update, {u['gflop_per_s']:.1f} "
+                  f"GFLOP/s attained, against {r['matmul_gflop_per_s']:.0f} GFLOP/s of a 1024^3 float32 matrix "
+                  f"product ({u['gflop_per_s'] / r['matmul_gflop_per_s']:.0%})", flush=True)
+        saved = write()
+    print(f"saved {saved}")
 
 
 if __name__ == "__main__":

@@ -130,7 +130,9 @@ def cmd_render(args) -> int:
 
 
 def cmd_train(args) -> int:
-    if args.checkpoint_every < 1:
+    if args.no_checkpoints:
+        args.checkpoint_every, args.no_resume = None, True
+    elif args.checkpoint_every < 1:
         raise ValueError(f"--checkpoint-every={args.checkpoint_every} is invalid; allowed: a positive integer")
     dist = (args.coordinator, args.num_processes, args.process_id)
     if args.distributed:
@@ -313,6 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--checkpoint-every", type=int, default=1, metavar="BLOCKS",
                    help="save a checkpoint every BLOCKS compiled blocks (and at the end); saving the "
                         "replay memory takes seconds per save on large populations")
+    t.add_argument("--no-checkpoints", action="store_true",
+                   help="save no checkpoints (and resume from none): for throwaway or timing runs")
     t.add_argument("--distributed", action="store_true",
                    help="one process of a multi-process run (jax.distributed; docs/distributed.md)")
     t.add_argument("--coordinator", default=None, metavar="HOST:PORT",

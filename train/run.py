@@ -162,7 +162,7 @@ def _step(carry) -> int:
 
 
 def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progress: bool = True,
-                     stop_after: int | None = None, checkpoint_every: int = 1, final_test: bool = True,
+                     stop_after: int | None = None, checkpoint_every: int | None = 1, final_test: bool = True,
                      log=print) -> dict:
     """Train (or resume) the population of `config` into `out_dir`.
 
@@ -170,6 +170,9 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
     run of the config; the returned `carry` is a tuple with one
     (runners, replay) pair per architecture (`train.dqn.Population`).
     stop_after: stop (as if killed) once this many transitions are done.
+    checkpoint_every: save a checkpoint every this many blocks and at the end; None:
+    no checkpoints at all (nothing to resume from; e.g. a timing run whose replay
+    memory would take long to save).
     Under `jax.distributed` every process calls this with the same arguments;
     process 0 writes the files and logs.
     """
@@ -200,10 +203,10 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
     # One compiled program (bit-identical to the eager init, and one cache entry instead of hundreds).
     init = jax.jit(pop.init_population)(jax.random.PRNGKey(config.seed))
     carry = tuple(shard(x, mesh) for x, mesh in zip(init, meshes))
-    ckpt = ocp.CheckpointManager(
+    ckpt = None if checkpoint_every is None else ocp.CheckpointManager(
         (out / "checkpoints").resolve(), options=ocp.CheckpointManagerOptions(max_to_keep=2)
     )
-    if resume and ckpt.latest_step() is not None:
+    if ckpt is not None and resume and ckpt.latest_step() is not None:
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, carry)
         carry = ckpt.restore(ckpt.latest_step(), args=ocp.args.StandardRestore(abstract))
         log(f"resumed from checkpoint at {ckpt.latest_step():,} transitions")
@@ -267,7 +270,7 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
                 f"{lay} task {100 * np.mean([v['task'] for v in val if v['layout'] == lay]):.1f}% "
                 f"joint {100 * np.mean([v['joint'] for v in val if v['layout'] == lay]):.1f}%"
                 for lay in config.validation_layouts + (ALL,)))
-        if blocks_done % checkpoint_every == 0 or step >= config.total_steps:
+        if ckpt is not None and (blocks_done % checkpoint_every == 0 or step >= config.total_steps):
             ckpt.save(step, args=ocp.args.StandardSave(carry))
             ckpt.wait_until_finished()
         if stop_after is not None and step >= stop_after and step < config.total_steps:
