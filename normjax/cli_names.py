@@ -1,0 +1,10 @@
+"""Plain constants of the command line, so that `--help` and argument errors need no JAX import."""
+
+CAPACITIES = (6, 8, 10)
+POLICY_NAMES = ("oracle", "blind", "random")
+# The Bayesian observer newcomers (normjax.observer), for `evaluate` only.
+OBSERVER_NAMES = ("bayes_map", "bayes_safe", "bayes_active")
+EVIDENCE_SOURCES = ("positions", "actions")
+EXPORT_PHASES = ("interaction", "seen", "unseen")
+DISTRACTORS = ("none", "same_exit_door", "move1_wait1")  # = normjax.constants.HABIT_NAMES (tested)
+DEFAULT_SHARE = 0.5
