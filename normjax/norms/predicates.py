@@ -326,13 +326,14 @@ def episode_row(norm_id):
 
 def episode_sanctions(lt, t, pos, active, action, group, moves, visited_q, norm_id):
     """Sanctions [K] under the episode's norm only (equal to `sanctions` of the
-    full mask at that norm, at a fraction of the cost; -1 = no norm)."""
+    full mask at that norm, at a fraction of the cost; -1 = no norm): the
+    norm's static permit bits and its one dynamic rule (`normjax.norms.rules`)."""
+    from normjax.norms.rules import episode_permits  # rules builds on this module
+
     lt1 = single_queue_view(lt, norm_id)
-    action = effective_actions(lt.kind, pos, action)
     ctx = context(lt1, pos, active, group, visited_q)
-    rows = judge(lt1, ctx, t, pos, active, action, group, moves)
-    nid = jnp.asarray(norm_id, jnp.int32)
-    return (nid >= 0) & ~rows[episode_row(nid)]
+    ok = episode_permits(lt1, ctx, norm_id, t, pos, active, group, moves, actions=action)[:, 0]
+    return (jnp.asarray(norm_id, jnp.int32) >= 0) & ~ok
 
 
 def sanctions(norm_id, mask):

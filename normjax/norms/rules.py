@@ -118,23 +118,28 @@ def static_permits() -> jax.Array:
         return jnp.asarray(bits)
 
 
-def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves) -> jax.Array:
-    """bool [K, 5]: what the episode's norm says of each agent taking each action.
+def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, actions=None) -> jax.Array:
+    """bool [K, 5]: what the episode's norm says of each agent taking each action;
+    with `actions` [K], bool [K, 1] for those actions only.
 
     `lt` is one layout's `single_queue_view` (its `layout_index` set) and `ctx` its
     `context`; equal to row `episode_row(norm_id)` of `judge` per action (norm -1
     reads norm 0, as that selection does).
     """
     k = pos.shape[0]
-    acts = jnp.arange(C.N_ACTIONS, dtype=jnp.int32)
-    eff = effective_actions(lt.kind, pos[:, None, :], acts[None, :])  # [K, 5]
+    if actions is None:
+        acts = jnp.broadcast_to(jnp.arange(C.N_ACTIONS, dtype=jnp.int32)[None, :], (k, C.N_ACTIONS))
+    else:
+        acts = jnp.asarray(actions, jnp.int32)[:, None]
+    width = acts.shape[1]
+    eff = effective_actions(lt.kind, pos[:, None, :], acts)  # [K, A]
     judged = active.astype(bool)[:, None] & (eff != C.WAIT)
-    target = pos[:, None, :] + DELTAS[None, :, :]  # [K, 5, 2]; only judged entries matter
+    target = pos[:, None, :] + DELTAS[acts]  # [K, A, 2]; only judged entries matter
 
     nid = jnp.clip(jnp.asarray(norm_id, jnp.int32), 0, reg.N_NORMS - 1)
     cell = jnp.clip(flat_index(pos), 0, C.N_CELLS - 1)
-    bits = static_permits()[lt.layout_index, nid, group, cell]  # [K] uint8
-    static_ok = ((bits[:, None] >> acts.astype(jnp.uint8)[None, :]) & 1).astype(bool)
+    bits = static_permits()[lt.layout_index, nid, group, cell]  # [K] uint8, bit a = action a
+    static_ok = ((bits[:, None] >> acts.astype(jnp.uint8)) & 1).astype(bool)
 
     rule, arg = jnp.asarray(DYNAMIC_RULE)[nid, 0], jnp.asarray(DYNAMIC_RULE)[nid, 1]
     chair = cell_value(lt.chair, target, fill=False)
@@ -162,7 +167,7 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves) -
     dynamic = jnp.select(
         [rule == RULE_TURN, rule == RULE_RHYTHM, rule == RULE_VISIT_Q, rule == RULE_QUEUE,
          rule == RULE_R_CAPACITY, rule == RULE_R_SINGLE_GROUP, rule == RULE_SEAT_ORDER],
-        [jnp.broadcast_to(turn, (k, C.N_ACTIONS)), jnp.broadcast_to(rhythm[:, None], (k, C.N_ACTIONS)),
+        [jnp.broadcast_to(turn, (k, width)), jnp.broadcast_to(rhythm[:, None], (k, width)),
          visit_q, queue, r_capacity, r_group, in_order],
         True,
     )
