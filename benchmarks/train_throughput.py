@@ -130,9 +130,11 @@ def measure_parts(arch: str, chunks: int, buffer_size: int, runs_norms: int, see
                          unit="transitions" if name == "env" else "updates",
                          projected_minutes_for_1M_each=total / per_s / 60)
         if name == "update":
-            # XLA counts the scanned body (one chunk: one update per run) once.
-            out[name]["gflop_per_s"] = flops[0] * chunks / run_s / 1e9
-            out[name]["flops_per_update"] = flops[0] / n_runs
+            # XLA counts the scanned body (one chunk: one update per run) once, and
+            # a program sharded over several devices per device.
+            total = flops[0] * _devices(tr)
+            out[name]["gflop_per_s"] = total * chunks / run_s / 1e9
+            out[name]["flops_per_update"] = total / n_runs
     return dict(arch=arch, runs=n_runs, devices=_devices(tr), chunks=chunks, parts=out)
 
 
