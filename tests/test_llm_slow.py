@@ -48,12 +48,15 @@ def test_all_norms_equal_evaluate(policy):
     assert format_table(got) == format_table(want)
 
 
-def test_interaction_equals_a_direct_scan_with_the_default_community(tmp_path):
+@pytest.mark.parametrize("distractor", [None, "move1_wait1"])
+def test_interaction_equals_a_direct_scan_with_the_default_community(tmp_path, distractor):
     norm = 12  # clockwise_circulation: the norm-blind background slot is sanctioned often
-    run_protocol(StatePolicyAgent(oracle_policy), [norm], out=tmp_path / "run", settings={})
+    share = 1.0 if distractor else 0.0
+    run_protocol(StatePolicyAgent(oracle_policy), [norm], out=tmp_path / "run", settings={}, distractor=distractor,
+                 distractor_share=share)
     records = TranscriptStore(tmp_path / "run").read("clockwise_circulation/interaction")
 
-    params = phase_params("interaction", 0, norm)
+    params = phase_params("interaction", 0, norm, distractor=distractor or "none", distractor_share=share)
     k_reset, k_run = jax.random.split(jax.random.PRNGKey(base_seed(norm)))
 
     @jax.jit
@@ -68,11 +71,17 @@ def test_interaction_equals_a_direct_scan_with_the_default_community(tmp_path):
         return jax.lax.scan(body, state, jax.random.split(k_run, 200))
 
     _, (states, infos) = scan(k_reset, k_run)
-    want = trajectory_records(states, infos, params, {"seed": base_seed(norm), "phase": "interaction"})
+    header = {"seed": base_seed(norm), "phase": "interaction"}
+    if distractor:  # every agent's habit in the records too
+        header["distractor"] = {"habit": distractor, "share": share}
+    want = trajectory_records(states, infos, params, header)
     assert len(records) == len(want) == 201
     for got, ref in zip(records[1:], want[1:]):
         assert got["t"] == ref["t"] and got["agents"] == ref["agents"]
     assert sum(a["sanctioned"] for r in want[1:] for a in r["agents"]) > 0
+    if distractor:
+        assert records[0]["distractor"] == header["distractor"]
+        assert distractor in {a["habit"] for r in want[1:] for a in r["agents"]}
 
 
 def test_all_norms_through_the_fake_server(tmp_path):

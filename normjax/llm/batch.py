@@ -27,6 +27,14 @@ The runner's host needs only a few numbers per episode and step, so `observe`
 and `advance` pack them on the device into ONE int32 array per step ([B, F],
 columns named by `obs_layout`), instead of transferring the whole state;
 `advance` fuses `step` with the next step's `observe` (one dispatch per step).
+
+Distractors (docs/world.md §8.5): `init_stage(..., habit, share)` gives both
+stages the habit (the interaction params, or `build_test_episode`'s), passed
+to the device as per-episode arrays only when on, so that with them off the
+programs are as before.  With them on, `advance` also carries each episode's
+`normjax.protocol.imitation.Imitation` count (updated from the state at the
+step's start, as `run_episode` does) and the packed rows get a
+``habit_steps`` column (`obs_layout(..., imitation=True)`).
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from normjax import constants as C
 from normjax.env import env_step, phase_params
 from normjax.interop.render import render_frame
 from normjax.layouts.tables import world_tables
+from normjax.protocol import imitation as _imitation
 from normjax.protocol.metrics import collision_involvement, community_totals
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
 from normjax.world import tasks
@@ -62,45 +71,61 @@ def _pad_index(n: int) -> np.ndarray:
 
 
 @functools.partial(jax.jit, static_argnames=("capacity", "steps"))
-def _init_interaction(seeds, norm_ids, capacity, steps):
+def _init_interaction(seeds, norm_ids, capacity, steps, habits=None, shares=None):
     cfg = WorldConfig(capacity=capacity)
 
-    def one(seed, nid):
+    def one(seed, nid, habit=None, share=None):
         k_reset, k_run = jax.random.split(jax.random.PRNGKey(seed))
         params = phase_params("interaction", 0, 0).replace(norm_id=nid)
+        if habit is not None:  # distractors on (docs/world.md §8.5)
+            params = params.replace(habit=habit, habit_share=share)
         return reset_world(k_reset, params, cfg), params, jax.random.split(k_run, steps)
 
-    return jax.vmap(one)(seeds, norm_ids)
+    if habits is None:
+        return jax.vmap(one)(seeds, norm_ids)
+    return jax.vmap(one)(seeds, norm_ids, habits, shares)
 
 
 @functools.partial(jax.jit, static_argnames=("capacity", "steps"))
-def _init_tests(seeds, layout_ids, norm_ids, groups, capacity, steps):
+def _init_tests(seeds, layout_ids, norm_ids, groups, capacity, steps, habits=None, shares=None):
     cfg = WorldConfig(capacity=capacity)
 
-    def one(seed, lid, nid, grp):
+    def one(seed, lid, nid, grp, *distractor):
         k_build, k_run = jax.random.split(jax.random.PRNGKey(seed))
-        state, params = build_test_episode(k_build, lid, nid, grp, cfg)
+        state, params = build_test_episode(k_build, lid, nid, grp, cfg, *distractor)
         return state, params, jax.random.split(k_run, steps)
 
-    return jax.vmap(one)(seeds, layout_ids, norm_ids, groups)
+    if habits is None:
+        return jax.vmap(one)(seeds, layout_ids, norm_ids, groups)
+    return jax.vmap(one)(seeds, layout_ids, norm_ids, groups, habits, shares)
 
 
-def init_stage(episodes: list[dict], capacity: int, steps: int):
+def init_stage(episodes: list[dict], capacity: int, steps: int, habit: int = 0, share: float = 0.0):
     """(states, params, step keys [B, steps, 2], pad mask [B]) of a stage's episodes.
 
     `episodes` are all interaction episodes or all test episodes (dicts with
-    ``condition``, ``seed``, ``norm_id``, ``layout_id``, ``group``).
+    ``condition``, ``seed``, ``norm_id``, ``layout_id``, ``group``).  `habit`
+    (code) and `share`: validated distractor settings
+    (`normjax.world.habits.check_distractor`); off unless both are set.
     """
     idx = _pad_index(len(episodes))
     col = lambda f: jnp.asarray([f(episodes[i]) for i in idx], jnp.int32)  # noqa: E731
     seeds = col(lambda e: e["seed"])
+    extra = {}
+    if habit != 0 and share > 0.0:
+        extra = dict(habits=jnp.full((len(idx),), habit, jnp.int32), shares=jnp.full((len(idx),), share, jnp.float32))
     if episodes[0]["condition"] == "interaction":
-        out = _init_interaction(seeds, col(lambda e: e["norm_id"]), capacity=capacity, steps=steps)
+        out = _init_interaction(seeds, col(lambda e: e["norm_id"]), capacity=capacity, steps=steps, **extra)
     else:
         out = _init_tests(seeds, col(lambda e: e["layout_id"]), col(lambda e: e["norm_id"]),
-                          col(lambda e: e["group"]), capacity=capacity, steps=steps)
+                          col(lambda e: e["group"]), capacity=capacity, steps=steps, **extra)
     pad = np.arange(len(idx)) >= len(episodes)
     return (*out, pad)
+
+
+def init_imitation(n: int) -> _imitation.Imitation:
+    """A fresh over-imitation count for each of n batch rows."""
+    return jax.tree.map(lambda x: jnp.broadcast_to(x, (n,)), _imitation.init())
 
 
 def _view_one(key, state, params, intents: bool):
@@ -130,6 +155,13 @@ def _step_one(key, state, done, waits, action, params):
     return s2, done | terminated(s2, params), waits + waited, info
 
 
+def _step_imitation(key, state, done, waits, action, params, imit):
+    """`_step_one` and the over-imitation count of the step (from the state at its start,
+    as `run_episode`: the newcomer is off the grid once done, so nothing counts after)."""
+    s2, done2, waits2, info = _step_one(key, state, done, waits, action, params)
+    return s2, done2, waits2, info, _imitation.update(imit, state, info, params)
+
+
 @jax.jit
 def step(keys, states, done, waits, actions, params):
     """One lockstep step of every episode -> (states, done, waits, StepInfo)."""
@@ -153,7 +185,7 @@ def render(states, params, rows, cell_px: int = 32) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros((0, C.H * cell_px, C.W * cell_px, 3), np.uint8)
 
 
-def obs_layout(capacity: int) -> dict[str, slice]:
+def obs_layout(capacity: int, imitation: bool = False) -> dict[str, slice]:
     """Columns of the packed host array of `observe` / `advance` (K = capacity slots).
 
     Per slot k: ``active``, ``pos`` (row, col pairs), ``group``, ``sanctioned``
@@ -165,13 +197,17 @@ def obs_layout(capacity: int) -> dict[str, slice]:
     ``newcomer_tasks``; and what the step did: ``done``, ``waits``, the
     newcomer's ``info_active``, ``forced``, ``executed``, ``info_sanctioned``
     and ``bg_sanctions`` (sanctions of slots 1..K-1 in the step), and ``involved``
-    (the newcomer took part in a collision in the step, `collision_involvement`).
+    (the newcomer took part in a collision in the step, `collision_involvement`);
+    with `imitation` (distractors on) last ``habit_steps``, the newcomer's steps
+    so far that followed the episode's habit (`normjax.protocol.imitation`).
     """
     widths = dict(active=capacity, pos=2 * capacity, group=capacity, sanctioned=capacity, intent=capacity,
                   goal_kind=1, goal_cell=2, exit_door=1, leg=1, goals=1, n_sanctions=1, n_collisions=1,
                   path_length=1, t=1, in_service=1, community_finished=1, community_agents=1, community_steps=1,
                   community_return=1, newcomer_tasks=1, done=1, waits=1, info_active=1, forced=1,
                   executed=1, info_sanctioned=1, bg_sanctions=1, involved=1)
+    if imitation:
+        widths["habit_steps"] = 1
     out, at = {}, 0
     for name, w in widths.items():
         out[name] = slice(at, at + w)
@@ -179,7 +215,7 @@ def obs_layout(capacity: int) -> dict[str, slice]:
     return out
 
 
-def _pack_one(key, state, params, done, waits, info, intents: bool):
+def _pack_one(key, state, params, done, waits, info, intents: bool, imit=None):
     """One episode's packed host row (see `obs_layout`); `info` None before the first step."""
     v = _view_one(key, state, params, intents)
     ag = state.agents
@@ -201,28 +237,42 @@ def _pack_one(key, state, params, done, waits, info, intents: bool):
                 community_return=jax.lax.bitcast_convert_type(ret.astype(jnp.float32), jnp.int32),
                 newcomer_tasks=state.newcomer_tasks, done=done, waits=waits)
     cols.update(zip(("info_active", "forced", "executed", "info_sanctioned", "bg_sanctions", "involved"), step))
-    layout = obs_layout(K)
+    if imit is not None:
+        cols["habit_steps"] = imit.follows
+    layout = obs_layout(K, imit is not None)
     assert list(cols) == list(layout), "packed columns out of order"
     return jnp.concatenate([i32(c) for c in cols.values()])
 
 
 @functools.partial(jax.jit, static_argnames="intents")
-def observe(keys, states, params, done, waits, intents: bool = False):
-    """The packed host array [B, F] of the states at the start of a step (keys: that step's)."""
-    return jax.vmap(lambda k, s, p, d, w: _pack_one(k, s, p, d, w, None, intents))(keys, states, params, done, waits)
+def observe(keys, states, params, done, waits, intents: bool = False, imit=None):
+    """The packed host array [B, F] of the states at the start of a step (keys: that step's);
+    with `imit` (distractors on) the ``habit_steps`` column too."""
+    if imit is None:
+        return jax.vmap(lambda k, s, p, d, w: _pack_one(k, s, p, d, w, None, intents))(
+            keys, states, params, done, waits)
+    return jax.vmap(lambda k, s, p, d, w, m: _pack_one(k, s, p, d, w, None, intents, m))(
+        keys, states, params, done, waits, imit)
 
 
 @functools.partial(jax.jit, static_argnames="intents")
-def advance(keys, next_keys, states, done, waits, actions, params, intents: bool = False):
+def advance(keys, next_keys, states, done, waits, actions, params, intents: bool = False, imit=None):
     """`step`, then the packed host array of the result, viewed with the next step's keys.
 
     -> (states, done, waits, StepInfo, packed [B, F]); the packed row's step
-    columns describe this step, the rest the world after it.
+    columns describe this step, the rest the world after it.  With `imit`
+    (the batch's `Imitation` counts; distractors on) the count is updated
+    too and returned last: (..., packed, imit).
     """
-    states, done, waits, info = jax.vmap(_step_one)(keys, states, done, waits, actions, params)
-    packed = jax.vmap(lambda k, s, p, d, w, i: _pack_one(k, s, p, d, w, i, intents))(
-        next_keys, states, params, done, waits, info)
-    return states, done, waits, info, packed
+    if imit is None:
+        states, done, waits, info = jax.vmap(_step_one)(keys, states, done, waits, actions, params)
+        packed = jax.vmap(lambda k, s, p, d, w, i: _pack_one(k, s, p, d, w, i, intents))(
+            next_keys, states, params, done, waits, info)
+        return states, done, waits, info, packed
+    states, done, waits, info, imit = jax.vmap(_step_imitation)(keys, states, done, waits, actions, params, imit)
+    packed = jax.vmap(lambda k, s, p, d, w, i, m: _pack_one(k, s, p, d, w, i, intents, m))(
+        next_keys, states, params, done, waits, info, imit)
+    return states, done, waits, info, packed, imit
 
 
 def policy_actions(policy, keys, states, params):
@@ -235,5 +285,5 @@ def _policy_batch(policy):
     return jax.jit(jax.vmap(lambda k, s, p: policy(jax.random.split(k, 3)[1], s, p)))
 
 
-__all__ = ["PAD", "advance", "init_stage", "obs_layout", "observe", "padded_size", "policy_actions", "render", "step",
-           "view"]
+__all__ = ["PAD", "advance", "init_imitation", "init_stage", "obs_layout", "observe", "padded_size",
+           "policy_actions", "render", "step", "view"]

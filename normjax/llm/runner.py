@@ -26,6 +26,15 @@ observed, LLM counters), ``llm`` totals and ``meta`` (settings, timing).
 With a state policy wrapped as `StatePolicyAgent` the per-episode raw
 metrics equal `evaluate`'s exactly (tested).
 
+Distractors (docs/world.md §8.5): ``distractor=NAME, distractor_share=S``
+gives that share of the norm-aware background agents the habit in both
+stages (validated before anything is traced).  The results then also report
+each test newcomer's over-imitation exactly as `normjax.protocol.evaluate`
+does (per episode ``habit_steps`` and ``over_imitation``, aggregates in
+percent), and the settings (``run.json``, ``meta``) name the distractor, so a
+run is resumed only with the same one.  Off by default; with it off the
+programs, transcripts and results are as before.
+
 Transcripts, resume and the judge export: `normjax.llm.transcripts`,
 `normjax.llm.judge`.
 """
@@ -45,6 +54,7 @@ from normjax.llm.transcripts import TranscriptStore, check_run
 from normjax.norms import NORMS
 from normjax.protocol.runner import resolve_norms, summarize
 from normjax.protocol.seeds import TEST_STEPS, base_seed, test_episodes
+from normjax.world.habits import check_distractor
 
 INTERACTION_STEPS = 200
 
@@ -68,21 +78,28 @@ def _stored(e: Episode, header: dict) -> Episode:
 async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int = 10,
                              interaction_steps: int = INTERACTION_STEPS, out=None, resume: bool = True,
                              settings: dict | None = None, cell_px: int = 32,
-                             progress: Callable | None = None) -> dict:
+                             progress: Callable | None = None, distractor: str | None = None,
+                             distractor_share: float = 0.0) -> dict:
     """Run the protocol for `agent` (see the module docstring); returns the results dict.
 
     `norms`: names or ids (None = all 50).  `interaction_steps` (0..200) shortens
     or skips (0) the interaction phase, for quick checks; the protocol is 200.
     `out`: a run directory for transcripts, frames, ``run.json`` and
     ``results.json``; None keeps everything in memory.  `settings` (model, prompt
-    mode, ...) are stored in ``run.json`` and checked on resume.
+    mode, ...) are stored in ``run.json`` and checked on resume.  `distractor` /
+    `distractor_share`: see the module docstring (default off).
     """
     ids = resolve_norms(norms)
     if not ids:
         raise ValueError("no norms to evaluate")
     if not 0 <= interaction_steps <= INTERACTION_STEPS:
         raise ValueError(f"interaction_steps must be in 0..{INTERACTION_STEPS}, got {interaction_steps}")
+    habit, share = check_distractor(distractor, distractor_share)  # before anything is traced
     settings = dict(settings or {}, seed=seed, capacity=capacity, interaction_steps=interaction_steps)
+    on = None
+    if habit != 0 and share > 0.0:
+        on = (distractor, habit, share)
+        settings.update(distractor=distractor, distractor_share=share)
     store = None
     if out is not None:
         check_run(out, settings, resume=resume)
@@ -104,7 +121,8 @@ async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int 
                 store.discard(t.name)
     timing = {}
     if todo:
-        stage = Stage(agent, todo, INTERACTION_STEPS, interaction_steps, capacity, store, settings, cell_px, progress)
+        stage = Stage(agent, todo, INTERACTION_STEPS, interaction_steps, capacity, store, settings, cell_px, progress,
+                      on)
         await stage.run()
         timing["interaction"] = stage.timing
     belief = {e.spec["norm_id"]: (e.belief, e.confidence) for e in inter}
@@ -117,7 +135,7 @@ async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int 
         e.belief, e.confidence = belief.get(e.spec["norm_id"], (None, None))
         todo.append(e)
     if todo:
-        stage = Stage(agent, todo, TEST_STEPS, TEST_STEPS, capacity, store, settings, cell_px, progress)
+        stage = Stage(agent, todo, TEST_STEPS, TEST_STEPS, capacity, store, settings, cell_px, progress, on)
         await stage.run()
         timing["test"] = stage.timing
     result = assemble(tests, inter if interaction_steps > 0 else [])

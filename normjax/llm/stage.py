@@ -8,6 +8,12 @@ step fused with the next step's view and packing).  Memory entries, sanction
 counts and finished-episode metrics come from the same packed arrays; the
 full states and step infos are transferred only when transcripts are written
 (the trajectory part of each transcript file).
+
+With distractors on (docs/world.md §8.5; `distractor` = (name, habit code,
+share)) both stages' episodes have the habit, the device step also counts
+the newcomer's over-imitation (`batch.advance` with an `Imitation` carry),
+and each test episode's raw result gets ``habit_steps``; transcript headers
+then name the distractor and every agent's habit, as ``normjax export`` does.
 """
 
 from __future__ import annotations
@@ -57,13 +63,15 @@ class Stage:
     """One lockstep stage: its episodes, the agent, transcripts and timing."""
 
     def __init__(self, agent, episodes: list[Episode], horizon: int, steps: int, capacity: int,
-                 store: TranscriptStore | None, run_info: dict, cell_px: int, progress: Callable | None):
+                 store: TranscriptStore | None, run_info: dict, cell_px: int, progress: Callable | None,
+                 distractor: tuple[str, int, float] | None = None):
         self.agent, self.episodes, self.steps = agent, episodes, steps
+        self.distractor = distractor  # (name, habit code, share) when on, else None
         self.store, self.run_info, self.cell_px, self.progress = store, run_info, cell_px, progress
         self.phase = "interaction" if episodes and episodes[0].spec["condition"] == "interaction" else "test"
         self.horizon = horizon
         self.capacity = capacity
-        self.cols = Columns(batch.obs_layout(capacity))
+        self.cols = Columns(batch.obs_layout(capacity, distractor is not None))
         self.obs: list[np.ndarray] = []  # packed host arrays: obs[t] = the batch at the start of step t
         self.timing = dict(steps=0, wall_s=0.0, agent_s=0.0, frames_s=0.0, init_s=0.0, cpu_s=0.0, agent_cpu_s=0.0)
 
@@ -149,6 +157,8 @@ class Stage:
         if e.spec["condition"] == "interaction":
             raw.update(newcomer_tasks=row[c.newcomer_tasks], newcomer_sanctions=e.sanctions[0],
                        background_sanctions=e.sanctions[1])
+        elif self.distractor is not None:  # over-imitation (normjax.protocol.imitation)
+            raw.update(habit_steps=row[c.habit_steps])
         e.result = dict(raw=raw, llm=dict(e.counts, belief=e.belief, confidence=e.confidence))
         e.done = True
         if self.store is None:
@@ -161,6 +171,8 @@ class Stage:
                       episode=e.spec["episode"], protocol_seed=self.run_info.get("seed", 0))
         if e.spec["group"] is not None:
             header["newcomer_group"] = e.spec["group"]
+        if self.distractor is not None:
+            header["distractor"] = {"habit": self.distractor[0], "share": self.distractor[2]}
         traj = trajectory_records(take(self.buf_states, n + 1), take(self.buf_infos, n), params, header)
         self.store.finish(e.name, transcript_records(
             traj, e.llm, dict(name=e.name, spec=spec, run=self.run_info, result=e.result)))
@@ -169,7 +181,9 @@ class Stage:
         for e in self.episodes:
             if self.store is not None:
                 self.store.start(e.name)
-        states, params, keys, pad = batch.init_stage([e.spec for e in self.episodes], self.capacity, self.horizon)
+        habit, share = self.distractor[1:] if self.distractor is not None else (0, 0.0)
+        states, params, keys, pad = batch.init_stage([e.spec for e in self.episodes], self.capacity, self.horizon,
+                                                     habit, share)
         for i, e in enumerate(self.episodes):
             e.row = i
             e.memory = Memory(self.obs, i, self.cols)
@@ -182,7 +196,9 @@ class Stage:
         live[: len(self.episodes)] = True
         done, waits = jax.device_put(pad), jax.device_put(np.zeros(len(pad), np.int32))
         keys_t = jax.device_put(self.keys[:, 0])
-        self.obs.append(np.asarray(batch.observe(keys_t, states, params, done, waits, intents=self.wants_intents)))
+        self.imit = batch.init_imitation(len(pad)) if self.distractor is not None else None
+        self.obs.append(np.asarray(batch.observe(keys_t, states, params, done, waits, intents=self.wants_intents,
+                                                 imit=self.imit)))
         if self.store is not None:
             host = jax.device_get(states)
             self.buf_states = jax.tree.map(lambda x: np.zeros((self.steps + 1,) + x.shape, x.dtype), host)
@@ -230,9 +246,11 @@ class Stage:
             actions = np.full(len(live), C.WAIT, np.int32)
             actions[rows] = [d.action for d in decided.values()]
             next_keys = jax.device_put(self.keys[:, min(t + 1, self.keys.shape[1] - 1)])
-            states, done, waits, info, packed = batch.advance(keys_t, next_keys, states, done, waits,
-                                                              jax.device_put(actions), params,
-                                                              intents=self.wants_intents)
+            out = batch.advance(keys_t, next_keys, states, done, waits, jax.device_put(actions), params,
+                                intents=self.wants_intents, imit=self.imit)
+            states, done, waits, info, packed = out[:5]
+            if self.imit is not None:
+                self.imit = out[5]
             keys_t = next_keys
             if self.store is None:
                 now = np.asarray(packed)

@@ -53,7 +53,7 @@ TRANSCRIPT_FORMAT = "normjax.llm_transcript/1"
 RUN_FORMAT = "normjax.llm_run/1"
 # Settings that change what an episode is or how the model is prompted.
 RUN_KEYS = ("model", "text_only", "known_norm", "temperature", "max_tokens", "seed", "capacity",
-            "interaction_steps")
+            "interaction_steps", "distractor", "distractor_share")
 
 
 def _dumps(obj) -> str:
