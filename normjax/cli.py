@@ -46,7 +46,7 @@ def _cache_options() -> argparse.ArgumentParser:
 
 
 def _distractor_options() -> argparse.ArgumentParser:
-    """--distractor / --distractor-share (docs/world.md §8.5), for evaluate, export and train."""
+    """--distractor / --distractor-share (docs/world.md §8.5), for evaluate, export, train and llm-eval."""
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("distractor habits of norm-aware background agents")
     g.add_argument("--distractor", default=None, choices=DISTRACTORS, help="the habit (default: none)")
@@ -165,7 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="several episodes: at most N per compiled call (default 64; memory grows with N)")
     x.set_defaults(fn=cmd_export)
 
-    m = sub.add_parser("llm-eval", parents=cache, help="run the protocol with an LLM/VLM newcomer (docs/llm.md)")
+    m = sub.add_parser("llm-eval", parents=cache + distract,
+                       help="run the protocol with an LLM/VLM newcomer (docs/llm.md)")
     m.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 "
                    "(API key from NORMJAX_LLM_API_KEY or OPENAI_API_KEY)")
     m.add_argument("--model", required=True)

@@ -223,13 +223,14 @@ def cmd_export(args) -> int:
 
 def cmd_llm_eval(args) -> int:
     norms = _norm_list(args.norms)  # before any tracing
+    distractor = _distractor(args)
     from normjax.llm.evaluate import llm_eval
     from normjax.protocol import format_table
 
     result = llm_eval(args.base_url, args.model, args.out, norms, text_only=args.text_only,
                       known_norm=args.known_norm, concurrency=args.concurrency, timeout=args.timeout,
                       max_retries=args.max_retries, temperature=args.temperature,
-                      max_tokens=args.max_tokens, judge_scores=args.judge_scores)
+                      max_tokens=args.max_tokens, judge_scores=args.judge_scores, **distractor)
     print(format_table(result))
     print(f"llm: {json.dumps(result['llm'])}; wrote {Path(args.out) / 'results.json'}")
     return 0

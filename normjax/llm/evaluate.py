@@ -9,7 +9,9 @@ Builds the client (`normjax.llm.client`) and the paper's LLM newcomer
 (``OUT/judge_prompts.jsonl``, `normjax.llm.judge`), and with `judge_scores`
 imports a judge's scores into ``results.json`` as ``belief_accuracy``.  A run
 whose episodes are all finished makes no model request, so importing scores
-later is the same command with ``--judge-scores FILE`` added.
+later is the same command with ``--judge-scores FILE`` added.  `distractor` /
+`distractor_share` give the background agents a distractor habit
+(docs/world.md §8.5; `normjax.llm.runner`).
 """
 
 from __future__ import annotations
@@ -30,13 +32,17 @@ def _progress(stage: str, t: int, steps: int, live: int, asked: int) -> None:
 def llm_eval(base_url: str, model: str, out, norms=None, *, text_only: bool = False, known_norm: bool = False,
              concurrency: int = 64, timeout: float = 120.0, max_retries: int = 4, temperature: float = 0.7,
              max_tokens: int = 4048, seed: int = 0, capacity: int = 10,
-             interaction_steps: int = INTERACTION_STEPS, judge_scores=None, progress: bool = True) -> dict:
+             interaction_steps: int = INTERACTION_STEPS, judge_scores=None, progress: bool = True,
+             distractor: str | None = None, distractor_share: float = 0.0) -> dict:
     """Run or resume the protocol for one model; returns the results dict (also in OUT/results.json)."""
     import asyncio
 
     from normjax.llm.agents import LLMAgent
     from normjax.llm.client import ChatClient, ClientConfig
     from normjax.llm.judge import export_judge_prompts, import_judge_scores
+    from normjax.world.habits import check_distractor
+
+    check_distractor(distractor, distractor_share)  # before anything is traced
 
     config = ClientConfig(base_url=base_url, model=model, temperature=temperature, max_tokens=max_tokens,
                           concurrency=concurrency, timeout=timeout, max_retries=max_retries)
@@ -50,7 +56,8 @@ def llm_eval(base_url: str, model: str, out, norms=None, *, text_only: bool = Fa
             agent = LLMAgent(client, text_only=text_only, known_norm=known_norm)
             result = await run_protocol_async(
                 agent, norms, seed=seed, capacity=capacity, interaction_steps=interaction_steps, out=out,
-                settings=settings, progress=_progress if progress else None)
+                settings=settings, progress=_progress if progress else None, distractor=distractor,
+                distractor_share=distractor_share)
             result["meta"]["client"] = dict(client.stats, concurrency=concurrency, timeout=timeout,
                                             max_retries=max_retries)
             return result
