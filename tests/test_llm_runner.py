@@ -30,7 +30,7 @@ import pytest
 
 from normjax import constants as C
 from normjax.community.planner import plan_actions
-from normjax.env import blind_policy, oracle_policy
+from normjax.env import blind_policy, oracle_policy, random_policy
 from normjax.llm.agents import LLMAgent, StatePolicyAgent
 from normjax.llm.client import ChatClient, ClientConfig
 from normjax.llm.judge import export_judge_prompts, import_judge_scores
@@ -272,3 +272,82 @@ def test_cli_llm_eval(tmp_path, capsys):
     result = json.loads((out / "results.json").read_text())
     curve = result["belief_accuracy"]["curve"]
     assert len(curve["t"]) == 200 and set(curve["mean_score"]) <= {1.0, 5.0} and curve["mean_score"][-1] == 5.0
+
+
+# ---------------------------------------------------------------------------
+# Distractor habits (docs/world.md §8.5)
+
+
+@pytest.mark.parametrize("name, policy, habit", [("oracle", oracle_policy, "same_exit_door"),
+                                                 ("random", random_policy, "move1_wait1")])
+def test_distractors_reproduce_evaluate(name, policy, habit, tmp_path):
+    """With a habit on, wrapped state policies still reproduce `evaluate`, over-imitation included
+    (the random newcomer follows move1_wait1 now and then, so the count is exercised)."""
+    from normjax.protocol import evaluate
+
+    want = evaluate(policy, SUBSET, distractor=habit, distractor_share=1.0)
+    out = tmp_path / "run"
+    got = run_protocol(StatePolicyAgent(policy), SUBSET, interaction_steps=0, out=out, distractor=habit,
+                       distractor_share=1.0)
+    assert len(got["episodes"]) == len(want["episodes"]) == 30
+    for g, w in zip(got["episodes"], want["episodes"]):
+        assert "habit_steps" in w and {k: g[k] for k in w} == w  # over_imitation included, exactly
+    for cond in ("seen", "unseen"):
+        assert got[cond] == want[cond] and "over_imitation" in got[cond]["overall"]
+    assert format_table(got) == format_table(want)
+    if name == "oracle":
+        assert got["seen"]["overall"]["joint"] == got["unseen"]["overall"]["joint"] == 100.0
+        assert got["seen"]["overall"]["over_imitation"] == got["unseen"]["overall"]["over_imitation"] == 0.0
+    else:
+        assert sum(r["habit_steps"] for r in got["episodes"]) > 0
+    assert got["meta"]["distractor"] == habit and got["meta"]["distractor_share"] == 1.0
+    header = TranscriptStore(out).read(f"{NORM}/seen_0")[0]
+    assert header["distractor"] == {"habit": habit, "share": 1.0}
+    row = next(r for r in got["episodes"] if r["norm"] == NORM and r["condition"] == "seen" and r["episode"] == 0)
+    assert header["result"]["raw"]["habit_steps"] == row["habit_steps"]
+    assert habit in {a["habit"] for rec in TranscriptStore(out).read(f"{NORM}/seen_0")[1:] for a in rec["agents"]}
+    with pytest.raises(ValueError, match="other settings.*distractor"):  # resume only with the same distractor
+        run_protocol(StatePolicyAgent(policy), SUBSET, interaction_steps=0, out=out)
+    with pytest.raises(ValueError, match="unknown distractor 'wave'.*same_exit_door, move1_wait1"):
+        run_protocol(StatePolicyAgent(policy), SUBSET, interaction_steps=0, distractor="wave", distractor_share=1.0)
+
+
+def test_distractors_in_the_interaction_phase():
+    from normjax.env import phase_params
+    from normjax.llm import batch
+    from normjax.llm.runner import interaction_episodes
+    from normjax.world.state import WorldConfig
+    from normjax.world.step import reset_world
+
+    specs = interaction_episodes([0, 12])
+    for habit, share in (("move1_wait1", 1.0), ("none", 0.0)):
+        code = C.HABIT_NAMES.index(habit)
+        states, params, _, _ = batch.init_stage(specs, 10, 8, code, share)
+        for i, e in enumerate(specs):
+            k_reset, _ = jax.random.split(jax.random.PRNGKey(e["seed"]))
+            p = phase_params("interaction", 0, e["norm_id"], distractor=habit, distractor_share=share)
+            want = reset_world(k_reset, p, WorldConfig(capacity=10))
+            assert int(params.habit[i]) == code and float(params.habit_share[i]) == share
+            for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(jax.tree.map(lambda x: x[i], states))):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        if code:
+            assert (np.asarray(states.agents.habit) == code).any()
+        else:
+            assert (np.asarray(states.agents.habit) == 0).all()
+
+
+def test_cli_llm_eval_distractor_flags(tmp_path, capsys):
+    from normjax.cli import build_parser, main
+
+    out = tmp_path / "cli"
+    base = ["llm-eval", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--norms", NORM, "--out", str(out)]
+    args = build_parser().parse_args(base + ["--distractor", "same_exit_door", "--distractor-share", "0.25"])
+    assert (args.distractor, args.distractor_share) == ("same_exit_door", 0.25)
+    with pytest.raises(SystemExit):
+        main(base + ["--distractor", "wave"])
+    err = capsys.readouterr().err
+    assert "invalid choice: 'wave'" in err and "same_exit_door" in err and not out.exists()
+    assert main(base + ["--distractor", "move1_wait1", "--distractor-share", "1.5"]) == 2
+    assert "distractor_share must be in [0, 1], got 1.5" in capsys.readouterr().err and not out.exists()
+    assert main(base + ["--distractor-share", "0.5"]) == 2
+    assert "needs --distractor; allowed: same_exit_door, move1_wait1" in capsys.readouterr().err and not out.exists()
