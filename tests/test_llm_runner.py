@@ -351,3 +351,16 @@ def test_cli_llm_eval_distractor_flags(tmp_path, capsys):
     assert "distractor_share must be in [0, 1], got 1.5" in capsys.readouterr().err and not out.exists()
     assert main(base + ["--distractor-share", "0.5"]) == 2
     assert "needs --distractor; allowed: same_exit_door, move1_wait1" in capsys.readouterr().err and not out.exists()
+    with FakeOpenAI(chaos(transport_errors=False)) as srv:  # the flags reach both stages and the results
+        argv = ["llm-eval", "--base-url", srv.base_url, "--model", "fake", "--norms", NORM, "--text-only",
+                "--timeout", "0.5", "--max-retries", "2", "--concurrency", "8", "--out", str(out),
+                "--distractor", "move1_wait1"]
+        assert main(argv) == 0
+        assert "seen     overall" in capsys.readouterr().out
+    result = json.loads((out / "results.json").read_text())
+    assert (result["meta"]["distractor"], result["meta"]["distractor_share"]) == ("move1_wait1", 0.5)
+    assert all("habit_steps" in r and 0.0 <= r["over_imitation"] <= 1.0 for r in result["episodes"])
+    assert "over_imitation" in result["seen"]["overall"] and "over_imitation" in result["unseen"]["overall"]
+    assert json.loads((out / "run.json").read_text())["distractor"] == "move1_wait1"
+    head = TranscriptStore(out).read(f"{NORM}/interaction")[0]
+    assert head["distractor"] == {"habit": "move1_wait1", "share": 0.5}
