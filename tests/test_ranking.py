@@ -17,11 +17,14 @@ def test_argsort_small_is_stable_argsort_with_ties(values):
     np.testing.assert_array_equal(np.asarray(argsort_small(v)), np.argsort(v, kind="stable"))
 
 
+# No subnormals: XLA on CPU flushes them to zero, so numpy would order 1e-39 and 0.0 apart
+# where every jitted comparison sees a tie (the step's uniform draws are never subnormal).
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.floats(0.0, 2.0, width=32), min_size=1, max_size=10))
+@given(st.lists(st.floats(0.0, 2.0, width=32, allow_subnormal=False), min_size=1, max_size=10))
 def test_argsort_small_floats(values):
     v = np.asarray(values, np.float32)
     np.testing.assert_array_equal(np.asarray(argsort_small(v)), np.argsort(v, kind="stable"))
+    np.testing.assert_array_equal(np.asarray(argsort_small(v)), np.asarray(jnp.argsort(jnp.asarray(v))))
     rank = np.asarray(stable_rank(v))
     np.testing.assert_array_equal(np.sort(rank), np.arange(len(v)))  # a permutation
 

@@ -24,7 +24,8 @@ def stable_rank(values) -> jax.Array:
 
 
 def argsort_small(values) -> jax.Array:
-    """`jnp.argsort(values, stable=True)` of a short 1-D array without NaNs, as [n, n] comparisons."""
+    """`jnp.argsort(values, stable=True)` of a short 1-D array without NaNs, as [n, n] comparisons
+    (comparisons as XLA makes them: on CPU a subnormal float equals 0.0)."""
     rank = stable_rank(values)
     n = rank.shape[0]
     slot = rank[None, :] == jnp.arange(n, dtype=jnp.int32)[:, None]  # [r, i]: i has rank r
