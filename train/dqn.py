@@ -193,24 +193,42 @@ def make_train(config: DQNConfig):
             metrics=m,
         )
 
-    def update(runner: Runner, batch: dict):
-        """One gradient step on a replay minibatch (skipped before learning starts)."""
-        (loss, q_mean), grads = jax.value_and_grad(
-            lambda qp: td_loss(apply, qp, runner.target_params, batch, config.gamma), has_aux=True
-        )(runner.q_params)
-        updates, opt_state = tx.update(grads, runner.opt_state, runner.q_params)
-        new_params = optax.apply_updates(runner.q_params, updates)
-        learn = runner.step >= config.learning_starts
-        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(learn, a, b), new, old)  # noqa: E731
-        q_params = keep(new_params, runner.q_params)
-        opt_state = keep(opt_state, runner.opt_state)
-        # Hard target copy every `target_update` transitions (step is a multiple of train_freq).
-        copy = (runner.step % config.target_update) == 0
-        target = jax.tree.map(lambda a, b: jnp.where(copy, a, b), q_params, runner.target_params)
-        m = runner.metrics
-        m = m.replace(loss=m.loss + jnp.where(learn, loss, 0.0), q_mean=m.q_mean + jnp.where(learn, q_mean, 0.0),
-                      updates=m.updates + learn)
-        return runner.replace(q_params=q_params, opt_state=opt_state, target_params=target, metrics=m)
+    def reset_due(runners: Runner, specs: RunSpec) -> Runner:
+        """`maybe_reset` for the population, computed only when some run's episode ended.
+
+        Training episodes all last `episode_steps` and the runs step in
+        lockstep, so resets fall on the same chunk, once per episode: a real
+        `cond` skips building 50 fresh episodes (as costly as a step) on the
+        other chunks.  Where no run is done, `maybe_reset` returns its input.
+        """
+        done = jax.vmap(lambda r, s: terminated(r.env_state, s.params) | truncated(r.env_state, s.params))(
+            runners, specs)
+        return jax.lax.cond(done.any(), lambda r: jax.vmap(maybe_reset)(r, specs), lambda r: r, runners)
+
+    def update(runner: Runner, batch: dict, learn, copy):
+        """One gradient step on a replay minibatch, then the hard target copy.
+
+        `learn` (step >= learning_starts) and `copy` (step a multiple of
+        `target_update`; steps are multiples of train_freq) are the same for
+        every run of a population, which steps in lockstep: passed unbatched,
+        they stay real `cond`s under `vmap`.  As per-run `where`s they read and
+        rewrote the parameters, both Adam moments and the target on every
+        update: about half of the update's memory traffic.
+        """
+
+        def learn_step(runner: Runner) -> Runner:
+            (loss, q_mean), grads = jax.value_and_grad(
+                lambda qp: td_loss(apply, qp, runner.target_params, batch, config.gamma), has_aux=True
+            )(runner.q_params)
+            updates, opt_state = tx.update(grads, runner.opt_state, runner.q_params)
+            m = runner.metrics
+            m = m.replace(loss=m.loss + loss, q_mean=m.q_mean + q_mean, updates=m.updates + 1)
+            return runner.replace(q_params=optax.apply_updates(runner.q_params, updates), opt_state=opt_state,
+                                  metrics=m)
+
+        runner = jax.lax.cond(learn, learn_step, lambda r: r, runner)
+        target = jax.lax.cond(copy, lambda r: r.q_params, lambda r: r.target_params, runner)
+        return runner.replace(target_params=target)
 
     def collect(runner: Runner, spec: RunSpec):
         """`train_freq` environment steps of one run -> (runner, items [train_freq])."""
@@ -222,8 +240,11 @@ def make_train(config: DQNConfig):
         rb = rp.add_block(rb, **items)
         keys = jax.vmap(lambda k: jax.random.split(k))(runners.key)
         batch = rp.sample(rb, keys[:, 1], config.batch_size)
-        runners = jax.vmap(update)(runners.replace(key=keys[:, 0]), batch)
-        return jax.vmap(maybe_reset)(runners, specs), rb
+        step = runners.step[0]  # the runs step in lockstep
+        learn = step >= config.learning_starts
+        copy = (step % config.target_update) == 0
+        runners = jax.vmap(update, in_axes=(0, 0, None, None))(runners.replace(key=keys[:, 0]), batch, learn, copy)
+        return reset_due(runners, specs), rb
 
     def run_chunks(carry, specs: RunSpec, n_chunks: int, callback: Callable | None = None):
         """Scan `n_chunks` population chunks; carry = (runners, replay)."""
@@ -255,7 +276,7 @@ def make_train(config: DQNConfig):
     return _Train(config=config, init=init, chunk=chunk, env_step=env_step, update=update,
                   run_chunks=run_chunks, init_population=init_population, train=train,
                   apply=apply, specs=spec_all, rows=rows, greedy_policy=greedy_policy,
-                  collect=collect, maybe_reset=maybe_reset, tx=tx)
+                  collect=collect, maybe_reset=maybe_reset, reset_due=reset_due, tx=tx)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -276,6 +297,7 @@ class _Train:
     greedy_policy: Callable
     collect: Callable
     maybe_reset: Callable
+    reset_due: Callable
     tx: Any
 
 
