@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -163,6 +165,31 @@ def test_probe_set_is_deterministic_and_read_back(tmp_path):
     assert np.array_equal(pb.load_or_collect(path, [tr.specs], 16, 6, fresh=True)[0]["reward"], a["reward"])
     with pytest.raises(ValueError, match=r"\(runs, states\) \[\(2, 16\)\], the config needs \[\(2, 8\)\]"):
         pb.load_or_collect(path, [tr.specs], 8, 6)
+
+
+def test_probe_stats_in_passes_equal_one_run_at_a_time():
+    """`make_stats` takes the runs a few at a time (memory); each run's numbers are
+    its own TD loss and max Q, also for a population not a multiple of the pass size."""
+    from agents.networks import action_mask, functional, masked_max
+    from train import probes as pb
+    from train.dqn import td_loss
+
+    runs, n, n_obs = pb.RUNS_PER_PASS + 2, 12, 553
+    init, apply = functional("mlp", n_obs)
+    keys = jax.random.split(jax.random.PRNGKey(0), runs)
+    qp = jax.vmap(init)(keys)
+    tp = jax.vmap(init)(jax.random.split(jax.random.PRNGKey(1), runs))
+    k = jax.random.split(jax.random.PRNGKey(2), 4)
+    probe = {"obs": jax.random.uniform(k[0], (runs, n, n_obs)), "next_obs": jax.random.uniform(k[1], (runs, n, n_obs)),
+             "action": jax.random.randint(k[2], (runs, n), 0, 5), "reward": jax.random.normal(k[3], (runs, n)),
+             "terminated": jnp.zeros((runs, n))}
+    loss, max_q = pb.make_stats(apply, 0.99)(qp, tp, probe)
+    for r in range(runs):
+        one = jax.tree.map(lambda a: a[r], (qp, tp, probe))
+        want_loss, _ = td_loss(apply, one[0], one[1], one[2], 0.99)
+        want_q = masked_max(apply(one[0], one[2]["obs"]), action_mask(one[2]["obs"])).mean()
+        np.testing.assert_allclose(loss[r], want_loss, rtol=1e-5)
+        np.testing.assert_allclose(max_q[r], want_q, rtol=1e-5)
 
 
 # ---------------------------------------------------------------------------

@@ -94,6 +94,9 @@ def load_or_collect(path: Path, members_specs, n: int, capacity: int, write: boo
     return sets
 
 
+RUNS_PER_PASS = 5
+
+
 def make_stats(apply, gamma: float):
     """jitted (q_params [runs], target_params [runs], probes [runs, n]) -> (td_loss [runs], max_q [runs])."""
 
@@ -105,4 +108,6 @@ def make_stats(apply, gamma: float):
         loss = optax.huber_loss(q_a, target).mean()
         return loss, masked_max(q, action_mask(pr["obs"])).mean()
 
-    return jax.jit(jax.vmap(one))
+    # A few runs at a time: a CNN's patch tensors for 1,000 probes are ~0.2 GB per
+    # run, so all 50 runs at once (one vmap) took over 10 GB.
+    return jax.jit(lambda qp, tp, pr: jax.lax.map(lambda a: one(*a), (qp, tp, pr), batch_size=RUNS_PER_PASS))
