@@ -58,8 +58,23 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-import jax
-import jax.numpy as jnp
+
+def _host_devices_from_argv(argv) -> int:
+    """`--devices N` must act before JAX starts: CPU devices are fixed at import."""
+    for i, a in enumerate(argv):
+        if a == "--devices" and i + 1 < len(argv):
+            return int(argv[i + 1])
+        if a.startswith("--devices="):
+            return int(a.split("=", 1)[1])
+    return 1
+
+
+if _host_devices_from_argv(sys.argv) > 1 and "jax" not in sys.modules:
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count="
+                               + str(_host_devices_from_argv(sys.argv))).strip()
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -283,11 +298,27 @@ def xla_counts_loop_body_once() -> bool:
     return abs(b - a) < 0.5 * a
 
 
+def split_batch(tree):
+    """Place every leaf's leading (batch) axis across all local devices (identity on one).
+
+    With several CPU devices (`--devices N`: XLA's host platform split into N) the
+    compiled program runs one shard of the batch per device, each on its own
+    thread; with one, XLA:CPU spreads only some large operations over the cores.
+    """
+    devices = jax.local_devices()
+    if len(devices) == 1 or tree is None:
+        return tree
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    sharding = NamedSharding(Mesh(devices, ("batch",)), PartitionSpec("batch"))
+    return jax.device_put(tree, sharding)
+
+
 def measure(prog: Program, batch: int, steps: int, repeats: int, body_once: bool) -> dict:
-    keys = jax.random.split(jax.random.PRNGKey(0), batch)
-    params = prog.params
+    keys = split_batch(jax.random.split(jax.random.PRNGKey(0), batch))
+    params = split_batch(prog.params)
     carry = block(jax.jit(jax.vmap(prog.reset))(keys, params))  # outside the timed region
-    run_keys = jax.random.split(jax.random.PRNGKey(1), batch)
+    run_keys = split_batch(jax.random.split(jax.random.PRNGKey(1), batch))
     fn = make_rollout(prog, steps)
     compiled, compile_s = compile_timed(fn, run_keys, carry, params)
     run_s, _ = best_of(compiled, run_keys, carry, params, repeats=repeats)
@@ -462,6 +493,9 @@ def run(args, on_progress: Callable[[dict], None] | None = None) -> dict:
     A program that fails (to build, compile or run) is recorded under `failed` and the
     others are still measured.
     """
+    if args.devices != jax.device_count():
+        print(f"note: --devices {args.devices} asked, but JAX already started with {jax.device_count()} "
+              "device(s) (set it on the command line, before anything imports jax)", flush=True)
     groups = args.only or list(GROUPS)
     skipped = [{"group": g, "reason": "not selected (--only " + " ".join(groups) + ")"}
                for g in GROUPS if g not in groups]
@@ -487,7 +521,8 @@ def run(args, on_progress: Callable[[dict], None] | None = None) -> dict:
             "versions": versions(),
             "config": {"batches": list(args.batches), "steps": args.steps, "repeats": args.repeats,
                        "train_chunks": None if args.skip_train else args.train_chunks, "only": args.only,
-                       "envs": args.envs, "xland_benchmark": args.xland_benchmark},
+                       "envs": args.envs, "xland_benchmark": args.xland_benchmark,
+                       "devices": jax.device_count()},
             "load_average": {"start": load_start, "end": os.getloadavg(),
                              "note": "os.getloadavg() (1, 5, 15 min): other processes sharing the cores slow "
                                      "every row"},
@@ -546,6 +581,9 @@ def parse(argv=None):
     ap.add_argument("--xland-benchmark", default=None,
                     help="XLand-MiniGrid benchmark to take the R1 ruleset from (e.g. trivial-21k; downloads it); "
                          "default: own_ruleset(), no download")
+    ap.add_argument("--devices", type=int, default=1,
+                    help="split the CPU into this many XLA devices and every program's batch over them "
+                         "(e.g. the core count); the same for every library")
     ap.add_argument("--results", type=Path, default=RESULTS, help="folder of compare.json / compare.png")
     ap.add_argument("--name", default="compare")
     ap.add_argument("--no-plot", action="store_true")
