@@ -192,7 +192,7 @@ def main(argv=None) -> int:
     configure_cache(args.cache_dir, args.no_cache)  # before anything compiles
     try:
         return args.fn(args)
-    except ValueError as e:  # bad names / values: a clear message, no traceback
+    except (ValueError, MemoryError) as e:  # bad names / values, a replay too large: a clear message
         print(f"normjax: error: {e}", file=sys.stderr)
         return 2
 

@@ -147,6 +147,24 @@ def test_population_conds_equal_per_run_selects(tiny):
     np.testing.assert_allclose(ours[0].metrics.loss, ref[0].metrics.loss, rtol=1e-6)
 
 
+def test_replay_memory_check_names_the_numbers_before_compiling(tmp_path, capsys):
+    from normjax.cli import main
+    from train.run import check_replay_fits
+
+    cfg = DQNConfig(**TINY)
+    # 2 runs x 400 x (2 x 585 float32 + 12 bytes) = 3,753,600 bytes
+    assert rp.nbytes(2, 400, 585) == 3_753_600
+    check_replay_fits(cfg, 2, available=3_753_600)
+    check_replay_fits(cfg, 2, available=None)  # unknown: no check
+    with pytest.raises(MemoryError, match=r"2 runs x buffer_size=400 x 585 .* needs 0.0 GB, but 0.0 GB is available"):
+        check_replay_fits(cfg, 2, available=3_753_599)
+    # From the command line: a clear error, exit status 2, nothing trained.
+    code = main(["train", "--config", str(Path(__file__).parents[1] / "configs" / "test_tiny.json"), "--out", str(tmp_path / "big"), "--no-progress",
+                 "buffer_size=40000000", "total_steps=40000000", "validation_at=40000000"])
+    assert code == 2 and "needs" in capsys.readouterr().err
+    assert not (tmp_path / "big" / "config.json").exists()
+
+
 def test_truncation_keeps_bootstrapping_and_stores_final_obs(tiny):
     cfg, tr, run = tiny
     carry = tr.init_population(jax.random.PRNGKey(1))

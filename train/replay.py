@@ -43,6 +43,24 @@ def init(runs: int, capacity: int, obs_size: int, dtype=jnp.float32) -> Replay:
     )
 
 
+def nbytes(runs: int, capacity: int, obs_size: int, dtype=jnp.float32) -> int:
+    """Bytes that `init(runs, capacity, obs_size, dtype)` allocates."""
+    per_item = 2 * obs_size * jnp.dtype(dtype).itemsize + 3 * 4  # obs, next_obs; action, reward, terminated
+    return runs * capacity * per_item
+
+
+def available_host_memory() -> int | None:
+    """Bytes the kernel reports as available (Linux `MemAvailable`), or None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def add_block(rb: Replay, obs, action, reward, next_obs, terminated) -> Replay:
     """Write B transitions per run ([R, B, ...]); capacity must be a multiple of B.
 

@@ -36,8 +36,10 @@ import orbax.checkpoint as ocp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from normjax.norms import NORMS
+from normjax.world.observation import obs_size
 from train import evaluate as ev
 from train import probes as pb
+from train import replay as rp
 from train.config import DQNConfig
 from train.dqn import Metrics, make_population
 from train.multihost import is_multiprocess, is_primary, local_value, to_global, to_host
@@ -161,6 +163,26 @@ def _step(carry) -> int:
     return int(local_value(carry[0][0].step))
 
 
+def check_replay_fits(config: DQNConfig, n_runs: int, available: int | None = -1) -> None:
+    """On a CPU, refuse (before compiling) a population whose replay memory alone
+    exceeds the host's available memory, instead of being killed part-way.
+
+    `available`: bytes (default: read from the system; None: unknown, no check).
+    """
+    if jax.default_backend() != "cpu":
+        return
+    available = rp.available_host_memory() if available == -1 else available
+    # Under jax.distributed the runs (and their replay) are split over the processes.
+    need = rp.nbytes(n_runs, config.buffer_size, obs_size(config.capacity),
+                     jnp.dtype(config.replay_dtype)) // jax.process_count()
+    if available is not None and need > available:
+        gb = lambda b: f"{b / 2**30:.1f} GB"  # noqa: E731
+        raise MemoryError(
+            f"replay memory of {n_runs} runs x buffer_size={config.buffer_size:,} x {obs_size(config.capacity)} "
+            f"observation floats ({config.replay_dtype}) needs {gb(need)}, but {gb(available)} is available; "
+            f"train fewer norms at a time (norms=...), a smaller buffer_size, or replay_dtype=float16")
+
+
 def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progress: bool = True,
                      stop_after: int | None = None, checkpoint_every: int | None = 1, final_test: bool = True,
                      log=print) -> dict:
@@ -187,10 +209,11 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     pop = make_population(config)
+    n_runs = len(pop.rows)
+    check_replay_fits(config, n_runs)
     if primary:
         (out / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
         (out / "population.json").write_text(json.dumps(pop.rows, indent=2))
-    n_runs = len(pop.rows)
     members = pop.member_rows()
     meshes = [population_mesh(len(rows)) for _, rows, _ in members]
     block = block_size(config)
