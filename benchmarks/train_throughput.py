@@ -1,4 +1,4 @@
-"""Training throughput of the in-graph DQN population (issue 5).
+"""Training throughput of the in-graph DQN population.
 
 Transitions per second for the 50-norm population (one run per norm, one
 reward condition), DQN-MLP and DQN-CNN, each measured over a compiled block of

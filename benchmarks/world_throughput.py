@@ -1,4 +1,4 @@
-"""Env-steps per second of the jitted, vmapped world step (issue 2, issue 3).
+"""Env-steps per second of the jitted, vmapped world step.
 
 Measures `step_world` (physics, tasks, rewards, turnover, and the evaluation of
 all 50 norms with the episode's sanctions) under random joint actions for

@@ -1,4 +1,4 @@
-"""Checkpoint/resume exactness and sharding over forced CPU devices (issue 5)."""
+"""Checkpoint/resume exactness and sharding over forced CPU devices."""
 
 from __future__ import annotations
 
