@@ -115,10 +115,7 @@ def measure_parts(arch: str, chunks: int, buffer_size: int, runs_norms: int, see
         def body(runners, _):
             keys = jax.vmap(lambda k: jax.random.split(k))(runners.key)
             batch = rp.sample(c[1], keys[:, 1], cfg.batch_size)
-            step = runners.step[0]  # as in training (train/dqn.py: chunk)
-            learn, copy = step >= cfg.learning_starts, (step % cfg.target_update) == 0
-            return jax.vmap(tr.update, in_axes=(0, 0, None, None))(
-                runners.replace(key=keys[:, 0]), batch, learn, copy), None
+            return tr.update_population(runners.replace(key=keys[:, 0]), batch), None
 
         return jax.lax.scan(body, c[0], None, length=chunks)[0], c[1]
 

@@ -230,6 +230,13 @@ def make_train(config: DQNConfig):
         target = jax.lax.cond(copy, lambda r: r.q_params, lambda r: r.target_params, runner)
         return runner.replace(target_params=target)
 
+    def update_population(runners: Runner, batch: dict) -> Runner:
+        """`update` of every run, with the population's `learn` and `copy` decided once."""
+        step = runners.step[0]  # the runs step in lockstep
+        learn = step >= config.learning_starts
+        copy = (step % config.target_update) == 0
+        return jax.vmap(update, in_axes=(0, 0, None, None))(runners, batch, learn, copy)
+
     def collect(runner: Runner, spec: RunSpec):
         """`train_freq` environment steps of one run -> (runner, items [train_freq])."""
         return jax.lax.scan(lambda r, _: env_step(r, spec), runner, None, length=config.train_freq)
@@ -240,10 +247,7 @@ def make_train(config: DQNConfig):
         rb = rp.add_block(rb, **items)
         keys = jax.vmap(lambda k: jax.random.split(k))(runners.key)
         batch = rp.sample(rb, keys[:, 1], config.batch_size)
-        step = runners.step[0]  # the runs step in lockstep
-        learn = step >= config.learning_starts
-        copy = (step % config.target_update) == 0
-        runners = jax.vmap(update, in_axes=(0, 0, None, None))(runners.replace(key=keys[:, 0]), batch, learn, copy)
+        runners = update_population(runners.replace(key=keys[:, 0]), batch)
         return reset_due(runners, specs), rb
 
     def run_chunks(carry, specs: RunSpec, n_chunks: int, callback: Callable | None = None):
@@ -274,6 +278,7 @@ def make_train(config: DQNConfig):
         return policy
 
     return _Train(config=config, init=init, chunk=chunk, env_step=env_step, update=update,
+                  update_population=update_population,
                   run_chunks=run_chunks, init_population=init_population, train=train,
                   apply=apply, specs=spec_all, rows=rows, greedy_policy=greedy_policy,
                   collect=collect, maybe_reset=maybe_reset, reset_due=reset_due, tx=tx)
@@ -288,6 +293,7 @@ class _Train:
     chunk: Callable
     env_step: Callable
     update: Callable
+    update_population: Callable
     run_chunks: Callable
     init_population: Callable
     train: Callable
