@@ -248,9 +248,7 @@ def _pack_one(key, state, params, done, waits, info, intents: bool, imit=None):
 def observe(keys, states, params, done, waits, intents: bool = False, imit=None):
     """The packed host array [B, F] of the states at the start of a step (keys: that step's);
     with `imit` (distractors on) the ``habit_steps`` column too."""
-    if imit is None:
-        return jax.vmap(lambda k, s, p, d, w: _pack_one(k, s, p, d, w, None, intents))(
-            keys, states, params, done, waits)
+    # imit None is an empty pytree: vmap passes it through.
     return jax.vmap(lambda k, s, p, d, w, m: _pack_one(k, s, p, d, w, None, intents, m))(
         keys, states, params, done, waits, imit)
 
@@ -266,13 +264,12 @@ def advance(keys, next_keys, states, done, waits, actions, params, intents: bool
     """
     if imit is None:
         states, done, waits, info = jax.vmap(_step_one)(keys, states, done, waits, actions, params)
-        packed = jax.vmap(lambda k, s, p, d, w, i: _pack_one(k, s, p, d, w, i, intents))(
-            next_keys, states, params, done, waits, info)
-        return states, done, waits, info, packed
-    states, done, waits, info, imit = jax.vmap(_step_imitation)(keys, states, done, waits, actions, params, imit)
+    else:
+        states, done, waits, info, imit = jax.vmap(_step_imitation)(keys, states, done, waits, actions, params, imit)
     packed = jax.vmap(lambda k, s, p, d, w, i, m: _pack_one(k, s, p, d, w, i, intents, m))(
         next_keys, states, params, done, waits, info, imit)
-    return states, done, waits, info, packed, imit
+    out = (states, done, waits, info, packed)
+    return out if imit is None else out + (imit,)
 
 
 def policy_actions(policy, keys, states, params):

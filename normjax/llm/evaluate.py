@@ -40,10 +40,8 @@ def llm_eval(base_url: str, model: str, out, norms=None, *, text_only: bool = Fa
     from normjax.llm.agents import LLMAgent
     from normjax.llm.client import ChatClient, ClientConfig
     from normjax.llm.judge import export_judge_prompts, import_judge_scores
-    from normjax.world.habits import check_distractor
 
-    check_distractor(distractor, distractor_share)  # before anything is traced
-
+    # The distractor settings are validated by run_protocol_async, before anything is traced.
     config = ClientConfig(base_url=base_url, model=model, temperature=temperature, max_tokens=max_tokens,
                           concurrency=concurrency, timeout=timeout, max_retries=max_retries)
     if judge_scores is not None and not Path(judge_scores).is_file():
