@@ -8,8 +8,10 @@ sees the states of a real episode (nothing constant to hoist out of the loop):
 * planner      `community_actions` (goal choice, prediction, per-action norm mask)
 * norms        `episode_sanctions` of the episode's norm (the world step's part)
 * physics      `resolve_moves` (collisions, pushes)
-* world step   `step_world` (forced waits, norms, physics, tasks, rewards,
-               turnover, entry); "tasks+turnover" = world - norms - physics
+* progress     `progress`: goals, rewards, histories (on the step's recorded physics result)
+* turnover     `turnover`: refills of exited slots, entry, t + 1 (on the recorded
+               state after `progress`)
+* world step   `step_world` (forced waits, norms, physics, progress, turnover)
 * observation  `observe` of the newcomer, flattened
 * full step    `env_step` (planner + world step + observation)
 
@@ -50,7 +52,8 @@ from normjax.world.moves import effective_actions  # noqa: E402
 from normjax.world.observation import observe  # noqa: E402
 from normjax.world.physics import resolve_moves  # noqa: E402
 from normjax.world.state import ROLE_NEWCOMER, WorldConfig  # noqa: E402
-from normjax.world.step import reset_world, step_world  # noqa: E402
+from normjax.world.step import progress, reset_world, resolve, step_world  # noqa: E402
+from normjax.world.turnover import turnover  # noqa: E402
 
 
 def batch_params(batch: int, static_layout: bool = True):
@@ -60,7 +63,11 @@ def batch_params(batch: int, static_layout: bool = True):
 
 
 def record(batch: int, steps: int):
-    """(states [T, B], actions [T, B, K], keys [T, B], params [B]) of a real rollout."""
+    """(states [T, B], actions [T, B, K], keys [T, B], params [B]) of a real rollout.
+
+    The world step runs as its stages (`resolve`, `progress`, `turnover`, exactly
+    what `step_world` calls), so the inputs of the later stages are recorded too:
+    `joints` is (joint action, `Resolved`, state after `progress`)."""
     params = batch_params(batch)
     keys = jax.random.split(jax.random.PRNGKey(0), batch)
     state = jax.jit(jax.vmap(lambda k, p: reset_world(k, p, WorldConfig())))(keys, params)
@@ -72,8 +79,8 @@ def record(batch: int, steps: int):
             ka, kc, kw = jax.vmap(lambda x: jax.random.split(x, 3))(kb).transpose(1, 0, 2)
             a = jax.random.randint(ka[0], (batch,), 0, C.N_ACTIONS)
             joint = jax.vmap(community_actions)(kc, s, params).at[:, 0].set(a)
-            s2 = jax.vmap(lambda kk, ss, jj, pp: step_world(kk, ss, jj, pp)[0])(kw, s, joint, params)
-            return s2, (s, joint, kw)
+            r, mid, s2 = jax.vmap(_world_stages)(kw, s, joint, params)
+            return s2, (s, (joint, r, mid), kw)
 
         return jax.lax.scan(body, state, jax.random.split(key, steps))[1]
 
@@ -81,14 +88,25 @@ def record(batch: int, steps: int):
     return states, joints, wkeys, params
 
 
-def _norms(key, s, joint, p):
+def _world_stages(key, s, joint, p):
+    """`step_world`'s stages one by one: (Resolved, state after progress, next state)."""
+    lt = world_tables().at(p.layout)
+    k_move, k_refill = jax.random.split(key)  # as step_world splits its key
+    r = resolve(k_move, s, joint, lt, p)
+    mid = progress(s, r, lt, p)[0]
+    return r, mid, turnover(k_refill, mid, r.res.exited, lt, p)[0]
+
+
+def _norms(key, s, rec, p):
+    joint = rec[0]
     lt = world_tables().at(p.layout_id)
     ag = s.agents
     eff = effective_actions(lt.kind, ag.pos, joint)
     return episode_sanctions(lt, s.t, ag.pos, ag.active, eff, ag.group, ag.moves, ag.visited_q, p.norm_id)
 
 
-def _physics(key, s, joint, p):
+def _physics(key, s, rec, p):
+    joint = rec[0]
     lt = world_tables().at(p.layout_id)
     ag = s.agents
     eff = effective_actions(lt.kind, ag.pos, jnp.where(ag.active, joint, C.WAIT))
@@ -96,12 +114,14 @@ def _physics(key, s, joint, p):
 
 
 STAGES = {
-    "planner": lambda k, s, j, p: community_actions(k, s, p),
+    "planner": lambda k, s, rec, p: community_actions(k, s, p),
     "norms": _norms,
     "physics": _physics,
-    "world_step": lambda k, s, j, p: step_world(k, s, j, p)[0].agents.pos,
-    "observation": lambda k, s, j, p: observe(s, p).flat(),
-    "full_step": lambda k, s, j, p: env_step(k, k, s, j[0], p)[0].flat(),
+    "progress": lambda k, s, rec, p: progress(s, rec[1], world_tables().at(p.layout), p),
+    "turnover": lambda k, s, rec, p: turnover(k, rec[2], rec[1].res.exited, world_tables().at(p.layout), p),
+    "world_step": lambda k, s, rec, p: step_world(k, s, rec[0], p)[0].agents.pos,
+    "observation": lambda k, s, rec, p: observe(s, p).flat(),
+    "full_step": lambda k, s, rec, p: env_step(k, k, s, rec[0][0], p)[0].flat(),
 }
 
 
@@ -165,14 +185,11 @@ def main(argv=None):
               f"{rows[name]['kb_accessed_per_env_step']:8.2f} KB  {rows[name]['flops_per_env_step']:>10,.0f} FLOP  "
               f"(compile {compile_s:.1f}s)", flush=True)
     full = rows["full_step"]["cpu_us_per_env_step"]
-    rows["tasks_turnover"] = dict(cpu_us_per_env_step=round(
-        rows["world_step"]["cpu_us_per_env_step"] - rows["norms"]["cpu_us_per_env_step"]
-        - rows["physics"]["cpu_us_per_env_step"], 3))
     for r in rows.values():
         r["share_of_full_step"] = round(r["cpu_us_per_env_step"] / full, 3)
     full_prog = jax.jit(jax.vmap(lambda k, s, a, p: env_step(k, k, s, a, p)[1]))
     s0 = jax.tree.map(lambda x: x[0], states)
-    compiled = full_prog.lower(keys[0], s0, joints[0][:, 0], params).compile()
+    compiled = full_prog.lower(keys[0], s0, joints[0][0][:, 0], params).compile()
     summary = hlo_summary(compiled)
     print("compiled full step (one step, vmapped):", summary)
     path = save(args.name, {"what": __doc__.split("\n\n")[0], "batch": args.batch, "steps": args.steps,

@@ -17,7 +17,8 @@ from normjax.protocol.imitation import over_imitation
 from normjax.protocol.scenarios import HABIT_HOLD, build_test_episode
 from normjax.world.habits import check_distractor
 from normjax.world.state import ANY_DOOR, GOAL_CELL, ROLE_AWARE, ROLE_BLIND, WorldConfig, make_params
-from normjax.world.step import _refill, reset_world
+from normjax.world.step import reset_world
+from normjax.world.turnover import refill
 from normjax.layouts.tables import world_tables
 from tests.world_helpers import STEP, actions, blank, params as hand_params, put
 
@@ -88,12 +89,12 @@ def test_turnover_refills_draw_habits():
     p = make_params(0, 5, n_blind=1, distractor="same_exit_door", distractor_share=1.0)
     st = reset_world(jax.random.PRNGKey(1), p)
     slots = jnp.ones((10,), bool)
-    new = _refill(jax.random.PRNGKey(2), st.replace(agents=st.agents.replace(habit=jnp.zeros(10, jnp.int32))),
+    new = refill(jax.random.PRNGKey(2), st.replace(agents=st.agents.replace(habit=jnp.zeros(10, jnp.int32))),
                   slots, lt, p, jnp.int32(5))
     want = np.where(np.arange(10) >= 2, HABIT_SAME_EXIT_DOOR, HABIT_NONE)  # slot 0 newcomer, slot 1 blind
     assert np.asarray(new.agents.habit).tolist() == want.tolist()
     p0 = p.replace(habit_share=jnp.float32(0.0))
-    assert not np.asarray(_refill(jax.random.PRNGKey(2), st, slots, lt, p0, jnp.int32(5)).agents.habit).any()
+    assert not np.asarray(refill(jax.random.PRNGKey(2), st, slots, lt, p0, jnp.int32(5)).agents.habit).any()
 
 
 def test_scenario_agents_and_newcomer_never_get_a_habit():

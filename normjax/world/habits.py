@@ -7,7 +7,7 @@ habit and the share of its norm-aware background agents that have it
 (`WorldParams.habit`, `WorldParams.habit_share`); both are off by default.
 
 Every background agent draws its habit when it is created (reset and turnover
-refills, `normjax.world.step._refill`): a Bernoulli(share) lottery, only in
+refills, `normjax.world.turnover.refill`): a Bernoulli(share) lottery, only in
 norm-aware slots, never in slot 0 (the newcomer).  The lottery hashes the raw
 words of the refill's key (`hashrand.seed_from_key_data`) instead of drawing
 from or splitting it, so every other random number of the episode is the

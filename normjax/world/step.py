@@ -11,10 +11,10 @@ Order inside a step (docs/world.md §2-7):
 2. norm evaluation of every agent's intended transition against the positions
    before the step -> public sanctions;
 3. movement, collisions and pushes (`normjax.world.physics`);
-4. exits, goal progress, rewards;
+4. exits, goal progress, rewards, histories (moves, Q visits): `progress`;
 5. turnover: slots of agents that exited are refilled with fresh agents after
    a random delay; pending agents enter on their door's inward cell if free;
-6. histories (moves, Q visits) and t + 1.
+   t + 1 (`normjax.world.turnover`).
 
 Service semantics (a decision docs/world.md §5 leaves open): an agent that ends a step
 on an acceptable goal-1 cell is "in service"; its next `service_steps` actions
@@ -24,16 +24,18 @@ not pushed off in between (a push restarts the timer).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 from flax import struct
 
 from normjax import constants as C
 from normjax.world import tasks
-from normjax.world.habits import draw_habits
 from normjax.world.moves import effective_actions
 from normjax.norms import EpisodeNorm, action_sanctions, episode_norm, episode_sanctions
-from normjax.world.physics import resolve_moves
+from normjax.world.physics import MoveResult, resolve_moves
+from normjax.world.turnover import enter, refill, turnover
 from normjax.world.state import (
     ROLE_AWARE,
     ROLE_BLIND,
@@ -67,77 +69,6 @@ class StepInfo:
     uid: jax.Array  # int32: uid of the occupant during the step
 
 
-def _refill(key, state: WorldState, slots, lt, params: WorldParams, now):
-    """Give `slots` (bool [K]) fresh pending agents (new uid, group, task, habit).
-
-    Habits (docs/world.md §8.5) hash the key's raw words: no draw below changes.
-    """
-    ag = state.agents
-    k = slots.shape[0]
-    kt, kd = jax.random.split(key)
-    goal_kind, goal_cell, exit_door, entry_door, group = tasks.sample_tasks(
-        kt, lt, params.norm_id, k
-    )
-    lo, hi = params.turnover_delay[0], params.turnover_delay[1]
-    delay = jax.random.randint(kd, (k,), lo, hi + 1)
-    # The newcomer is replaced at once when replacement is on (docs/world.md §9, training).
-    delay = jnp.where(jnp.arange(k) == 0, 0, delay)
-    rank = jnp.cumsum(slots) - 1
-    sel = lambda new, old: jnp.where(  # noqa: E731
-        slots.reshape(slots.shape + (1,) * (jnp.ndim(old) - 1)), new, old
-    )
-    ag = ag.replace(
-        spawn_t=sel(now + delay, ag.spawn_t),
-        uid=sel(state.next_uid + rank, ag.uid),
-        group=sel(group, ag.group),
-        entry_door=sel(entry_door, ag.entry_door),
-        goal_kind=sel(goal_kind, ag.goal_kind),
-        goal_cell=sel(goal_cell, ag.goal_cell),
-        exit_door=sel(exit_door, ag.exit_door),
-        habit=sel(draw_habits(key, slots, ag.role, params), ag.habit),
-    )
-    return state.replace(agents=ag, next_uid=state.next_uid + slots.sum())
-
-
-def _enter(state: WorldState, lt: LayoutTables, now):
-    """Pending agents whose time has come enter on their door's inward cell.
-
-    At most one agent per door per step, earliest spawn time first (then lowest
-    slot); the inward cell must be free.  Returns (state, entered [K]).
-    """
-    ag = state.agents
-    k = ag.active.shape[0]
-    idx = jnp.arange(k)
-    ready = ag.in_use & ~ag.active & (ag.spawn_t <= now)
-    cell = lt.door_inward[ag.entry_door]  # [K, 2]
-    occupied = (ag.active[None, :] & (ag.pos[None, :, :] == cell[:, None, :]).all(-1)).any(1)
-    prio = ag.spawn_t * k + idx
-    same_door = ready[None, :] & (ag.entry_door[None, :] == ag.entry_door[:, None])
-    first = ~(same_door & (prio[None, :] < prio[:, None])).any(axis=1)
-    entered = ready & first & ~occupied
-    e1 = entered[:, None]
-    in_q = lt.zone_q[cell[:, 0], cell[:, 1]]
-    ag = ag.replace(
-        active=ag.active | entered,
-        pos=jnp.where(e1, cell, ag.pos),
-        prev_pos=jnp.where(e1, cell, ag.prev_pos),
-        leg=jnp.where(entered, 0, ag.leg),
-        timer=jnp.where(entered, 0, ag.timer),
-        goals_done=jnp.where(entered, 0, ag.goals_done),
-        moves=jnp.where(e1, False, ag.moves),
-        visited_q=jnp.where(entered, in_q, ag.visited_q),
-        last_action=jnp.where(entered, C.WAIT, ag.last_action),
-        sanctioned=ag.sanctioned & ~entered,
-        collided=ag.collided & ~entered,
-        displaced=ag.displaced & ~entered,
-        n_sanctions=jnp.where(entered, 0, ag.n_sanctions),
-        n_collisions=jnp.where(entered, 0, ag.n_collisions),
-        steps=jnp.where(entered, 0, ag.steps),
-        ret=jnp.where(entered, 0.0, ag.ret),
-    )
-    return state.replace(agents=ag), entered
-
-
 def reset_world(key, params: WorldParams, config: WorldConfig = WorldConfig()) -> WorldState:
     """A fresh episode: m agents (m uniform in [min_agents, K]), staggered entry.
 
@@ -153,10 +84,10 @@ def reset_world(key, params: WorldParams, config: WorldConfig = WorldConfig()) -
     role = jnp.where(idx == 0, ROLE_NEWCOMER, jnp.where(idx <= params.n_blind, ROLE_BLIND, ROLE_AWARE))
     ag = state.agents.replace(in_use=idx < m, role=role.astype(jnp.int32))
     state = state.replace(agents=ag)
-    state = _refill(kr, state, ag.in_use, lt, params, jnp.int32(0))
+    state = refill(kr, state, ag.in_use, lt, params, jnp.int32(0))
     stagger = jax.random.randint(ks, (k,), 0, jnp.maximum(2 * idx, 1))
     state = state.replace(agents=state.agents.replace(spawn_t=jnp.where(idx == 0, 0, stagger)))
-    state, _ = _enter(state, lt, jnp.int32(0))
+    state, _ = enter(state, lt, jnp.int32(0))
     return state
 
 
@@ -167,36 +98,43 @@ def state_norm(state: WorldState, params: WorldParams) -> EpisodeNorm:
                         ag.active, ag.group, ag.moves, ag.visited_q)
 
 
-def step_world(key, state: WorldState, actions, params: WorldParams, view: EpisodeNorm | None = None):
-    """One world step for a joint action [K]. Returns (state, StepInfo).
+class Resolved(NamedTuple):
+    """Stages 1-3 of a step: who acts, what the norm says, where everyone ends."""
 
-    `view`: `state_norm(state, params)` when the caller computed it already (the
-    planner needs it too); the sanctions are then read from it instead of
-    evaluating the norm again.
-    """
-    lt = world_tables().at(params.layout)
+    in_service: jax.Array  # bool [K]: started the step in service at goal 1 (forced WAIT)
+    eff: jax.Array  # int32 [K]: effective actions
+    sanctioned: jax.Array  # bool [K]: public sanctions
+    res: MoveResult  # physics' result
+
+
+def resolve(key, state: WorldState, actions, lt: LayoutTables, params: WorldParams,
+            view: EpisodeNorm | None = None) -> Resolved:
+    """Stages 1-3: forced waits and effective actions (docs/world.md §3, 5), the
+    norm's judgement against pre-step positions (§7), movement (§4)."""
     ag = state.agents
-    k = ag.active.shape[0]
-    k_move, k_refill = jax.random.split(key)
-
-    # 1. Forced waits and effective actions (docs/world.md §3, 5).
     start_on_goal = tasks.on_goal1(lt, ag.goal_kind, ag.goal_cell, ag.pos)
     in_service = ag.active & (ag.leg == 0) & start_on_goal
     acts = jnp.where(ag.active & ~in_service, actions.astype(jnp.int32), C.WAIT)
     eff = effective_actions(lt.kind, ag.pos, acts)
-
-    # 2. Norms judge intended transitions against pre-step positions (docs/world.md §7).
     if view is None:
         sanctioned = episode_sanctions(lt, state.t, ag.pos, ag.active, eff, ag.group, ag.moves,
                                        ag.visited_q, params.norm_id)
     else:
         sanctioned = action_sanctions(view, eff)
+    res = resolve_moves(key, ag.pos, ag.active, eff, lt.kind, ag.role != ROLE_NEWCOMER)
+    return Resolved(in_service, eff, sanctioned, res)
 
-    # 3. Movement, collisions, pushes (docs/world.md §4).
-    res = resolve_moves(k_move, ag.pos, ag.active, eff, lt.kind, ag.role != ROLE_NEWCOMER)
+
+def progress(state: WorldState, r: Resolved, lt: LayoutTables, params: WorldParams):
+    """Stage 4: goals, rewards and histories of a resolved step (docs/world.md §5-7).
+
+    Returns (state with every agent's end-of-step fields, reward [K], goals
+    completed [K]).
+    """
+    ag = state.agents
+    in_service, eff, sanctioned, res = r
+    k = ag.active.shape[0]
     present = ag.active & ~res.exited
-
-    # 4. Goals (docs/world.md §5).
     stayed = in_service & present & (res.pos == ag.pos).all(-1)
     timer = jnp.where(stayed, ag.timer + 1, 0)
     goal1_now = stayed & (timer >= params.service_steps)
@@ -259,32 +197,36 @@ def step_world(key, state: WorldState, actions, params: WorldParams, view: Episo
         community_steps=state.community_steps + jnp.where(done_bg, steps, 0).sum(),
         community_return=state.community_return + jnp.where(done_bg, ret, 0.0).sum(),
     )
+    return state, reward, completed
 
-    # 5. Turnover and entry (docs/world.md §2).
-    now = state.t + 1
-    refill = res.exited & (~newcomer | params.replace_newcomer)
-    state = _refill(k_refill, state, refill, lt, params, now)
-    # A newcomer that is not replaced leaves its slot for good.
-    keep = ~(res.exited & newcomer & ~params.replace_newcomer)
-    state = state.replace(agents=state.agents.replace(in_use=state.agents.in_use & keep))
-    state = state.replace(newcomer_done=state.newcomer_done & ~(refill[0]))
-    state, entered = _enter(state, lt, now)
-    state = state.replace(t=now)
 
+def step_world(key, state: WorldState, actions, params: WorldParams, view: EpisodeNorm | None = None):
+    """One world step for a joint action [K]. Returns (state, StepInfo).
+
+    `view`: `state_norm(state, params)` when the caller computed it already (the
+    planner needs it too); the sanctions are then read from it instead of
+    evaluating the norm again.
+    """
+    lt = world_tables().at(params.layout)
+    ag = state.agents
+    k_move, k_refill = jax.random.split(key)
+    r = resolve(k_move, state, actions, lt, params, view)  # stages 1-3
+    state, reward, completed = progress(state, r, lt, params)  # stage 4
+    state, entered = turnover(k_refill, state, r.res.exited, lt, params)  # stage 5
     info = StepInfo(
         active=ag.active,
         pos=ag.pos,
-        action=eff,
-        target=res.target,
-        next_pos=res.pos,
+        action=r.eff,
+        target=r.res.target,
+        next_pos=r.res.pos,
         reward=reward,
-        sanctioned=sanctioned,
-        collided=res.collided,
-        displaced=res.displaced,
-        exited=res.exited,
+        sanctioned=r.sanctioned,
+        collided=r.res.collided,
+        displaced=r.res.displaced,
+        exited=r.res.exited,
         goals_completed=completed,
         entered=entered,
-        forced_wait=in_service,
+        forced_wait=r.in_service,
         uid=ag.uid,
     )
     return state, info

@@ -1,0 +1,109 @@
+"""Turnover and entry (docs/world.md §2): the last stage of the world step.
+
+Agents that exited free their slot; `refill` gives such slots fresh pending
+agents (new uid, group, task, habit) that enter after a random delay, and
+`enter` lets pending agents whose time has come onto their door's inward cell.
+`turnover` is the stage as the world step runs it; `reset_world` uses `refill`
+and `enter` to draw an episode's first agents.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from normjax import constants as C
+from normjax.layouts.tables import LayoutTables
+from normjax.world import tasks
+from normjax.world.habits import draw_habits
+from normjax.world.state import WorldParams, WorldState
+
+
+def refill(key, state: WorldState, slots, lt, params: WorldParams, now):
+    """Give `slots` (bool [K]) fresh pending agents (new uid, group, task, habit).
+
+    Habits (docs/world.md §8.5) hash the key's raw words: no draw below changes.
+    """
+    ag = state.agents
+    k = slots.shape[0]
+    kt, kd = jax.random.split(key)
+    goal_kind, goal_cell, exit_door, entry_door, group = tasks.sample_tasks(
+        kt, lt, params.norm_id, k
+    )
+    lo, hi = params.turnover_delay[0], params.turnover_delay[1]
+    delay = jax.random.randint(kd, (k,), lo, hi + 1)
+    # The newcomer is replaced at once when replacement is on (docs/world.md §9, training).
+    delay = jnp.where(jnp.arange(k) == 0, 0, delay)
+    rank = jnp.cumsum(slots) - 1
+    sel = lambda new, old: jnp.where(  # noqa: E731
+        slots.reshape(slots.shape + (1,) * (jnp.ndim(old) - 1)), new, old
+    )
+    ag = ag.replace(
+        spawn_t=sel(now + delay, ag.spawn_t),
+        uid=sel(state.next_uid + rank, ag.uid),
+        group=sel(group, ag.group),
+        entry_door=sel(entry_door, ag.entry_door),
+        goal_kind=sel(goal_kind, ag.goal_kind),
+        goal_cell=sel(goal_cell, ag.goal_cell),
+        exit_door=sel(exit_door, ag.exit_door),
+        habit=sel(draw_habits(key, slots, ag.role, params), ag.habit),
+    )
+    return state.replace(agents=ag, next_uid=state.next_uid + slots.sum())
+
+
+def enter(state: WorldState, lt: LayoutTables, now):
+    """Pending agents whose time has come enter on their door's inward cell.
+
+    At most one agent per door per step, earliest spawn time first (then lowest
+    slot); the inward cell must be free.  Returns (state, entered [K]).
+    """
+    ag = state.agents
+    k = ag.active.shape[0]
+    idx = jnp.arange(k)
+    ready = ag.in_use & ~ag.active & (ag.spawn_t <= now)
+    cell = lt.door_inward[ag.entry_door]  # [K, 2]
+    occupied = (ag.active[None, :] & (ag.pos[None, :, :] == cell[:, None, :]).all(-1)).any(1)
+    prio = ag.spawn_t * k + idx
+    same_door = ready[None, :] & (ag.entry_door[None, :] == ag.entry_door[:, None])
+    first = ~(same_door & (prio[None, :] < prio[:, None])).any(axis=1)
+    entered = ready & first & ~occupied
+    e1 = entered[:, None]
+    in_q = lt.zone_q[cell[:, 0], cell[:, 1]]
+    ag = ag.replace(
+        active=ag.active | entered,
+        pos=jnp.where(e1, cell, ag.pos),
+        prev_pos=jnp.where(e1, cell, ag.prev_pos),
+        leg=jnp.where(entered, 0, ag.leg),
+        timer=jnp.where(entered, 0, ag.timer),
+        goals_done=jnp.where(entered, 0, ag.goals_done),
+        moves=jnp.where(e1, False, ag.moves),
+        visited_q=jnp.where(entered, in_q, ag.visited_q),
+        last_action=jnp.where(entered, C.WAIT, ag.last_action),
+        sanctioned=ag.sanctioned & ~entered,
+        collided=ag.collided & ~entered,
+        displaced=ag.displaced & ~entered,
+        n_sanctions=jnp.where(entered, 0, ag.n_sanctions),
+        n_collisions=jnp.where(entered, 0, ag.n_collisions),
+        steps=jnp.where(entered, 0, ag.steps),
+        ret=jnp.where(entered, 0.0, ag.ret),
+    )
+    return state.replace(agents=ag), entered
+
+
+def turnover(key, state: WorldState, exited, lt: LayoutTables, params: WorldParams):
+    """Refill the slots of agents that exited (the newcomer's only when it is
+    replaced), let pending agents enter, advance t.  Returns (state, entered [K])."""
+    k = exited.shape[0]
+    newcomer = jnp.arange(k) == 0
+    now = state.t + 1
+    slots = exited & (~newcomer | params.replace_newcomer)
+    state = refill(key, state, slots, lt, params, now)
+    # A newcomer that is not replaced leaves its slot for good.
+    keep = ~(exited & newcomer & ~params.replace_newcomer)
+    state = state.replace(agents=state.agents.replace(in_use=state.agents.in_use & keep))
+    state = state.replace(newcomer_done=state.newcomer_done & ~(slots[0]))
+    state, entered = enter(state, lt, now)
+    return state.replace(t=now), entered
+
+
+__all__ = ["enter", "refill", "turnover"]
