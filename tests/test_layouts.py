@@ -389,3 +389,23 @@ def test_every_rule_has_a_broken_map():
 
 def test_layout_error_is_value_error():
     assert issubclass(LayoutError, ValueError)
+
+
+def test_single_layout_path_cuts_only_padding():
+    """The single-layout path scores `candidate_count(l)` goal candidates and
+    reads `seat_order_length(l)` seat-order entries: exactly the layout's own
+    entries, everything after them padding (the cafe by hand: 12 chairs, 4 R,
+    4 Q, 3 doors)."""
+    from normjax.layouts.routes import CAND_PAD, candidate_count, host_goal_candidates
+    from normjax.layouts.tables import host_tables
+    from normjax.norms.predicates import seat_order_length
+
+    kind, tables = host_goal_candidates()["kind"], host_tables()
+    assert candidate_count() == kind.shape[1]
+    assert candidate_count(0) == 12 + 4 + 4 + 3 and seat_order_length(0) == 12
+    for lid in range(kind.shape[0]):
+        n, m = candidate_count(lid), seat_order_length(lid)
+        assert (kind[lid, :n] != CAND_PAD).all() and (kind[lid, n:] == CAND_PAD).all()
+        order = tables["seat_order"][lid]
+        assert (order[:, :m] >= 0).any(axis=0).all() and (order[:, m:] == -1).all()
+        assert m == tables["n_chairs"][lid]  # both orders list every chair

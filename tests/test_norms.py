@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from normjax import constants as C
-from normjax.layouts import LAYOUTS, parse_layout
+from normjax.layouts import ALL_LAYOUTS, LAYOUTS, parse_layout
 from normjax.norms import (
     FAMILIES,
     NORM_NAMES,
@@ -336,3 +336,23 @@ def test_sanctions_select_the_episode_norm():
     assert SANCTIONS(jnp.int32(7), per).shape == (NC.K, 5)
     assert not np.asarray(SANCTIONS(jnp.int32(-1), per)).any()
     assert not np.asarray(SANCTIONS(jnp.int32(7), per)[:, C.WAIT]).any()
+
+
+@pytest.mark.parametrize("lid", range(len(ALL_LAYOUTS)))
+def test_first_free_chair_on_the_single_layout_path(lid):
+    """With every chair of a seat order taken but its last, that last chair is the
+    first free one, on the single-layout path (seat orders cut to the layout's
+    chairs) as on the traced one; with every chair taken there is none (-1)."""
+    from normjax.norms.predicates import _first_free_chairs
+
+    tables = world_tables()
+    order = np.asarray(tables.seat_order[lid])  # [2, 48, 2]
+    for sigma in range(2):
+        chairs = order[sigma][order[sigma][:, 0] >= 0]
+        for taken, want in ((chairs[:-1], chairs[-1]), (chairs, [-1, -1])):
+            pos, active = jnp.asarray(taken), jnp.ones(len(taken), bool)
+            static = _first_free_chairs(tables.at(lid), pos, active)
+            traced = jax.jit(lambda i: _first_free_chairs(tables.at(i), pos, active))(jnp.int32(lid))
+            assert tables.at(lid).static_index == lid
+            np.testing.assert_array_equal(np.asarray(static), np.asarray(traced))
+            np.testing.assert_array_equal(np.asarray(static)[sigma], want)

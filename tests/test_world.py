@@ -14,7 +14,7 @@ from normjax import constants as C
 from normjax.layouts import LAYOUTS
 from normjax.world.observation import obs_size, observe
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, WorldConfig, make_params
-from normjax.layouts.tables import host_tables
+from normjax.layouts.tables import host_tables, world_tables
 from normjax.world.step import reset_world, step_world
 from tests.world_helpers import RESET, STEP, actions, blank, params, put
 
@@ -277,10 +277,13 @@ def test_make_params_rejects_bad_values():
         WorldConfig(capacity=7)
 
 
-@pytest.mark.parametrize("layout", [0, 7])
-def test_static_layout_fast_path_is_bit_identical(layout):
-    """Promising the layout statically (tables as constants) changes nothing in a
-    full environment rollout: states and step records are identical."""
+@pytest.mark.parametrize("layout,norm", [(0, 23), (7, 39), (3, 48), (9, 49), (7, 7)])
+def test_static_layout_fast_path_is_bit_identical(layout, norm):
+    """Promising the layout statically (tables as constants, candidate lists and
+    seat orders cut to the layout's own length) changes nothing in a full
+    environment rollout: states and step records are identical.  Norms 48-49
+    read the first free chair of a seat order; 7 and 39 send agents to chairs
+    and R cells, 23 to a queue."""
     from normjax.env import env_step
 
     def rollout(params):
@@ -292,9 +295,11 @@ def test_static_layout_fast_path_is_bit_identical(layout):
         start = reset_world(jax.random.PRNGKey(3), params)
         return jax.lax.scan(body, start, jax.random.split(jax.random.PRNGKey(4), 40))
 
-    dynamic = make_params(layout, 39 if layout else 23, n_blind=1)
-    static = make_params(layout, 39 if layout else 23, n_blind=1, static_layout=True)
+    dynamic = make_params(layout, norm, n_blind=1)
+    static = make_params(layout, norm, n_blind=1, static_layout=True)
     assert static.static_layout == layout and dynamic.static_layout == -1
+    assert world_tables().at(static.layout).static_index == layout
+    assert world_tables().at(dynamic.layout).static_index == -1
     a = jax.jit(rollout)(dynamic)
     b = jax.jit(rollout)(static)
     jax.tree.map(lambda x, y: np.testing.assert_array_equal(np.asarray(x), np.asarray(y)), a, b)

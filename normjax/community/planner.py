@@ -30,7 +30,6 @@ arithmetic, and the per-action norm mask; no search runs inside the step.
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
 from normjax import constants as C
@@ -41,6 +40,7 @@ from normjax.layouts.routes import (
     CAND_DOOR,
     CAND_Q,
     CAND_R,
+    candidate_count,
     corridor_tables,
     goal_candidate_tables,
     route_rows,
@@ -67,13 +67,17 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):
     result equals an argmin over all 165 cells of (distance + tie-break noise)
     with non-candidates at INF: the same noise values (`hash_at` of the same
     flat indices), the lowest flat index among equal scores, and cell 0 when an
-    agent has no candidate at all.
+    agent has no candidate at all.  On the single-layout path
+    (`lt.static_index`) only that layout's own candidates are scored, not the
+    padding up to the longest list of all layouts.
     """
     ag = state.agents
     k = ag.active.shape[0]
     cand = goal_candidate_tables()
-    lid = lt.layout_index
-    cell, kind = cand["cell"][lid], cand["kind"][lid]  # [N]
+    static = lt.static_index if lt.static_index >= 0 else None
+    lid = lt.layout_index if static is None else static
+    cand = {f: v[lid, :candidate_count(static)] for f, v in cand.items()}
+    cell, kind = cand["cell"], cand["kind"]  # [N]
     x = _flat(ag.pos)
     goal_flat = _flat(ag.goal_cell)
 
@@ -92,7 +96,7 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):
     # Per-candidate lookups as one-hot reductions: under vmap a gather by a
     # batched column index costs more than these [K, N, 3] ands.
     three = jnp.arange(3)
-    region_hot = cand["region"][lid][:, None] == three[None, :]  # [N, 3], none for -1
+    region_hot = cand["region"][:, None] == three[None, :]  # [N, 3], none for -1
     chair_region_ok = (reg_ok[:, None, :] & region_hot[None]).any(-1)
     order = norm_row(norm_id, "seat_order")  # -1 unless a seats-in-order norm
     first = ctx.first_free[jnp.maximum(order, 0)]
@@ -106,7 +110,7 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):
     allowed = jnp.where(same[:, None], jnp.arange(3)[None, :] == ag.entry_door[:, None], allowed)
     spec = jnp.arange(3)[None, :] == ag.exit_door[:, None]
     doors_ok = jnp.where((ag.exit_door == ANY_DOOR)[:, None], allowed, spec)  # [K, 3]
-    door_ok = (doors_ok[:, None, :] & (cand["door"][lid][:, None] == three[None, :])[None]).any(-1)
+    door_ok = (doors_ok[:, None, :] & (cand["door"][:, None] == three[None, :])[None]).any(-1)
 
     chair_case = leg0 & ~need_q & (ag.goal_kind == GOAL_ANY_CHAIR)
     r_case = leg0 & ~need_q & (ag.goal_kind == GOAL_ANY_R)
@@ -162,7 +166,7 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware, view=None):
     variant = jnp.where(aware, norm_row(norm_id, "route_variant"), 0)
     x = _flat(ag.pos)
     view = state_norm(state, params) if view is None else view
-    lt1, ctx = view.tables, view.ctx
+    ctx = view.ctx
     goal = choose_goals(seed, lt, ctx, state, norm_id, aware,
                         lambda cells: rows[lid, variant[:, None], x[:, None], cells])
 

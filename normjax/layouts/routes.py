@@ -157,6 +157,15 @@ def host_goal_candidates() -> dict[str, np.ndarray]:
     return {f: np.asarray([r[f] + [v] * (n - len(r[f])) for r in rows], np.int32) for f, v in pad.items()}
 
 
+def candidate_count(layout: int | None = None) -> int:
+    """Length of a layout's candidate list without padding (the padded width
+    when `layout` is None, i.e. traced)."""
+    kind = host_goal_candidates()["kind"]
+    if layout is None:
+        return kind.shape[1]
+    return int((kind[layout] != CAND_PAD).sum())
+
+
 @functools.lru_cache(maxsize=None)
 def goal_candidate_tables() -> dict[str, jax.Array]:
     with jax.ensure_compile_time_eval():

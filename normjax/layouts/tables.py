@@ -129,6 +129,10 @@ class LayoutTables:
 
     # Index of the layout a sliced table belongs to (-1 while stacked).
     layout_index: jax.Array = None  # type: ignore[assignment]
+    # The same index when it is known at trace time (the single-layout path,
+    # `WorldParams.static_layout`), else -1: stages may then drop the padding
+    # of per-layout lists (candidates, seat orders) up to the longest layout's.
+    static_index: int = struct.field(pytree_node=False, default=-1)
 
     def at(self, layout_id) -> "LayoutTables":
         """The slice of one layout from stacked tables (layout_id may be traced).
@@ -138,7 +142,8 @@ class LayoutTables:
         `distance` gathers single entries with the layout index instead.
         """
         sliced = jax.tree.map(lambda a: a[layout_id], self.replace(dist=None, layout_index=None))
-        return sliced.replace(dist=self.dist, layout_index=jnp.asarray(layout_id, jnp.int32))
+        static = layout_id if isinstance(layout_id, int) else -1
+        return sliced.replace(dist=self.dist, layout_index=jnp.asarray(layout_id, jnp.int32), static_index=static)
 
     def distance(self, target_flat, from_flat):
         """Moves from cell `from_flat` to cell `target_flat` (flat indices)."""

@@ -141,9 +141,18 @@ def _queue_context(lt, pos, active):
     return src, held, tail
 
 
+def seat_order_length(layout: int) -> int:
+    """Entries of a layout's seat orders without padding (host tables)."""
+    from normjax.layouts.tables import host_tables  # layouts import norms: import late
+
+    return int((host_tables()["seat_order"][layout][..., 0] >= 0).sum(-1).max())
+
+
 def _first_free_chairs(lt, pos, active):
     """docs/world.md §7 norms 48-49: first chair of each order sigma no active agent stands on."""
     order = lt.seat_order  # [2, 48, 2], -1 padded
+    if lt.static_index >= 0:  # one known layout: drop the padding beyond its chairs
+        order = order[:, :seat_order_length(lt.static_index)]
     valid = order[..., 0] >= 0
     # Compare flat cell indices (one int per cell instead of two coordinates).
     order_flat, pos_flat = order[..., 0] * C.W + order[..., 1], pos[:, 0] * C.W + pos[:, 1]
