@@ -304,3 +304,22 @@ def test_static_layout_fast_path_is_bit_identical(layout, norm):
     b = jax.jit(rollout)(static)
     jax.tree.map(lambda x, y: np.testing.assert_array_equal(np.asarray(x), np.asarray(y)), a, b)
     assert int(np.asarray(a[1][0].active).sum()) > 40  # agents were on the grid
+
+
+def test_entry_one_per_door_earliest_spawn_then_lowest_slot():
+    """Per door, the earliest-spawned ready agent enters (ties: the lowest slot),
+    doors independently; a door whose inward cell is held admits nobody."""
+    from normjax.layouts.tables import host_tables
+
+    inward = host_tables()["door_inward"][0]
+    p = params(0, -1)
+    s = put(blank(), 0, (3, 7), goal=(1, 7))
+    for slot, spawn, door in ((4, 1, 0), (5, 0, 0), (7, 0, 0), (6, 1, 2)):
+        s = put(s, slot, (0, 0), active=False, spawn_t=spawn, goal=(1, 7), entry_door=door)
+    s, info = STEP(jax.random.PRNGKey(0), s, actions(), p)  # t = 0 -> 1: all four are ready
+    assert np.flatnonzero(np.asarray(info.entered)).tolist() == [5, 6]
+    assert s.agents.pos[5].tolist() == inward[0].tolist() and s.agents.pos[6].tolist() == inward[2].tolist()
+    s, info = STEP(jax.random.PRNGKey(0), s, actions(), p)  # slot 5 still holds dA's inward cell
+    assert not np.asarray(info.entered).any()
+    s, info = STEP(jax.random.PRNGKey(0), s, actions((5, R)), p)  # it steps off: slot 7 (spawn 0) before 4
+    assert np.flatnonzero(np.asarray(info.entered)).tolist() == [7]

@@ -62,10 +62,14 @@ def enter(state: WorldState, lt: LayoutTables, now):
     idx = jnp.arange(k)
     ready = ag.in_use & ~ag.active & (ag.spawn_t <= now)
     cell = lt.door_inward[ag.entry_door]  # [K, 2]
-    occupied = (ag.active[None, :] & (ag.pos[None, :, :] == cell[:, None, :]).all(-1)).any(1)
-    prio = ag.spawn_t * k + idx
-    same_door = ready[None, :] & (ag.entry_door[None, :] == ag.entry_door[:, None])
-    first = ~(same_door & (prio[None, :] < prio[:, None])).any(axis=1)
+    prio = ag.spawn_t * k + idx  # distinct
+    # Per door (3, not per pair of agents): is its inward cell held, and the
+    # priority of its earliest ready agent; each agent then reads its door's.
+    mine = ag.entry_door[:, None] == jnp.arange(C.N_DOORS)[None, :]  # [K, 3]
+    held = (ag.active[:, None] & (ag.pos[:, None, :] == lt.door_inward[None, :, :]).all(-1)).any(0)
+    earliest = jnp.where(mine & ready[:, None], prio[:, None], jnp.iinfo(jnp.int32).max).min(0)  # [3]
+    occupied = (mine & held[None, :]).any(1)
+    first = (mine & (prio[:, None] == earliest[None, :])).any(1)
     entered = ready & first & ~occupied
     e1 = entered[:, None]
     in_q = lt.zone_q[cell[:, 0], cell[:, 1]]
