@@ -168,8 +168,12 @@ def context(lt, pos, active, group, visited_q) -> Context:
     """Action-independent part of the docs/world.md §7 predicates for one layout."""
     active = active.astype(bool)
     in_r = active & _at(lt.zone_r, pos)
-    others = active[None, :] & ~jnp.eye(pos.shape[0], dtype=bool)  # [i, j]: j other than i
-    r_other = others & in_r[None, :]
+    # Counts in R per group (3), not per pair of agents: the others in R are all
+    # but oneself, those of another group all but one's own group's.
+    in_group = group[:, None] == jnp.arange(C.N_GROUPS)[None, :]  # [K, 3]
+    per_group = jnp.sum(in_group & in_r[:, None], axis=0, dtype=jnp.int32)  # [3]
+    n_r = jnp.sum(per_group)
+    own_group = jnp.sum(jnp.where(in_group, per_group[None, :], 0), axis=1)
     src, held, tail = _queue_context(lt, pos, active)
     return Context(
         ever_q=visited_q.astype(bool) | _at(lt.zone_q, pos),
@@ -180,8 +184,8 @@ def context(lt, pos, active, group, visited_q) -> Context:
         queue_held=held,
         queue_tail=tail,
         in_r=in_r,
-        r_others=jnp.sum(r_other, axis=1).astype(jnp.int32),
-        r_other_group=jnp.any(r_other & (group[None, :] != group[:, None]), axis=1),
+        r_others=n_r - in_r.astype(jnp.int32),
+        r_other_group=n_r > own_group,
         first_free=_first_free_chairs(lt, pos, active),
     )
 
