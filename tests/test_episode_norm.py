@@ -16,6 +16,7 @@ from normjax.norms import (
     permissible_per_action,
     sanctions,
 )
+from normjax import constants as C
 from normjax.world.state import WorldConfig, make_params
 from normjax.layouts.tables import ALL_LAYOUTS, host_tables, world_tables
 from normjax.world.step import reset_world
@@ -99,3 +100,19 @@ def test_static_permit_table_equals_the_predicates_on_every_layout():
         assert np.array_equal(got[static].astype(bool), want[static]), ALL_LAYOUTS[lid]
         assert got[~static].all()  # dynamic-only norms: no static restriction
         assert not got[static].all()  # the static norms do forbid something
+
+
+def test_queue_path_index_table_equals_path_comparison():
+    """`queue_path_index` (the episode rule's table) equals comparing every cell
+    with every queue path cell (`_path_index`), for all layouts, paths and cells."""
+    from normjax.norms.predicates import _path_index
+    from normjax.norms.rules import queue_path_index
+
+    tables, table = world_tables(), np.asarray(queue_path_index())
+    cells = jnp.stack(jnp.unravel_index(jnp.arange(C.N_CELLS), (C.H, C.W)), axis=1)
+    for lid in range(table.shape[0]):
+        lt = tables.at(lid)
+        valid = jnp.arange(lt.queue_paths.shape[1])[None, :] < lt.queue_len[:, None]
+        want, _ = _path_index(lt.queue_paths, valid, cells)  # [16, 165]
+        np.testing.assert_array_equal(table[lid], np.asarray(want))
+    assert (table >= 0).any(axis=-1).all()  # every path has cells

@@ -145,6 +145,12 @@ class LayoutTables:
         static = layout_id if isinstance(layout_id, int) else -1
         return sliced.replace(dist=self.dist, layout_index=jnp.asarray(layout_id, jnp.int32), static_index=static)
 
+    @property
+    def index(self):
+        """The layout index to read stacked tables with: the static one when known
+        (a compile-time constant), else the traced `layout_index`."""
+        return self.static_index if self.static_index >= 0 else self.layout_index
+
     def distance(self, target_flat, from_flat):
         """Moves from cell `from_flat` to cell `target_flat` (flat indices)."""
         return self.dist[self.layout_index, target_flat, from_flat]

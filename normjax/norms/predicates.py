@@ -317,6 +317,12 @@ def permissible_per_action(lt, t, pos, active, group, moves, visited_q):
     return jax.vmap(one, out_axes=2)(jnp.arange(C.N_ACTIONS, dtype=jnp.int32))
 
 
+def queue_path_of(norm_id):
+    """The queue path a norm id reads (its own for the queue norms 23-38; a
+    clipped, unused one for the others)."""
+    return jnp.clip(jnp.asarray(norm_id) - reg.QUEUE_IDS[0], 0, C.N_QUEUE_PATHS - 1)
+
+
 def single_queue_view(lt, norm_id):
     """Tables holding only the episode's queue path, as a block of one path.
 
@@ -325,7 +331,7 @@ def single_queue_view(lt, norm_id):
     return 35 rows: 0-22 as the norm ids, 23 the episode's queue norm, 24-34
     norms 39-49.  `episode_row` maps a norm id to that row.
     """
-    j = jnp.clip(jnp.asarray(norm_id) - reg.QUEUE_IDS[0], 0, C.N_QUEUE_PATHS - 1)
+    j = queue_path_of(norm_id)
     return lt.replace(queue_paths=lt.queue_paths[j][None], queue_len=lt.queue_len[j][None])
 
 

@@ -118,6 +118,25 @@ def static_permits() -> jax.Array:
         return jnp.asarray(bits)
 
 
+@functools.lru_cache(maxsize=None)
+def queue_path_index() -> jax.Array:
+    """int8 [layouts, 16 queue paths, 165 cells]: the index of each cell on each
+    queue path, -1 off the path (the path cells of a layout are distinct, checked
+    here).  Built once in numpy; in jit a constant."""
+    from normjax.layouts.tables import host_tables  # layouts import norms: import late
+
+    ht = host_tables()
+    paths, lengths = ht["queue_paths"], ht["queue_len"]  # [L, 16, 7, 2], [L, 16]
+    out = np.full(paths.shape[:2] + (C.N_CELLS,), -1, np.int8)
+    for lid, path_id in np.ndindex(*paths.shape[:2]):
+        cells = flat_index(paths[lid, path_id, : lengths[lid, path_id]])
+        if len(set(cells.tolist())) != len(cells):
+            raise ValueError(f"queue path {path_id} of layout {lid} visits a cell twice: {cells.tolist()}")
+        out[lid, path_id, cells] = np.arange(len(cells))
+    with jax.ensure_compile_time_eval():
+        return jnp.asarray(out)
+
+
 def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, actions=None) -> jax.Array:
     """bool [K, 5]: what the episode's norm says of each agent taking each action;
     with `actions` [K], bool [K, 1] for those actions only.
@@ -138,7 +157,7 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, a
 
     nid = jnp.clip(jnp.asarray(norm_id, jnp.int32), 0, reg.N_NORMS - 1)
     cell = jnp.clip(flat_index(pos), 0, C.N_CELLS - 1)
-    bits = static_permits()[lt.layout_index, nid, group, cell]  # [K] uint8, bit a = action a
+    bits = static_permits()[lt.index, nid, group, cell]  # [K] uint8, bit a = action a
     static_ok = ((bits[:, None] >> acts.astype(jnp.uint8)) & 1).astype(bool)
 
     rule, arg = jnp.asarray(DYNAMIC_RULE)[nid, 0], jnp.asarray(DYNAMIC_RULE)[nid, 1]
@@ -150,11 +169,12 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, a
     visit_q = ~chair | ctx.ever_q[:, None]
 
     # The episode's queue path: one step toward the head, or joining at the tail.
-    path, length = lt.queue_paths[0], lt.queue_len[0]  # [7, 2]
-    hit = (jnp.arange(path.shape[0]) < length)[None, None, :] & jnp.all(
-        target[:, :, None, :] == path[None, None, :, :], axis=-1)  # [K, 5, 7]
-    dst = jnp.where(hit.any(-1), jnp.argmax(hit, axis=-1), -1)
-    dst_held = jnp.any(hit & ctx.queue_held[0].T[:, None, :], axis=-1)
+    # dst: the target's index on the path, -1 off it (one table read per target).
+    on_grid = (target[..., 0] >= 0) & (target[..., 0] < C.H) & (target[..., 1] >= 0) & (target[..., 1] < C.W)
+    dst = queue_path_index()[lt.index, P.queue_path_of(norm_id), jnp.where(on_grid, flat_index(target), 0)]
+    dst = jnp.where(on_grid, dst, -1).astype(jnp.int32)  # [K, A]
+    length = lt.queue_paths.shape[1]
+    dst_held = jnp.any((dst[:, :, None] == jnp.arange(length)) & ctx.queue_held[0].T[:, None, :], axis=-1)
     src, tail = ctx.queue_src[0][:, None], ctx.queue_tail[0][:, None]
     queue = (dst == -1) | ((src == dst + 1) & ~dst_held) | ((src == -1) & (dst == tail))
 
@@ -174,4 +194,4 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, a
     return (static_ok & dynamic) | ~judged
 
 
-__all__ = ["DYNAMIC_RULE", "episode_permits", "static_permits"]
+__all__ = ["DYNAMIC_RULE", "episode_permits", "queue_path_index", "static_permits"]
