@@ -58,6 +58,18 @@ WAIT_BIAS = 0.5
 INF = 1e6
 
 
+def _option_of(options, index):
+    """options [K, 3] bool, index [N] in -1..2 -> [K, N]: options[i, index[n]],
+    False for -1.  Per-candidate lookups as three selects: under vmap a gather
+    by a batched column index costs more, and so does a one-hot [K, N, 3]
+    reduction (its minor axis of 3 is not vectorised; measured about 12% of
+    the full step for the door lookup alone)."""
+    out = jnp.zeros(options.shape[:1] + index.shape, bool)
+    for option in range(options.shape[1]):
+        out = jnp.where((index == option)[None, :], options[:, option, None], out)
+    return out
+
+
 def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):
     """Flat goal cell per agent [K] for its current leg (step 1 above).
 
@@ -93,11 +105,7 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):
     # Chairs: a norm-aware agent only takes permissible ones (seat region, the
     # first free seat in sigma under the seats-in-order norms).
     reg_ok = norm_row(norm_id, "allowed_regions")[ag.group]  # [K, 3]
-    # Per-candidate lookups as one-hot reductions: under vmap a gather by a
-    # batched column index costs more than these [K, N, 3] ands.
-    three = jnp.arange(3)
-    region_hot = cand["region"][:, None] == three[None, :]  # [N, 3], none for -1
-    chair_region_ok = (reg_ok[:, None, :] & region_hot[None]).any(-1)
+    chair_region_ok = _option_of(reg_ok, cand["region"])  # [K, N]
     order = norm_row(norm_id, "seat_order")  # -1 unless a seats-in-order norm
     first = ctx.first_free[jnp.maximum(order, 0)]
     first_ok = (order < 0) | (cell == _flat(first))[None, :] & (first[0] >= 0)
@@ -110,7 +118,7 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):
     allowed = jnp.where(same[:, None], jnp.arange(3)[None, :] == ag.entry_door[:, None], allowed)
     spec = jnp.arange(3)[None, :] == ag.exit_door[:, None]
     doors_ok = jnp.where((ag.exit_door == ANY_DOOR)[:, None], allowed, spec)  # [K, 3]
-    door_ok = (doors_ok[:, None, :] & (cand["door"][:, None] == three[None, :])[None]).any(-1)
+    door_ok = _option_of(doors_ok, cand["door"])  # [K, N]
 
     chair_case = leg0 & ~need_q & (ag.goal_kind == GOAL_ANY_CHAIR)
     r_case = leg0 & ~need_q & (ag.goal_kind == GOAL_ANY_R)
