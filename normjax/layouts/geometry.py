@@ -64,6 +64,13 @@ def is_corner(r: int, c: int) -> bool:
     return r in (0, C.H - 1) and c in (0, C.W - 1)
 
 
+def same_cell(a, b):
+    """Whether [..., 2] cells a and b are equal (broadcasting), as two
+    comparisons: an `all` over the last axis of 2 is a reduction XLA:CPU does
+    not vectorise."""
+    return (a[..., 0] == b[..., 0]) & (a[..., 1] == b[..., 1])
+
+
 def flat_index(cells):
     """Flat cell index row * W + col of [..., 2] cells (numpy or jax arrays)."""
     return cells[..., 0] * C.W + cells[..., 1]

@@ -50,6 +50,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
+from normjax.layouts.geometry import same_cell
 from normjax.world.moves import cell_value, effective_actions, move_targets
 from normjax.norms import registry as reg
 
@@ -117,7 +118,7 @@ def _at(grid, cells):
 
 def _same(a, b):
     """Cell equality over the last axis (broadcasting)."""
-    return jnp.all(a == b, axis=-1)
+    return same_cell(a, b)
 
 
 def _path_index(paths, valid, cells):

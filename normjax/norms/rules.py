@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
-from normjax.layouts.geometry import flat_index
+from normjax.layouts.geometry import flat_index, same_cell
 from normjax.norms import predicates as P
 from normjax.norms import registry as reg
 from normjax.world.moves import DELTAS, cell_value, effective_actions
@@ -174,7 +174,10 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, a
     dst = queue_path_index()[lt.index, P.queue_path_of(norm_id), jnp.where(on_grid, flat_index(target), 0)]
     dst = jnp.where(on_grid, dst, -1).astype(jnp.int32)  # [K, A]
     length = lt.queue_paths.shape[1]
-    dst_held = jnp.any((dst[:, :, None] == jnp.arange(length)) & ctx.queue_held[0].T[:, None, :], axis=-1)
+    held = ctx.queue_held[0]  # [7, K]: path cell held by another agent than i
+    dst_held = jnp.zeros(dst.shape, bool)
+    for cell_k in range(length):  # held[dst, i] as selects (no [K, A, 7] reduction)
+        dst_held = jnp.where(dst == cell_k, held[cell_k][:, None], dst_held)
     src, tail = ctx.queue_src[0][:, None], ctx.queue_tail[0][:, None]
     queue = (dst == -1) | ((src == dst + 1) & ~dst_held) | ((src == -1) & (dst == tail))
 
@@ -182,7 +185,7 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, a
     r_capacity = ~enters_r | (ctx.r_others <= arg)[:, None]
     r_group = ~enters_r | ~ctx.r_other_group[:, None]
     first = ctx.first_free[jnp.clip(arg, 0, 1)]
-    in_order = ~chair | jnp.all(target == first[None, None, :], axis=-1)
+    in_order = ~chair | same_cell(target, first[None, None, :])
 
     dynamic = jnp.select(
         [rule == RULE_TURN, rule == RULE_RHYTHM, rule == RULE_VISIT_Q, rule == RULE_QUEUE,

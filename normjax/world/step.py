@@ -46,6 +46,7 @@ from normjax.world.state import (
     empty_state,
 )
 from normjax.constants import UNREACHABLE
+from normjax.layouts.geometry import same_cell
 from normjax.layouts.tables import LayoutTables, world_tables
 
 
@@ -135,11 +136,11 @@ def progress(state: WorldState, r: Resolved, lt: LayoutTables, params: WorldPara
     in_service, eff, sanctioned, res = r
     k = ag.active.shape[0]
     present = ag.active & ~res.exited
-    stayed = in_service & present & (res.pos == ag.pos).all(-1)
+    stayed = in_service & present & same_cell(res.pos, ag.pos)
     timer = jnp.where(stayed, ag.timer + 1, 0)
     goal1_now = stayed & (timer >= params.service_steps)
     timer = jnp.where(goal1_now, 0, timer)
-    door_idx = jnp.argmax((lt.doors[None, :, :] == res.exit_door_cell[:, None, :]).all(-1), axis=1)
+    door_idx = jnp.argmax(same_cell(lt.doors[None, :, :], res.exit_door_cell[:, None, :]), axis=1)
     goal2_now = res.exited & (ag.leg == 1) & tasks.door_ok(ag.exit_door, door_idx)
     completed = goal1_now.astype(jnp.int32) + goal2_now.astype(jnp.int32)
     leg = jnp.where(goal1_now, 1, ag.leg)

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from normjax import constants as C
+from normjax.layouts.geometry import same_cell
 from normjax.layouts.tables import SET_CHAIRS, SET_DOORS, SET_R
 from normjax.norms.table import (
     TASK_DEST,
@@ -60,7 +61,7 @@ def sample_tasks(key, lt, norm_id, k: int):
 def on_goal1(lt, goal_kind, goal_cell, pos):
     """Whether each agent stands on an acceptable goal-1 cell [K]."""
     r, c = pos[:, 0], pos[:, 1]
-    exact = (pos == goal_cell).all(axis=-1)
+    exact = same_cell(pos, goal_cell)
     return jnp.select(
         [goal_kind == GOAL_ANY_CHAIR, goal_kind == GOAL_ANY_R],
         [lt.chair[r, c], lt.zone_r[r, c]],

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from normjax import constants as C
+from normjax.layouts.geometry import same_cell
 from normjax.layouts.tables import LayoutTables
 from normjax.world import tasks
 from normjax.world.habits import draw_habits
@@ -66,7 +67,7 @@ def enter(state: WorldState, lt: LayoutTables, now):
     # Per door (3, not per pair of agents): is its inward cell held, and the
     # priority of its earliest ready agent; each agent then reads its door's.
     mine = ag.entry_door[:, None] == jnp.arange(C.N_DOORS)[None, :]  # [K, 3]
-    held = (ag.active[:, None] & (ag.pos[:, None, :] == lt.door_inward[None, :, :]).all(-1)).any(0)
+    held = (ag.active[:, None] & same_cell(ag.pos[:, None, :], lt.door_inward[None, :, :])).any(0)
     earliest = jnp.where(mine & ready[:, None], prio[:, None], jnp.iinfo(jnp.int32).max).min(0)  # [3]
     occupied = (mine & held[None, :]).any(1)
     first = (mine & (prio[:, None] == earliest[None, :])).any(1)
