@@ -229,7 +229,9 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware, view=None):
     yield_to = (jnp.arange(k)[:, None] != jnp.arange(k)[None, :]) & ~stuck[None, :] & (
         stays[None, :] | (prio[None, :] > prio[:, None])
     )
-    hit = ((y[:, :, None] == pred[None, None, :]) & yield_to[:, None, :]).any(-1)  # [K, 5]
+    hit = jnp.zeros(y.shape, bool)  # [K, 5]: another agent this one yields to is predicted there
+    for j in range(k):  # unrolled over j: no [K, 5, K] reduction over its minor axis
+        hit = hit | ((y == pred[j]) & yield_to[:, j, None])
     cost = base + COLLISION_COST * (hit & moving)
 
     cost = jnp.where(ok, cost, INF)
