@@ -52,7 +52,7 @@ from normjax.world.moves import effective_actions  # noqa: E402
 from normjax.world.observation import observe  # noqa: E402
 from normjax.world.physics import resolve_moves  # noqa: E402
 from normjax.world.state import ROLE_NEWCOMER, WorldConfig  # noqa: E402
-from normjax.world.step import progress, reset_world, resolve, step_world  # noqa: E402
+from normjax.world.step import progress, reset_world, step_world, world_stages  # noqa: E402
 from normjax.world.turnover import turnover  # noqa: E402
 
 
@@ -65,8 +65,8 @@ def batch_params(batch: int, static_layout: bool = True):
 def record(batch: int, steps: int):
     """(states [T, B], actions [T, B, K], keys [T, B], params [B]) of a real rollout.
 
-    The world step runs as its stages (`resolve`, `progress`, `turnover`, exactly
-    what `step_world` calls), so the inputs of the later stages are recorded too:
+    The world step runs as `world_stages` (what `step_world` runs), so the inputs of
+    the later stages are recorded too:
     `joints` is (joint action, `Resolved`, state after `progress`)."""
     params = batch_params(batch)
     keys = jax.random.split(jax.random.PRNGKey(0), batch)
@@ -79,22 +79,13 @@ def record(batch: int, steps: int):
             ka, kc, kw = jax.vmap(lambda x: jax.random.split(x, 3))(kb).transpose(1, 0, 2)
             a = jax.random.randint(ka[0], (batch,), 0, C.N_ACTIONS)
             joint = jax.vmap(community_actions)(kc, s, params).at[:, 0].set(a)
-            r, mid, s2 = jax.vmap(_world_stages)(kw, s, joint, params)
-            return s2, (s, (joint, r, mid), kw)
+            st = jax.vmap(world_stages)(kw, s, joint, params)
+            return st.state, (s, (joint, st.resolved, st.progressed), kw)
 
         return jax.lax.scan(body, state, jax.random.split(key, steps))[1]
 
     states, joints, wkeys = block(run(state, jax.random.PRNGKey(1)))
     return states, joints, wkeys, params
-
-
-def _world_stages(key, s, joint, p):
-    """`step_world`'s stages one by one: (Resolved, state after progress, next state)."""
-    lt = world_tables().at(p.layout)
-    k_move, k_refill = jax.random.split(key)  # as step_world splits its key
-    r = resolve(k_move, s, joint, lt, p)
-    mid = progress(s, r, lt, p)[0]
-    return r, mid, turnover(k_refill, mid, r.res.exited, lt, p)[0]
 
 
 def _norms(key, s, rec, p):

@@ -86,9 +86,8 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):
     ag = state.agents
     k = ag.active.shape[0]
     cand = goal_candidate_tables()
-    static = lt.static_index if lt.static_index >= 0 else None
-    lid = lt.layout_index if static is None else static
-    cand = {f: v[lid, :candidate_count(static)] for f, v in cand.items()}
+    width = candidate_count(lt.static_index if lt.static_index >= 0 else None)
+    cand = {f: v[lt.index, :width] for f, v in cand.items()}
     cell, kind = cand["cell"], cand["kind"]  # [N]
     x = _flat(ag.pos)
     goal_flat = _flat(ag.goal_cell)

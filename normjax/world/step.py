@@ -201,6 +201,30 @@ def progress(state: WorldState, r: Resolved, lt: LayoutTables, params: WorldPara
     return state, reward, completed
 
 
+class Stages(NamedTuple):
+    """What each stage of one world step produced (`world_stages`)."""
+
+    resolved: Resolved  # stages 1-3
+    progressed: WorldState  # the state after stage 4
+    reward: jax.Array  # float32 [K]
+    completed: jax.Array  # int32 [K]: goals completed
+    state: WorldState  # the state after stage 5 (the next state)
+    entered: jax.Array  # bool [K]
+
+
+def world_stages(key, state: WorldState, actions, params: WorldParams,
+                 view: EpisodeNorm | None = None) -> Stages:
+    """The world step's pipeline, with each stage's output kept (`step_world`
+    returns the next state and a StepInfo built from them; the stage benchmark
+    records the inputs of the later stages)."""
+    lt = world_tables().at(params.layout)
+    k_move, k_refill = jax.random.split(key)
+    r = resolve(k_move, state, actions, lt, params, view)  # stages 1-3
+    mid, reward, completed = progress(state, r, lt, params)  # stage 4
+    new, entered = turnover(k_refill, mid, r.res.exited, lt, params)  # stage 5
+    return Stages(r, mid, reward, completed, new, entered)
+
+
 def step_world(key, state: WorldState, actions, params: WorldParams, view: EpisodeNorm | None = None):
     """One world step for a joint action [K]. Returns (state, StepInfo).
 
@@ -208,12 +232,9 @@ def step_world(key, state: WorldState, actions, params: WorldParams, view: Episo
     planner needs it too); the sanctions are then read from it instead of
     evaluating the norm again.
     """
-    lt = world_tables().at(params.layout)
     ag = state.agents
-    k_move, k_refill = jax.random.split(key)
-    r = resolve(k_move, state, actions, lt, params, view)  # stages 1-3
-    state, reward, completed = progress(state, r, lt, params)  # stage 4
-    state, entered = turnover(k_refill, state, r.res.exited, lt, params)  # stage 5
+    st = world_stages(key, state, actions, params, view)
+    r, reward, completed, state, entered = st.resolved, st.reward, st.completed, st.state, st.entered
     info = StepInfo(
         active=ag.active,
         pos=ag.pos,
