@@ -30,7 +30,7 @@ from normjax import constants as C
 from normjax.layouts.geometry import flat_index, same_cell
 from normjax.norms import predicates as P
 from normjax.norms import registry as reg
-from normjax.world.moves import DELTAS, cell_value, effective_actions
+from normjax.world.moves import DELTAS, cell_value, effective_actions, in_grid
 
 # Dynamic rules, one per norm (rule, argument).
 (
@@ -170,7 +170,7 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, a
 
     # The episode's queue path: one step toward the head, or joining at the tail.
     # dst: the target's index on the path, -1 off it (one table read per target).
-    on_grid = (target[..., 0] >= 0) & (target[..., 0] < C.H) & (target[..., 1] >= 0) & (target[..., 1] < C.W)
+    on_grid = in_grid(target)
     dst = queue_path_index()[lt.index, P.queue_path_of(norm_id), jnp.where(on_grid, flat_index(target), 0)]
     dst = jnp.where(on_grid, dst, -1).astype(jnp.int32)  # [K, A]
     length = lt.queue_paths.shape[1]
