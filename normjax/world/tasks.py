@@ -22,6 +22,7 @@ from normjax.norms.table import (
     TASK_SEAT,
     norm_row,
 )
+from normjax.world.draws_at import randint_at
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL
 
 
@@ -30,19 +31,24 @@ def task_type(norm_id):
     return norm_row(norm_id, "task_type")
 
 
-def _pick(key, cells, n, shape):
-    i = jax.random.randint(key, shape, 0, jnp.maximum(n, 1))
-    return cells[i]
+def sample_tasks(key, lt, norm_id, k: int, at=None):
+    """Fresh tasks for k agents: (goal_kind, goal_cell [k,2], exit_door, entry_door, group).
 
-
-def sample_tasks(key, lt, norm_id, k: int):
-    """Fresh tasks for k agents: (goal_kind, goal_cell [k,2], exit_door, entry_door, group)."""
+    With `at` (int [m] agent indices) only those agents' tasks, exactly the
+    k-agent result at `at`, without drawing the others' (`draws_at`).
+    """
+    if at is None:
+        n = k
+        draw = lambda kk, lo, hi: jax.random.randint(kk, (k,), lo, hi)  # noqa: E731
+    else:
+        n = at.shape[0]
+        draw = lambda kk, lo, hi: randint_at(kk, at, lo, hi)  # noqa: E731
     kd, kc, kx, ke, kg = jax.random.split(key, 5)
     ty = task_type(norm_id)
-    dest = _pick(kd, lt.dest_cells, lt.n_dest_cells, (k,))
-    chair = _pick(kc, lt.chairs, lt.n_chairs, (k,))
-    service = jnp.broadcast_to(lt.service, (k, 2))
-    none = jnp.full((k, 2), -1, jnp.int32)
+    dest = lt.dest_cells[draw(kd, 0, jnp.maximum(lt.n_dest_cells, 1))]
+    chair = lt.chairs[draw(kc, 0, jnp.maximum(lt.n_chairs, 1))]
+    service = jnp.broadcast_to(lt.service, (n, 2))
+    none = jnp.full((n, 2), -1, jnp.int32)
     goal_cell = jnp.select(
         [ty == TASK_DEST, ty == TASK_QUEUE, (ty == TASK_Q_CHAIR) | (ty == TASK_DOOR_CHOICE)],
         [dest, service, chair],
@@ -50,11 +56,11 @@ def sample_tasks(key, lt, norm_id, k: int):
     )
     goal_kind = jnp.select(
         [ty == TASK_R_ZONE, ty == TASK_SEAT], [GOAL_ANY_R, GOAL_ANY_CHAIR], GOAL_CELL
-    ) * jnp.ones((k,), jnp.int32)
-    exit_door = jax.random.randint(kx, (k,), 0, C.N_DOORS)
+    ) * jnp.ones((n,), jnp.int32)
+    exit_door = draw(kx, 0, C.N_DOORS)
     exit_door = jnp.where(ty == TASK_DOOR_CHOICE, ANY_DOOR, exit_door)
-    entry_door = jax.random.randint(ke, (k,), 0, C.N_DOORS)
-    group = jax.random.randint(kg, (k,), 0, C.N_GROUPS)
+    entry_door = draw(ke, 0, C.N_DOORS)
+    group = draw(kg, 0, C.N_GROUPS)
     return goal_kind, goal_cell.astype(jnp.int32), exit_door, entry_door, group
 
 

@@ -16,31 +16,50 @@ from normjax import constants as C
 from normjax.layouts.geometry import same_cell
 from normjax.layouts.tables import LayoutTables
 from normjax.world import tasks
+from normjax.world.draws_at import randint_at
 from normjax.world.habits import draw_habits
 from normjax.world.state import WorldParams, WorldState
 
 
-def refill(key, state: WorldState, slots, lt, params: WorldParams, now):
+def refill(key, state: WorldState, slots, lt, params: WorldParams, now, max_slots: int | None = None):
     """Give `slots` (bool [K]) fresh pending agents (new uid, group, task, habit).
 
+    With `max_slots` = m, the tasks and delays are drawn only for the first m
+    slots of `slots` (the same values as drawing for all K); the caller
+    guarantees that no more than m slots are set.
     Habits (docs/world.md §8.5) hash the key's raw words: no draw below changes.
     """
     ag = state.agents
     k = slots.shape[0]
     kt, kd = jax.random.split(key)
-    goal_kind, goal_cell, exit_door, entry_door, group = tasks.sample_tasks(
-        kt, lt, params.norm_id, k
-    )
     lo, hi = params.turnover_delay[0], params.turnover_delay[1]
-    delay = jax.random.randint(kd, (k,), lo, hi + 1)
-    # The newcomer is replaced at once when replacement is on (docs/world.md §9, training).
-    delay = jnp.where(jnp.arange(k) == 0, 0, delay)
     rank = jnp.cumsum(slots) - 1
+    if max_slots is None:
+        at = jnp.arange(k)
+        drawn = tasks.sample_tasks(kt, lt, params.norm_id, k)
+        delay = jax.random.randint(kd, (k,), lo, hi + 1)
+        spread = lambda v: v  # noqa: E731
+    else:
+        # at[j]: the slot of rank j (0 where there is none: its draws go unused).
+        at = jnp.stack([jnp.sum(jnp.where(slots & (rank == j), jnp.arange(k), 0)) for j in range(max_slots)])
+        drawn = tasks.sample_tasks(kt, lt, params.norm_id, k, at=at)
+        delay = randint_at(kd, at, lo, hi + 1)
+
+        def spread(v):  # slot i takes draw rank[i]
+            r = rank.reshape(rank.shape + (1,) * (v.ndim - 1))
+            out = v[max_slots - 1]
+            for j in range(max_slots - 2, -1, -1):
+                out = jnp.where(r == j, v[j], out)
+            return out
+
+    # The newcomer is replaced at once when replacement is on (docs/world.md §9, training).
+    delay = jnp.where(at == 0, 0, delay)
+    goal_kind, goal_cell, exit_door, entry_door, group = (spread(v) for v in drawn)
     sel = lambda new, old: jnp.where(  # noqa: E731
         slots.reshape(slots.shape + (1,) * (jnp.ndim(old) - 1)), new, old
     )
     ag = ag.replace(
-        spawn_t=sel(now + delay, ag.spawn_t),
+        spawn_t=sel(now + spread(delay), ag.spawn_t),
         uid=sel(state.next_uid + rank, ag.uid),
         group=sel(group, ag.group),
         entry_door=sel(entry_door, ag.entry_door),
@@ -102,7 +121,9 @@ def turnover(key, state: WorldState, exited, lt: LayoutTables, params: WorldPara
     newcomer = jnp.arange(k) == 0
     now = state.t + 1
     slots = exited & (~newcomer | params.replace_newcomer)
-    state = refill(key, state, slots, lt, params, now)
+    # Only an agent on a door's inward cell can step onto the door (doors sit in
+    # walls; docs/world.md §1), so at most N_DOORS agents exit in one step.
+    state = refill(key, state, slots, lt, params, now, max_slots=C.N_DOORS)
     # A newcomer that is not replaced leaves its slot for good.
     keep = ~(exited & newcomer & ~params.replace_newcomer)
     state = state.replace(agents=state.agents.replace(in_use=state.agents.in_use & keep))
