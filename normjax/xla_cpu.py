@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import os
 
+import jax.numpy as jnp
+
 UNROLLED = False
 
 
@@ -40,4 +42,23 @@ def use_unrolled_threefry() -> bool:
     return True
 
 
-__all__ = ["UNROLLED", "use_unrolled_threefry"]
+def computed_once(x):
+    """`x` unchanged, but stored once instead of recomputed inside each consumer.
+
+    With the unrolled lowering a threefry hash is ~140 cheap integer operations,
+    and XLA fuses cheap producers into every consumer: a random vector read by a
+    [K, K] rank table was hashed K times per entry, a task draw once per
+    coordinate of the cell it picks.  A reduction ends a fusion, so `x` goes
+    through one that is the identity (or with 0; max with -inf for floats, which
+    keeps NaN).  `lax.optimization_barrier` does not help: XLA:CPU removes it
+    before fusing.
+    """
+    x = jnp.asarray(x)
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        return jnp.max(jnp.stack([x, jnp.full_like(x, -jnp.inf)]), axis=0)
+    if x.dtype == jnp.bool_:
+        return jnp.any(jnp.stack([x, jnp.zeros_like(x)]), axis=0)
+    return jnp.bitwise_or.reduce(jnp.stack([x, jnp.zeros_like(x)]), axis=0)
+
+
+__all__ = ["UNROLLED", "computed_once", "use_unrolled_threefry"]

@@ -13,6 +13,8 @@ import jax
 import jax.numpy as jnp
 from jax.extend.random import threefry_2x32
 
+from normjax.xla_cpu import computed_once
+
 
 def _raw(key) -> jax.Array:
     """The key's two uint32 words (a raw key passes through)."""
@@ -43,7 +45,7 @@ def randint_at(key, index, minval, maxval) -> jax.Array:
     multiplier = jnp.uint32(2**16) % span
     multiplier = (multiplier * multiplier) % span
     offset = ((higher % span) * multiplier + lower % span) % span
-    return minval + offset.astype(jnp.int32)
+    return computed_once(minval + offset.astype(jnp.int32))
 
 
 __all__ = ["bits_at", "randint_at"]

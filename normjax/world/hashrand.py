@@ -11,10 +11,12 @@ ample for breaking ties; it is not used where statistics matter more.
 import jax
 import jax.numpy as jnp
 
+from normjax.xla_cpu import computed_once
+
 
 def seed_from_key(key) -> jax.Array:
-    """One uint32 seed from a PRNG key."""
-    return jax.random.bits(key, (), jnp.uint32)
+    """One uint32 seed from a PRNG key (hashed once, not in each consumer)."""
+    return computed_once(jax.random.bits(key, (), jnp.uint32))
 
 
 def seed_from_key_data(key) -> jax.Array:

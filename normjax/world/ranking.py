@@ -12,6 +12,8 @@ replace (tested against them), so trajectories do not change.
 import jax
 import jax.numpy as jnp
 
+from normjax.xla_cpu import computed_once
+
 
 def stable_rank(values) -> jax.Array:
     """Position of each entry of a 1-D array in its stable ascending order:
@@ -41,7 +43,7 @@ def permutation_small(key, n: int) -> jax.Array:
     if not 0 < n < 1 << 10:
         raise ValueError(f"permutation_small: n must be in 1..1023 (one sort round), got {n}")
     _, sub = jax.random.split(key)
-    return argsort_small(jax.random.bits(sub, (n,), jnp.uint32))
+    return argsort_small(computed_once(jax.random.bits(sub, (n,), jnp.uint32)))
 
 
 __all__ = ["argsort_small", "permutation_small", "stable_rank"]
