@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
-from normjax.layouts.tables import MAX_CELLS, MAX_CHAIRS, LayoutTables
+from normjax.layouts.tables import MAX_CELLS, MAX_CHAIRS, LayoutTables, cell_codes
 
 # A hand-made 11 x 15 layout in the docs/world.md §1 legend.  dA (5, 0), dB (10, 7),
 # dC (5, 14); counter above the service cell (1, 7); queue block rows 1..5,
@@ -142,6 +142,7 @@ def build_test_tables(rows=TEST_MAP) -> LayoutTables:
     order[:, : a["seat_order"].shape[1]] = a["seat_order"]
     fields = dict(
         a,
+        code=cell_codes(a["kind"], a["zone_r"], a["zone_q"]),
         chairs=_pad(a["chairs"], MAX_CHAIRS),
         n_chairs=np.int32(len(a["chairs"])),
         seat_order=order,

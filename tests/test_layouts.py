@@ -409,3 +409,24 @@ def test_single_layout_path_cuts_only_padding():
         order = tables["seat_order"][lid]
         assert (order[:, :m] >= 0).any(axis=0).all() and (order[:, m:] == -1).all()
         assert m == tables["n_chairs"][lid]  # both orders list every chair
+
+
+def test_cell_code_packs_kind_and_zones_of_every_layout():
+    """`LayoutTables.code` decodes to the kind, R and Q grids on every cell of
+    every layout, and reads as a wall with no zone off the grid."""
+    import jax.numpy as jnp
+
+    from normjax.layouts.tables import CODE_KIND, CODE_ZONE_Q, CODE_ZONE_R, cell_codes, host_tables
+    from normjax.world.moves import kind_of, target_codes
+
+    t = host_tables()
+    code = t["code"].astype(np.int16)
+    np.testing.assert_array_equal(code & CODE_KIND, t["kind"])
+    np.testing.assert_array_equal((code & CODE_ZONE_R) != 0, t["zone_r"])
+    np.testing.assert_array_equal((code & CODE_ZONE_Q) != 0, t["zone_q"])
+    corner = jnp.asarray([[0, 0], [C.H - 1, C.W - 1]])  # up/left and down/right leave the grid
+    codes = np.asarray(target_codes(jnp.asarray(t["code"][0]), corner))
+    assert codes[0, C.UP] == 0 and codes[0, C.LEFT] == 0 and codes[1, C.DOWN] == 0 and codes[1, C.RIGHT] == 0
+    assert np.asarray(kind_of(target_codes(jnp.asarray(t["code"][0]), corner)))[0, C.WAIT] == t["kind"][0, 0, 0]
+    with pytest.raises(ValueError, match="3 bits"):
+        cell_codes(np.full((2, 2), 8), np.zeros((2, 2), bool), np.zeros((2, 2), bool))

@@ -48,7 +48,7 @@ from normjax.layouts.routes import (
 from normjax.layouts.tables import world_tables
 from normjax.norms.table import norm_row
 from normjax.world.hashrand import hash_at, hash_uniform, seed_from_key
-from normjax.world.moves import DELTAS, cell_value, effective_actions, in_grid
+from normjax.world.moves import DELTAS, in_grid, keep_open, kind_of, target_codes
 from normjax.world.ranking import argsort_small
 from normjax.world.step import state_norm
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, ROLE_AWARE, WorldParams, WorldState
@@ -180,7 +180,8 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware, view=None):
     # Costs of the five actions.
     acts = jnp.arange(C.N_ACTIONS)
     nxt = ag.pos[:, None, :] + DELTAS[None, :, :]  # [K, 5, 2]
-    eff = effective_actions(lt.kind, ag.pos[:, None, :], acts[None, :])  # [K, 5]
+    target_kind = kind_of(target_codes(lt.code, ag.pos))  # [K, 5]
+    eff = keep_open(target_kind, acts[None, :])
     y = jnp.where(in_grid(nxt), _flat(nxt), x[:, None])
     d_y = rows[lid, variant[:, None], y, goal[:, None]].astype(jnp.float32)
     enter_ok = corridors[lid, variant[:, None], y] | (y == goal[:, None])
@@ -214,7 +215,7 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware, view=None):
     pred_ok = jnp.where(follows[:, None] & timed, mask, True) & ~resting
     greedy = jnp.argmin(jnp.where(pred_ok, base, INF), axis=1)
     pred = jnp.where(ag.active, jnp.take_along_axis(y, greedy[:, None], 1)[:, 0], -1)
-    door_next = cell_value(lt.kind, nxt, fill=C.WALL) == C.DOOR
+    door_next = target_kind == C.DOOR
     pred = jnp.where(door_next[jnp.arange(k), greedy], -1, pred)  # exiting: leaves the grid
     # Yield only to agents predicted to stay, or of higher random priority this
     # step: symmetric yielding would deadlock two agents that want one cell.

@@ -27,6 +27,12 @@ from normjax.layouts.parse import ALL_LAYOUTS, Layout, check_layout_name, load_l
 
 # Padding for variable-length cell lists.
 MAX_CHAIRS = 48
+# `LayoutTables.code`: one byte per cell, so a lookup at many cells (every
+# action's target) is one gather: the cell kind in the low bits, then the R
+# and Q zone flags.  Off the grid reads as 0 (a wall, no zone).
+CODE_KIND = 0b111
+CODE_ZONE_R = 0b1000
+CODE_ZONE_Q = 0b10000
 MAX_CELLS = C.N_CELLS
 
 
@@ -99,6 +105,7 @@ class LayoutTables:
     """Arrays of one layout (or, stacked, of all layouts along axis 0)."""
 
     kind: jax.Array  # int8 [H, W]
+    code: jax.Array  # int8 [H, W]: kind | CODE_ZONE_R | CODE_ZONE_Q (`cell_codes`)
     walkable: jax.Array  # bool [H, W]
     zone_q: jax.Array  # bool [H, W]
     zone_r: jax.Array  # bool [H, W]
@@ -165,6 +172,14 @@ def _set_distance(table: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.
     return sub.min(axis=0).astype(np.int16), flat[sub.argmin(axis=0)].astype(np.int32)
 
 
+def cell_codes(kind, zone_r, zone_q) -> np.ndarray:
+    """The packed per-cell byte of `LayoutTables.code` (int8 [H, W])."""
+    if int(np.max(kind)) > CODE_KIND:
+        raise ValueError(f"cell kinds must fit in {CODE_KIND.bit_length()} bits, got {int(np.max(kind))}")
+    code = kind.astype(np.int16) | np.where(zone_r, CODE_ZONE_R, 0) | np.where(zone_q, CODE_ZONE_Q, 0)
+    return code.astype(np.int8)
+
+
 def build_layout_arrays(lay: Layout) -> dict[str, np.ndarray]:
     """Host-side arrays of one layout (numpy), in LayoutTables field order."""
     chair_mask = lay.kind == C.CHAIR
@@ -181,6 +196,7 @@ def build_layout_arrays(lay: Layout) -> dict[str, np.ndarray]:
     d_d, n_d = _set_distance(dist, lay.doors)
     return dict(
         kind=lay.kind.astype(np.int8),
+        code=cell_codes(lay.kind, lay.zone_r, lay.zone_q),
         walkable=lay.walkable,
         zone_q=lay.zone_q,
         zone_r=lay.zone_r,

@@ -28,9 +28,10 @@ import numpy as np
 
 from normjax import constants as C
 from normjax.layouts.geometry import flat_index, same_cell
+from normjax.layouts.tables import CODE_ZONE_R
 from normjax.norms import predicates as P
 from normjax.norms import registry as reg
-from normjax.world.moves import DELTAS, cell_value, effective_actions, in_grid
+from normjax.world.moves import DELTAS, cell_value, in_grid, keep_open, kind_of, target_codes
 
 # Dynamic rules, one per norm (rule, argument).
 (
@@ -148,10 +149,13 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, a
     k = pos.shape[0]
     if actions is None:
         acts = jnp.broadcast_to(jnp.arange(C.N_ACTIONS, dtype=jnp.int32)[None, :], (k, C.N_ACTIONS))
+        code = target_codes(lt.code, pos)  # the planner reads the same gather
     else:
         acts = jnp.asarray(actions, jnp.int32)[:, None]
+        code = cell_value(lt.code, pos[:, None, :] + DELTAS[acts], fill=0)
     width = acts.shape[1]
-    eff = effective_actions(lt.kind, pos[:, None, :], acts)  # [K, A]
+    target_kind = kind_of(code)  # [K, A]: kind and zone flags from one gather
+    eff = keep_open(target_kind, acts)
     judged = active.astype(bool)[:, None] & (eff != C.WAIT)
     target = pos[:, None, :] + DELTAS[acts]  # [K, A, 2]; only judged entries matter
 
@@ -161,7 +165,7 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, a
     static_ok = ((bits[:, None] >> acts.astype(jnp.uint8)) & 1).astype(bool)
 
     rule, arg = jnp.asarray(DYNAMIC_RULE)[nid, 0], jnp.asarray(DYNAMIC_RULE)[nid, 1]
-    chair = cell_value(lt.chair, target, fill=False)
+    chair = target_kind == C.CHAIR
     t = jnp.asarray(t, jnp.int32)
     turn = jnp.mod(t, jnp.asarray(P.TURN_MODULUS)[arg]) != jnp.asarray(P.TURN_FORBIDDEN)[arg]
     run = jnp.cumprod(moves.astype(jnp.int32), axis=1).astype(bool)  # [K, 3]
@@ -181,7 +185,7 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, a
     src, tail = ctx.queue_src[0][:, None], ctx.queue_tail[0][:, None]
     queue = (dst == -1) | ((src == dst + 1) & ~dst_held) | ((src == -1) & (dst == tail))
 
-    enters_r = cell_value(lt.zone_r, target, fill=False) & ~ctx.in_r[:, None]
+    enters_r = ((code & CODE_ZONE_R) != 0) & ~ctx.in_r[:, None]
     r_capacity = ~enters_r | (ctx.r_others <= arg)[:, None]
     r_group = ~enters_r | ~ctx.r_other_group[:, None]
     first = ctx.first_free[jnp.clip(arg, 0, 1)]

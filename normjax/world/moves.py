@@ -8,6 +8,7 @@ an exit.  These helpers are shared by the physics, the norms and the planner.
 import jax.numpy as jnp
 
 from normjax import constants as C
+from normjax.layouts.tables import CODE_KIND
 
 DELTAS = jnp.asarray(C.ACTION_DELTAS)  # [5, 2]
 
@@ -36,10 +37,25 @@ def effective_actions(kind, pos, actions):
     kind: int [H, W] cell kinds of the layout; pos: int [K, 2]; actions: int [K].
     A move is kept when its target is walkable (floor, chair) or a door.
     """
-    target = move_targets(pos, actions)
-    k = cell_value(kind, target, fill=C.WALL)
+    return keep_open(cell_value(kind, move_targets(pos, actions), fill=C.WALL), actions)
+
+
+def keep_open(target_kind, actions):
+    """`effective_actions` from the kinds of the actions' target cells."""
+    k = target_kind
     open_cell = (k == C.FLOOR) | (k == C.CHAIR) | (k == C.DOOR)
     return jnp.where(open_cell, actions, C.WAIT).astype(jnp.int32)
+
+
+def target_codes(code, pos):
+    """`LayoutTables.code` (int8 [H, W]) at each agent's five action targets:
+    int8 [K, 5], one gather for the kind and zone flags (0 off the grid)."""
+    return cell_value(code, pos[:, None, :] + DELTAS[None, :, :], fill=0)
+
+
+def kind_of(codes):
+    """Cell kinds of packed cell codes."""
+    return codes & CODE_KIND
 
 
 def physical_mask(kind, pos):
