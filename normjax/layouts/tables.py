@@ -158,6 +158,15 @@ class LayoutTables:
         (a compile-time constant), else the traced `layout_index`."""
         return self.static_index if self.static_index >= 0 else self.layout_index
 
+    def read(self, field: str, *index):
+        """`getattr(self, field)[index]`; with a traced layout index, read from
+        the stacked tables at (layout, *index) instead: under `vmap` the
+        one-layout slice made by `at` is a copy of the whole table per
+        environment and step, where only a few entries are needed."""
+        if self.static_index >= 0 or self.layout_index is None or self.layout_index.ndim:
+            return getattr(self, field)[index]
+        return getattr(world_tables(), field)[(self.layout_index,) + index]
+
     def distance(self, target_flat, from_flat):
         """Moves from cell `from_flat` to cell `target_flat` (flat indices)."""
         return self.dist[self.layout_index, target_flat, from_flat]

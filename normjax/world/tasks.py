@@ -45,8 +45,8 @@ def sample_tasks(key, lt, norm_id, k: int, at=None):
         draw = lambda kk, lo, hi: randint_at(kk, at, lo, hi)  # noqa: E731
     kd, kc, kx, ke, kg = jax.random.split(key, 5)
     ty = task_type(norm_id)
-    dest = lt.dest_cells[draw(kd, 0, jnp.maximum(lt.n_dest_cells, 1))]
-    chair = lt.chairs[draw(kc, 0, jnp.maximum(lt.n_chairs, 1))]
+    dest = lt.read("dest_cells", draw(kd, 0, jnp.maximum(lt.n_dest_cells, 1)))
+    chair = lt.read("chairs", draw(kc, 0, jnp.maximum(lt.n_chairs, 1)))
     service = jnp.broadcast_to(lt.service, (n, 2))
     none = jnp.full((n, 2), -1, jnp.int32)
     goal_cell = jnp.select(
@@ -87,9 +87,9 @@ def goal_target(lt, leg, goal_kind, goal_cell, exit_door, pos):
     (docs/world.md §10), measured on the newcomer's distance table.
     """
     flat = pos[:, 0] * C.W + pos[:, 1]
-    near_chair = lt.nearest_of_set[SET_CHAIRS, flat]
-    near_r = lt.nearest_of_set[SET_R, flat]
-    near_door = lt.nearest_of_set[SET_DOORS, flat]
+    near_chair = lt.read("nearest_of_set", SET_CHAIRS, flat)
+    near_r = lt.read("nearest_of_set", SET_R, flat)
+    near_door = lt.read("nearest_of_set", SET_DOORS, flat)
     door_cell = lt.doors[jnp.maximum(exit_door, 0)]
     near = lambda f: jnp.stack([f // C.W, f % C.W], -1)  # noqa: E731
     g1 = jnp.select(
@@ -115,10 +115,10 @@ def goal_distance(lt, leg, goal_kind, goal_cell, exit_door, cells):
     d_door = lt.distance(dflat, flat)
     d1 = jnp.select(
         [goal_kind == GOAL_ANY_CHAIR, goal_kind == GOAL_ANY_R],
-        [lt.dist_to_set[SET_CHAIRS, flat], lt.dist_to_set[SET_R, flat]],
+        [lt.read("dist_to_set", SET_CHAIRS, flat), lt.read("dist_to_set", SET_R, flat)],
         d_cell,
     )
-    d2 = jnp.where(exit_door == ANY_DOOR, lt.dist_to_set[SET_DOORS, flat], d_door)
+    d2 = jnp.where(exit_door == ANY_DOOR, lt.read("dist_to_set", SET_DOORS, flat), d_door)
     return jnp.where(leg == 0, d1, d2).astype(jnp.int32)
 
 
