@@ -50,7 +50,6 @@ from normjax.norms.table import norm_row
 from normjax.world.hashrand import hash_at, hash_uniform, seed_from_key
 from normjax.world.moves import DELTAS, in_grid, keep_open, kind_of, target_codes
 from normjax.world.ranking import argsort_small
-from normjax.xla_cpu import computed_once
 from normjax.world.step import state_norm
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, ROLE_AWARE, WorldParams, WorldState
 
@@ -220,7 +219,7 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware, view=None):
     pred = jnp.where(door_next[jnp.arange(k), greedy], -1, pred)  # exiting: leaves the grid
     # Yield only to agents predicted to stay, or of higher random priority this
     # step: symmetric yielding would deadlock two agents that want one cell.
-    prio = argsort_small(computed_once(hash_uniform(seed, (k,), salt=2)))
+    prio = argsort_small(hash_uniform(seed, (k,), salt=2))
     stays = pred == x
     # Nobody yields to an agent that stands still because its goal is
     # unreachable now (e.g. a queue tail with no off-path neighbour): it would

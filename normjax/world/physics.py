@@ -37,7 +37,6 @@ from normjax import constants as C
 from normjax.layouts.geometry import flat_index
 from normjax.world.moves import DELTAS, cell_value, in_grid
 from normjax.world.ranking import argsort_small, permutation_small
-from normjax.xla_cpu import computed_once
 
 NO_AGENT = -1
 
@@ -110,7 +109,7 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     # Process only the pending agents, in random order.  A while_loop (not a
     # K-step fori_loop): under vmap it runs as many rounds as the busiest
     # environment of the batch needs, usually 0-3 instead of K.
-    order = argsort_small(jnp.where(pending, computed_once(jax.random.uniform(k_order, (k,))), 2.0))
+    order = argsort_small(jnp.where(pending, jax.random.uniform(k_order, (k,)), 2.0))
     n_pending = pending.sum()
 
     def place_one(carry):

@@ -18,7 +18,9 @@ from normjax.xla_cpu import computed_once
 def stable_rank(values) -> jax.Array:
     """Position of each entry of a 1-D array in its stable ascending order:
     rank[i] = #{j: v[j] < v[i]} + #{j < i: v[j] == v[i]} (int32 [n])."""
-    v = jnp.asarray(values)
+    # Stored once: fused into the [n, n] comparisons, whatever computes the
+    # values (a random hash, say) would run once per pair.
+    v = computed_once(jnp.asarray(values))
     n = v.shape[0]
     before = jnp.arange(n)[None, :] < jnp.arange(n)[:, None]  # [i, j]: j < i
     less = (v[None, :] < v[:, None]) | ((v[None, :] == v[:, None]) & before)
@@ -43,7 +45,7 @@ def permutation_small(key, n: int) -> jax.Array:
     if not 0 < n < 1 << 10:
         raise ValueError(f"permutation_small: n must be in 1..1023 (one sort round), got {n}")
     _, sub = jax.random.split(key)
-    return argsort_small(computed_once(jax.random.bits(sub, (n,), jnp.uint32)))
+    return argsort_small(jax.random.bits(sub, (n,), jnp.uint32))
 
 
 __all__ = ["argsort_small", "permutation_small", "stable_rank"]
