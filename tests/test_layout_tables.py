@@ -47,3 +47,14 @@ def test_layout_tables_read_equals_indexing_the_slice():
     lt = wt.at(4)
     assert lt.static_index == 4
     np.testing.assert_array_equal(lt.read("chairs", jnp.arange(5)), wt.chairs[4, :5])
+
+
+def test_read_of_a_field_a_view_replaced_reads_the_view():
+    """A view that replaces a table (one queue path instead of 16) is read as
+    itself, not through the stacked tables."""
+    from normjax.norms.predicates import queue_path_of, single_queue_view
+
+    wt = world_tables()
+    for norm in (23, 30, 38):
+        got = jax.jit(lambda lid: single_queue_view(wt.at(lid), norm).read("queue_paths", 0))(jnp.int32(3))
+        np.testing.assert_array_equal(got, wt.queue_paths[3, int(queue_path_of(norm))])

@@ -27,13 +27,13 @@ from normjax.layouts.parse import ALL_LAYOUTS, Layout, check_layout_name, load_l
 
 # Padding for variable-length cell lists.
 MAX_CHAIRS = 48
+MAX_CELLS = C.N_CELLS
 # `LayoutTables.code`: one byte per cell, so a lookup at many cells (every
 # action's target) is one gather: the cell kind in the low bits, then the R
 # and Q zone flags.  Off the grid reads as 0 (a wall, no zone).
 CODE_KIND = 0b111
 CODE_ZONE_R = 0b1000
 CODE_ZONE_Q = 0b10000
-MAX_CELLS = C.N_CELLS
 
 
 def bfs_to_target(lay: Layout, target: tuple[int, int], through: np.ndarray) -> np.ndarray:
@@ -163,9 +163,13 @@ class LayoutTables:
         the stacked tables at (layout, *index) instead: under `vmap` the
         one-layout slice made by `at` is a copy of the whole table per
         environment and step, where only a few entries are needed."""
-        if self.static_index >= 0 or self.layout_index is None or self.layout_index.ndim:
-            return getattr(self, field)[index]
-        return getattr(world_tables(), field)[(self.layout_index,) + index]
+        own, stacked = getattr(self, field), getattr(world_tables(), field)
+        # Direct for constant tables, tables that are not a slice of the stacked
+        # ones, and a field a view replaced (its shape differs).
+        if (self.static_index >= 0 or self.layout_index is None or self.layout_index.ndim
+                or own.shape != stacked.shape[1:]):
+            return own[index]
+        return stacked[(self.layout_index,) + index]
 
     def distance(self, target_flat, from_flat):
         """Moves from cell `from_flat` to cell `target_flat` (flat indices)."""
