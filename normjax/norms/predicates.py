@@ -116,14 +116,9 @@ def _at(grid, cells):
     return grid[r, c]
 
 
-def _same(a, b):
-    """Cell equality over the last axis (broadcasting)."""
-    return same_cell(a, b)
-
-
 def _path_index(paths, valid, cells):
     """Index of each [K, 2] cell on each of the [P, L, 2] paths, -1 off path -> [P, K]."""
-    hit = valid[:, :, None] & _same(paths[:, :, None, :], cells[None, None, :, :])
+    hit = valid[:, :, None] & same_cell(paths[:, :, None, :], cells[None, None, :, :])
     idx = jnp.argmax(hit, axis=1).astype(jnp.int32)
     return jnp.where(jnp.any(hit, axis=1), idx, _QUEUE_NONE), hit
 
@@ -204,7 +199,7 @@ def _move(lt, pos, action) -> Move:
     target = move_targets(pos, action)
     return Move(
         target=target,
-        door_hit=_same(target[:, None, :], lt.doors[None, :, :]),
+        door_hit=same_cell(target[:, None, :], lt.doors[None, :, :]),
         chair=cell_value(lt.chair, target, fill=False),
         region=cell_value(lt.region, target, fill=-1).astype(jnp.int32),
     )
@@ -231,8 +226,8 @@ def _access_rows(lt, mv: Move):
 def _procedure_rows(lt, ctx: Context, t, mv: Move, moves):
     """Norms 12-22 (docs/world.md §7 procedure): ring direction, turn index, rhythm, Q first -> [11, K]."""
     along_ring = ctx.on_ring & cell_value(lt.ring, mv.target, fill=False)
-    cw = ~along_ring | _same(mv.target, ctx.cw_next)
-    ccw = ~along_ring | _same(mv.target, ctx.ccw_next)
+    cw = ~along_ring | same_cell(mv.target, ctx.cw_next)
+    ccw = ~along_ring | same_cell(mv.target, ctx.ccw_next)
     t = jnp.asarray(t, jnp.int32)
     turn_ok = jnp.mod(t, jnp.asarray(TURN_MODULUS)) != jnp.asarray(TURN_FORBIDDEN)  # [5]
     turns = jnp.broadcast_to(turn_ok[:, None], (turn_ok.shape[0], mv.chair.shape[0]))
@@ -266,7 +261,7 @@ def _allocation_rows(lt, ctx: Context, mv: Move, group):
     own_door = jnp.any((door_of[:, :, None] == jnp.arange(3)) & mv.door_hit[None], axis=2)
     doors = ~any_door[None, :] | own_door
     seats = ~mv.chair[None, :] | (mv.region[None, :] == jnp.asarray(GROUP_REGION)[:, group])
-    in_order = ~mv.chair[None, :] | _same(mv.target[None, :, :], ctx.first_free[:, None, :])
+    in_order = ~mv.chair[None, :] | same_cell(mv.target[None, :, :], ctx.first_free[:, None, :])
     return jnp.concatenate(
         [capacity, single_group[None], doors, seats, in_order], axis=0
     )

@@ -149,15 +149,15 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, a
     k = pos.shape[0]
     if actions is None:
         acts = jnp.broadcast_to(jnp.arange(C.N_ACTIONS, dtype=jnp.int32)[None, :], (k, C.N_ACTIONS))
-        code = target_codes(lt.code, pos)  # the planner reads the same gather
     else:
         acts = jnp.asarray(actions, jnp.int32)[:, None]
-        code = cell_value(lt.code, pos[:, None, :] + DELTAS[acts], fill=0)
+    target = pos[:, None, :] + DELTAS[acts]  # [K, A, 2]; only judged entries matter
+    # Kind and zone flags from one gather (for all five actions the planner's own).
+    code = target_codes(lt.code, pos) if actions is None else cell_value(lt.code, target, fill=0)
     width = acts.shape[1]
-    target_kind = kind_of(code)  # [K, A]: kind and zone flags from one gather
+    target_kind = kind_of(code)  # [K, A]
     eff = keep_open(target_kind, acts)
     judged = active.astype(bool)[:, None] & (eff != C.WAIT)
-    target = pos[:, None, :] + DELTAS[acts]  # [K, A, 2]; only judged entries matter
 
     nid = jnp.clip(jnp.asarray(norm_id, jnp.int32), 0, reg.N_NORMS - 1)
     cell = jnp.clip(flat_index(pos), 0, C.N_CELLS - 1)
