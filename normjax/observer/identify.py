@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax.layouts.tables import world_tables
-from normjax.norms import FAMILIES, N_NORMS, NORMS, permissible_per_action
+from normjax.norms import FAMILIES, FAMILY_IDS, N_NORMS, NORMS, permissible_per_action
 from normjax.observer.evidence import observe_step
 from normjax.observer.interaction import INTERACTION_STEPS, learn
 from normjax.observer.policies import make_act
@@ -195,7 +195,7 @@ def figures(result: dict, out_dir) -> list[Path]:
     conf = np.asarray(result["confusion"])
     fig, ax = plt.subplots(figsize=(9, 8))
     im = ax.imshow(conf, cmap="viridis", vmin=0, vmax=1)
-    for b in (12, 23, 39):
+    for b in (ids.start for ids in FAMILY_IDS[1:]):  # family boundaries
         ax.axhline(b - 0.5, color="w", lw=0.6)
         ax.axvline(b - 0.5, color="w", lw=0.6)
     names = [f"{i} {NORMS[i].name}" for i in range(N_NORMS)]
