@@ -231,3 +231,19 @@ def test_inactive_agents_are_ignored():
     res = run(KIND, [[4, 10], [4, 11]], [R, W_], active=[True, False])
     assert res.pos[0].tolist() == [4, 11]
     assert not res.collided.any() and not res.displaced.any()
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(scenes(crowded=True), min_size=17, max_size=32))
+def test_vmap_equals_unbatched_resolution(batch):
+    """Under vmap only the scenes with displaced agents run the placement loop
+    (`normjax.world.rare`); every scene's result equals its own resolution."""
+    kind = jnp.asarray(batch[0][0])
+    stack = lambda i, dt: jnp.asarray(np.stack([s[i] for s in batch]), dt)  # noqa: E731
+    keys = jnp.stack([jax.random.PRNGKey(s[5]) for s in batch])
+    got = jax.jit(jax.vmap(resolve_moves, in_axes=(0, 0, 0, 0, None, 0)))(
+        keys, stack(1, jnp.int32), stack(3, bool), stack(2, jnp.int32), kind, stack(4, bool))
+    for b, (_, pos, actions, active, pushable, seed) in enumerate(batch):
+        single = run(batch[0][0], pos, actions, active, pushable, seed)
+        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(single)):
+            np.testing.assert_array_equal(np.asarray(g)[b], w)

@@ -37,6 +37,7 @@ from normjax import constants as C
 from normjax.layouts.geometry import flat_index
 from normjax.world.moves import DELTAS, cell_value, in_grid
 from normjax.world.ranking import argsort_small, permutation_small
+from normjax.world.rare import run_where
 
 NO_AGENT = -1
 
@@ -106,12 +107,41 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     occ = jnp.full((C.N_CELLS,), NO_AGENT, jnp.int32)
     occ = occ.at[jnp.where(placed, fin, C.N_CELLS)].set(idx, mode="drop")
 
-    # Process only the pending agents, in random order.  A while_loop (not a
-    # K-step fori_loop): under vmap it runs as many rounds as the busiest
-    # environment of the batch needs, usually 0-3 instead of K.
+    # Process only the pending agents, in random order.  Most environments
+    # have none: under vmap only those that do run the loops (`run_where`).
     order = argsort_small(jnp.where(pending, jax.random.uniform(k_order, (k,)), 2.0))
+    fin, disp = run_where(pending.any(), _place_pending, _nothing_pending,
+                          k_place, order, pending, anchor, p, present, standable, fin, occ, bystander)
+
+    collided = mover & ((n_contest >= 2) | held | (fin != tgt))
+    displaced = present & disp & (fin != p)
+    new_pos = jnp.where(present[:, None], _unflat(fin), pos)
+    return MoveResult(
+        pos=new_pos.astype(jnp.int32),
+        exited=exiting,
+        exit_door_cell=target.astype(jnp.int32),
+        collided=collided,
+        displaced=displaced,
+        target=target.astype(jnp.int32),
+    )
+
+
+def _nothing_pending(k_place, order, pending, anchor, p, present, standable, fin, occ, bystander):
+    """`_place_pending` where no agent is pending: every winner ends on its
+    target, which no one else ends on (a contested target has a loser, a held
+    one a displaced holder, both pending), so there is nothing to repair."""
+    return fin, jnp.zeros(pending.shape, bool)
+
+
+def _place_pending(k_place, order, pending, anchor, p, present, standable, fin, occ, bystander):
+    """Rules 3-5 and the repair pass: the end cells (flat) of all agents after
+    the pending ones are placed in `order`, and who was displaced."""
+    k = pending.shape[0]
+    idx = jnp.arange(k)
     n_pending = pending.sum()
 
+    # A while_loop (not a K-step fori_loop): under vmap it runs as many rounds
+    # as the busiest environment of the batch needs, usually 0-3 instead of K.
     def place_one(carry):
         i, fin, occ, disp, bystander = carry
         j = order[i]
@@ -165,15 +195,4 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     _, fin = jax.lax.while_loop(
         lambda c: (c[0] < k) & conflicts(c[1]).any(), repair, (jnp.int32(0), fin)
     )
-
-    collided = mover & ((n_contest >= 2) | held | (fin != tgt))
-    displaced = present & disp & (fin != p)
-    new_pos = jnp.where(present[:, None], _unflat(fin), pos)
-    return MoveResult(
-        pos=new_pos.astype(jnp.int32),
-        exited=exiting,
-        exit_door_cell=target.astype(jnp.int32),
-        collided=collided,
-        displaced=displaced,
-        target=target.astype(jnp.int32),
-    )
+    return fin, disp

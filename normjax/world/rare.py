@@ -1,0 +1,81 @@
+"""Work that few environments of a batch need, run only for those under `vmap`.
+
+Some parts of a step do nothing in most environments: physics places displaced
+agents one at a time (an env-step has about 0.1 displaced agents on average).
+Under a plain `vmap` every environment runs such a part anyway, and a
+`while_loop` in it runs for the busiest environment of the batch.
+
+`run_where(needed, fn, idle, *args)` is, per environment, `fn(*args)` where
+`needed` holds and `idle(*args)` elsewhere; the caller guarantees that the two
+agree wherever `needed` is False, so the result is exactly `fn(*args)`.
+Unbatched it simply calls `fn`.  Under `vmap` (a `custom_vmap` rule) it runs
+`idle` for the whole batch and `fn` only for the environments that need it:
+their indices are packed into chunks of a fixed size (static shapes), their
+inputs gathered, `fn` vmapped over the chunk, and the results scattered back.
+A `while_loop` over chunks runs as many as there are needing environments
+(usually one; none when no environment needs `fn`).
+
+Cost: two passes over the batch for the packed indices, one gather of the
+inputs and one scatter of the outputs per chunk, against `fn` for every
+environment.  Worth it only where `fn` is much dearer than `idle` and rarely
+needed; measure.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
+
+# Chunk size as a fraction of the batch: big enough that one chunk usually
+# holds every environment that needs the work.
+CHUNK_FRACTION = 1 / 8
+
+
+def chunk_size(batch: int) -> int:
+    """Environments per chunk for a batch of `batch`."""
+    return max(1, min(batch, math.ceil(batch * CHUNK_FRACTION)))
+
+
+def run_where(needed, fn, idle, *args):
+    """`fn(*args)`, computed under `vmap` only where `needed` (see the module doc).
+
+    `fn` and `idle` must be pure functions of `args` (no captured tracers) with
+    the same output structure, and equal wherever `needed` is False.
+    """
+
+    @custom_vmap
+    def call(needed, args):
+        del needed
+        return fn(*args)
+
+    @call.def_vmap
+    def _batched(axis_size, in_batched, needed, args):
+        needed_batched, args_batched = in_batched
+        if not needed_batched:
+            needed = jnp.broadcast_to(needed, (axis_size,))
+        axes = jax.tree.map(lambda b: 0 if b else None, args_batched)
+        out = jax.vmap(idle, in_axes=axes, axis_size=axis_size)(*args)
+        size = chunk_size(axis_size)
+        rank = jnp.cumsum(needed, dtype=jnp.int32) - 1
+        n_chunks = (needed.sum(dtype=jnp.int32) + size - 1) // size
+
+        def one_chunk(carry):
+            c, out = carry
+            mine = needed & (rank // size == c)
+            (idx,) = jnp.nonzero(mine, size=size, fill_value=axis_size)
+            safe = jnp.minimum(idx, axis_size - 1)
+            sub = jax.tree.map(lambda a, b: a[safe] if b else a, args, args_batched)
+            got = jax.vmap(fn, in_axes=axes)(*sub)
+            out = jax.tree.map(lambda o, g: o.at[idx].set(g, mode="drop"), out, got)
+            return c + 1, out
+
+        _, out = jax.lax.while_loop(lambda c: c[0] < n_chunks, one_chunk, (jnp.int32(0), out))
+        return out, jax.tree.map(lambda _: True, out)
+
+    return call(needed, args)
+
+
+__all__ = ["CHUNK_FRACTION", "chunk_size", "run_where"]

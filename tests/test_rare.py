@@ -1,0 +1,78 @@
+"""`normjax.world.rare.run_where`: under vmap equal to `fn` everywhere, computed
+only where needed (chunked), plain `fn` unbatched."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from normjax.world.rare import chunk_size, run_where
+
+
+def _double(x, scale):
+    """Doubles positive entries (and scales them); the identity elsewhere."""
+    return jnp.where(x > 0, 2 * x * scale, x), (x > 0).sum()
+
+
+def _same(x, scale):
+    return x, jnp.int32(0)
+
+
+def _call(x, scale):
+    return run_where(x.max() > 0, _double, _same, x, scale)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 40), st.floats(0.0, 1.0), st.integers(0, 2**31 - 1))
+def test_vmap_equals_fn_for_any_share_of_needing_environments(batch, share, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(batch, 3)).astype(np.float32)
+    idle_rows = rng.random(batch) >= share  # these rows need nothing
+    x[idle_rows] = -np.abs(x[idle_rows])
+    x = jnp.asarray(x)
+    scale = jnp.float32(1.5)
+    got = jax.jit(jax.vmap(_call, in_axes=(0, None)))(x, scale)
+    want = jax.vmap(_double, in_axes=(0, None))(x, scale)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+def test_unbatched_call_is_fn():
+    x = jnp.asarray([1.0, -2.0, 3.0])
+    got = jax.jit(_call)(x, jnp.float32(2.0))
+    np.testing.assert_array_equal(np.asarray(got[0]), [4.0, -2.0, 12.0])
+    assert int(got[1]) == 2
+
+
+def test_fn_runs_only_where_needed():
+    """With an `fn` that breaks the contract (differs from `idle` where not
+    needed), environments that need nothing get `idle`'s result: proof that
+    the batched rule skips them rather than running `fn` everywhere."""
+    def marked(x):
+        return x + 100.0
+
+    def same(x):
+        return x
+
+    x = jnp.asarray([[1.0], [-1.0], [2.0], [-3.0]])
+    out = jax.vmap(lambda v: run_where(v[0] > 0, marked, same, v))(x)
+    np.testing.assert_array_equal(np.asarray(out)[:, 0], [101.0, -1.0, 102.0, -3.0])
+
+
+def test_batched_needed_with_unbatched_inputs_and_nested_vmap():
+    x = jnp.arange(12.0).reshape(3, 4) - 5.0  # [outer, inner]
+    f = lambda v, s: run_where(v > 0, lambda a, b: a * b, lambda a, b: a, v, s)  # noqa: E731
+    got = jax.jit(jax.vmap(jax.vmap(f, in_axes=(0, None)), in_axes=(0, None)))(x, jnp.float32(3.0))
+    np.testing.assert_array_equal(np.asarray(got), np.where(np.asarray(x) > 0, 3 * np.asarray(x), np.asarray(x)))
+    # needed unbatched (one flag for all), data batched
+    g = jax.vmap(lambda v: run_where(jnp.bool_(True), lambda a: a + 1, lambda a: a, v))(jnp.zeros(5))
+    np.testing.assert_array_equal(np.asarray(g), np.ones(5))
+
+
+@pytest.mark.parametrize("batch,size", [(1, 1), (7, 1), (8, 1), (9, 2), (4096, 512)])
+def test_chunk_size(batch, size):
+    assert chunk_size(batch) == size
