@@ -18,6 +18,7 @@ from normjax.layouts.tables import LayoutTables
 from normjax.world import tasks
 from normjax.world.draws_at import randint_at
 from normjax.world.habits import draw_habits
+from normjax.world.rare import run_where
 from normjax.world.state import WorldParams, WorldState
 
 
@@ -114,6 +115,22 @@ def enter(state: WorldState, lt: LayoutTables, now):
     return state.replace(agents=ag), entered
 
 
+# The agent fields `refill` sets.
+_REFILLED = ("spawn_t", "uid", "group", "entry_door", "goal_kind", "goal_cell", "exit_door", "habit")
+
+
+def _refilled(key, state, slots, lt, params, now):
+    # Only an agent on a door's inward cell can step onto the door (doors sit in
+    # walls; docs/world.md §1), so at most N_DOORS agents exit in one step.
+    new = refill(key, state, slots, lt, params, now, max_slots=C.N_DOORS)
+    return tuple(getattr(new.agents, f) for f in _REFILLED), new.next_uid
+
+
+def _unchanged(key, state, slots, lt, params, now):
+    """`_refilled` where no slot is set: `refill` selects every old value."""
+    return tuple(getattr(state.agents, f) for f in _REFILLED), state.next_uid
+
+
 def turnover(key, state: WorldState, exited, lt: LayoutTables, params: WorldParams):
     """Refill the slots of agents that exited (the newcomer's only when it is
     replaced), let pending agents enter, advance t.  Returns (state, entered [K])."""
@@ -121,9 +138,10 @@ def turnover(key, state: WorldState, exited, lt: LayoutTables, params: WorldPara
     newcomer = jnp.arange(k) == 0
     now = state.t + 1
     slots = exited & (~newcomer | params.replace_newcomer)
-    # Only an agent on a door's inward cell can step onto the door (doors sit in
-    # walls; docs/world.md §1), so at most N_DOORS agents exit in one step.
-    state = refill(key, state, slots, lt, params, now, max_slots=C.N_DOORS)
+    # Most steps no slot empties: under vmap only the environments where one
+    # does draw new agents (`run_where`).
+    fields, next_uid = run_where(slots.any(), _refilled, _unchanged, key, state, slots, lt, params, now)
+    state = state.replace(agents=state.agents.replace(**dict(zip(_REFILLED, fields))), next_uid=next_uid)
     # A newcomer that is not replaced leaves its slot for good.
     keep = ~(exited & newcomer & ~params.replace_newcomer)
     state = state.replace(agents=state.agents.replace(in_use=state.agents.in_use & keep))
