@@ -75,8 +75,6 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
       pushable: bool [K] scripted agents that rule 5 may push as bystanders.
     """
     k = pos.shape[0]
-    idx = jnp.arange(k)
-    standable = (kind == C.FLOOR) | (kind == C.CHAIR)
     target = pos + DELTAS[actions]
     p, tgt = flat_index(pos), flat_index(target)
     tgt_kind = cell_value(kind, target, fill=C.WALL)
@@ -103,15 +101,12 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     bystander = stationary & ~holder_out & pushable
 
     fin = jnp.where(winner, tgt, p)
-    placed = present & ~pending
-    occ = jnp.full((C.N_CELLS,), NO_AGENT, jnp.int32)
-    occ = occ.at[jnp.where(placed, fin, C.N_CELLS)].set(idx, mode="drop")
 
     # Process only the pending agents, in random order.  Most environments
     # have none: under vmap only those that do run the loops (`run_where`).
     order = argsort_small(jnp.where(pending, jax.random.uniform(k_order, (k,)), 2.0))
     fin, disp = run_where(pending.any(), _place_pending, _nothing_pending,
-                          k_place, order, pending, anchor, p, present, standable, fin, occ, bystander)
+                          k_place, order, pending, anchor, p, present, kind, fin, bystander)
 
     collided = mover & ((n_contest >= 2) | held | (fin != tgt))
     displaced = present & disp & (fin != p)
@@ -126,19 +121,23 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     )
 
 
-def _nothing_pending(k_place, order, pending, anchor, p, present, standable, fin, occ, bystander):
+def _nothing_pending(k_place, order, pending, anchor, p, present, kind, fin, bystander):
     """`_place_pending` where no agent is pending: every winner ends on its
     target, which no one else ends on (a contested target has a loser, a held
     one a displaced holder, both pending), so there is nothing to repair."""
     return fin, jnp.zeros(pending.shape, bool)
 
 
-def _place_pending(k_place, order, pending, anchor, p, present, standable, fin, occ, bystander):
+def _place_pending(k_place, order, pending, anchor, p, present, kind, fin, bystander):
     """Rules 3-5 and the repair pass: the end cells (flat) of all agents after
     the pending ones are placed in `order`, and who was displaced."""
     k = pending.shape[0]
     idx = jnp.arange(k)
     n_pending = pending.sum()
+    standable = (kind == C.FLOOR) | (kind == C.CHAIR)
+    placed = present & ~pending
+    occ = jnp.full((C.N_CELLS,), NO_AGENT, jnp.int32)  # agent on each flat cell
+    occ = occ.at[jnp.where(placed, fin, C.N_CELLS)].set(idx, mode="drop")
 
     # A while_loop (not a K-step fori_loop): under vmap it runs as many rounds
     # as the busiest environment of the batch needs, usually 0-3 instead of K.
