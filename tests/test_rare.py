@@ -68,11 +68,23 @@ def test_batched_needed_with_unbatched_inputs_and_nested_vmap():
     f = lambda v, s: run_where(v > 0, lambda a, b: a * b, lambda a, b: a, v, s)  # noqa: E731
     got = jax.jit(jax.vmap(jax.vmap(f, in_axes=(0, None)), in_axes=(0, None)))(x, jnp.float32(3.0))
     np.testing.assert_array_equal(np.asarray(got), np.where(np.asarray(x) > 0, 3 * np.asarray(x), np.asarray(x)))
-    # needed unbatched (one flag for all), data batched
-    g = jax.vmap(lambda v: run_where(jnp.bool_(True), lambda a: a + 1, lambda a: a, v))(jnp.zeros(5))
-    np.testing.assert_array_equal(np.asarray(g), np.ones(5))
 
 
-@pytest.mark.parametrize("batch,size", [(1, 1), (7, 1), (8, 1), (9, 2), (4096, 512)])
-def test_chunk_size(batch, size):
-    assert chunk_size(batch) == size
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_needed_the_same_for_the_whole_batch(flag):
+    """An unbatched `needed` runs `fn` (or `idle`) for every environment at once."""
+    g = jax.jit(jax.vmap(lambda v, f: run_where(f, lambda a: a + 1, lambda a: a, v), in_axes=(0, None)))
+    np.testing.assert_array_equal(np.asarray(g(jnp.zeros(5), jnp.bool_(flag))), np.full(5, float(flag)))
+
+
+@pytest.mark.parametrize("share", [0.0, -0.5, 1.5])
+def test_bad_share_is_named(share):
+    with pytest.raises(ValueError, match=f"share must be in \\(0, 1\\], got {share}"):
+        run_where(jnp.bool_(True), lambda a: a, lambda a: a, jnp.zeros(2), share=share)
+
+
+@pytest.mark.parametrize("batch,share,size", [(1, 1 / 8, 1), (7, 1 / 8, 1), (8, 1 / 8, 1), (9, 1 / 8, 2),
+                                              (4096, 1 / 8, 512), (4096, 1 / 4, 1024), (3, 1.0, 3)])
+def test_chunk_size(batch, share, size):
+    assert chunk_size(batch, share) == size

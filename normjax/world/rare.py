@@ -29,22 +29,27 @@ import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
-# Chunk size as a fraction of the batch: big enough that one chunk usually
-# holds every environment that needs the work.
-CHUNK_FRACTION = 1 / 8
+# Default chunk size as a share of the batch: big enough that one chunk
+# usually holds every environment that needs the work.
+CHUNK_SHARE = 1 / 8
 
 
-def chunk_size(batch: int) -> int:
+def chunk_size(batch: int, share: float = CHUNK_SHARE) -> int:
     """Environments per chunk for a batch of `batch`."""
-    return max(1, min(batch, math.ceil(batch * CHUNK_FRACTION)))
+    return max(1, min(batch, math.ceil(batch * share)))
 
 
-def run_where(needed, fn, idle, *args):
+def run_where(needed, fn, idle, *args, share: float = CHUNK_SHARE):
     """`fn(*args)`, computed under `vmap` only where `needed` (see the module doc).
 
     `fn` and `idle` must be pure functions of `args` (no captured tracers) with
-    the same output structure, and equal wherever `needed` is False.
+    the same output structure, and equal wherever `needed` is False.  `share`:
+    the chunk size as a share of the batch (about the share of environments
+    that usually need `fn`).  A `needed` that is the same for the whole batch
+    (not batched) picks `fn` or `idle` for all with one `lax.cond`.
     """
+    if not 0 < share <= 1:
+        raise ValueError(f"run_where: share must be in (0, 1], got {share}")
 
     @custom_vmap
     def call(needed, args):
@@ -54,11 +59,13 @@ def run_where(needed, fn, idle, *args):
     @call.def_vmap
     def _batched(axis_size, in_batched, needed, args):
         needed_batched, args_batched = in_batched
-        if not needed_batched:
-            needed = jnp.broadcast_to(needed, (axis_size,))
         axes = jax.tree.map(lambda b: 0 if b else None, args_batched)
-        out = jax.vmap(idle, in_axes=axes, axis_size=axis_size)(*args)
-        size = chunk_size(axis_size)
+        whole = lambda f: lambda *a: jax.vmap(f, in_axes=axes, axis_size=axis_size)(*a)  # noqa: E731
+        if not needed_batched:
+            out = jax.lax.cond(needed, whole(fn), whole(idle), *args)
+            return out, jax.tree.map(lambda _: True, out)
+        out = whole(idle)(*args)
+        size = chunk_size(axis_size, share)
         rank = jnp.cumsum(needed, dtype=jnp.int32) - 1
         n_chunks = (needed.sum(dtype=jnp.int32) + size - 1) // size
 
@@ -78,4 +85,4 @@ def run_where(needed, fn, idle, *args):
     return call(needed, args)
 
 
-__all__ = ["CHUNK_FRACTION", "chunk_size", "run_where"]
+__all__ = ["CHUNK_SHARE", "chunk_size", "run_where"]

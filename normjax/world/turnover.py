@@ -140,7 +140,8 @@ def turnover(key, state: WorldState, exited, lt: LayoutTables, params: WorldPara
     slots = exited & (~newcomer | params.replace_newcomer)
     # Most steps no slot empties: under vmap only the environments where one
     # does draw new agents (`run_where`).
-    fields, next_uid = run_where(slots.any(), _refilled, _unchanged, key, state, slots, lt, params, now)
+    fields, next_uid = run_where(slots.any(), _refilled, _unchanged, key, state, slots, lt, params, now,
+                                 share=1 / 4)
     state = state.replace(agents=state.agents.replace(**dict(zip(_REFILLED, fields))), next_uid=next_uid)
     # A newcomer that is not replaced leaves its slot for good.
     keep = ~(exited & newcomer & ~params.replace_newcomer)
