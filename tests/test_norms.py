@@ -343,7 +343,7 @@ def test_first_free_chair_on_the_single_layout_path(lid):
     """With every chair of a seat order taken but its last, that last chair is the
     first free one, on the single-layout path (seat orders cut to the layout's
     chairs) as on the traced one; with every chair taken there is none (-1)."""
-    from normjax.norms.predicates import _first_free_chairs
+    from normjax.norms.predicates import first_free_chairs
 
     tables = world_tables()
     order = np.asarray(tables.seat_order[lid])  # [2, 48, 2]
@@ -351,8 +351,8 @@ def test_first_free_chair_on_the_single_layout_path(lid):
         chairs = order[sigma][order[sigma][:, 0] >= 0]
         for taken, want in ((chairs[:-1], chairs[-1]), (chairs, [-1, -1])):
             pos, active = jnp.asarray(taken), jnp.ones(len(taken), bool)
-            static = _first_free_chairs(tables.at(lid), pos, active)
-            traced = jax.jit(lambda i: _first_free_chairs(tables.at(i), pos, active))(jnp.int32(lid))
+            static = first_free_chairs(tables.at(lid), pos, active)
+            traced = jax.jit(lambda i: first_free_chairs(tables.at(i), pos, active))(jnp.int32(lid))
             assert tables.at(lid).static_index == lid
             np.testing.assert_array_equal(np.asarray(static), np.asarray(traced))
             np.testing.assert_array_equal(np.asarray(static)[sigma], want)

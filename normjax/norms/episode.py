@@ -15,16 +15,18 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from normjax import constants as C
-from normjax.norms.predicates import Context, context, single_queue_view
+from normjax.norms.predicates import Context, context, first_free_chairs, single_queue_view
+from normjax.norms.table import norm_row
 from normjax.norms.rules import episode_permits
+from normjax.world.rare import run_where
 
 
 class EpisodeNorm(NamedTuple):
     """The episode's norm on the state before a step."""
 
     tables: object  # LayoutTables holding only the episode's queue path (`single_queue_view`)
-    ctx: Context  # action-independent facts of the state (queues, R, first free chairs, ...)
+    ctx: Context  # action-independent facts of the state (queues, R, ...); first_free
+    # only under a seats-in-order norm (-1 under the others, which never read it)
     permitted: jax.Array  # bool [K, 5]: action a of agent i is permissible (every WAIT is)
     norm_id: jax.Array  # int32, -1 = no norm (then nothing is sanctioned)
 
@@ -39,8 +41,16 @@ def episode_norm(lt, norm_id, t, pos, active, group, moves, visited_q) -> Episod
     """
     lt1 = single_queue_view(lt, norm_id)
     ctx = context(lt1, pos, active, group, visited_q)
+    # Only the two seats-in-order norms read the first free chairs: under vmap
+    # only their environments look for them (`run_where`); -1 for the others.
+    seats = norm_row(norm_id, "seat_order") >= 0
+    ctx = ctx._replace(first_free=run_where(seats, first_free_chairs, _no_chairs, lt1, pos, active))
     permitted = episode_permits(lt1, ctx, norm_id, t, pos, active, group, moves)
     return EpisodeNorm(lt1, ctx, permitted, jnp.asarray(norm_id, jnp.int32))
+
+
+def _no_chairs(lt, pos, active):
+    return jnp.full((2, 2), -1, jnp.int32)
 
 
 def action_sanctions(view: EpisodeNorm, actions):

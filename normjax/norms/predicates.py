@@ -144,7 +144,7 @@ def seat_order_length(layout: int) -> int:
     return int((host_tables()["seat_order"][layout][..., 0] >= 0).sum(-1).max())
 
 
-def _first_free_chairs(lt, pos, active):
+def first_free_chairs(lt, pos, active):
     """docs/world.md §7 norms 48-49: first chair of each order sigma no active agent stands on."""
     order = lt.seat_order  # [2, 48, 2], -1 padded
     if lt.static_index >= 0:  # one known layout: drop the padding beyond its chairs
@@ -182,7 +182,7 @@ def context(lt, pos, active, group, visited_q) -> Context:
         in_r=in_r,
         r_others=n_r - in_r.astype(jnp.int32),
         r_other_group=n_r > own_group,
-        first_free=_first_free_chairs(lt, pos, active),
+        first_free=first_free_chairs(lt, pos, active),
     )
 
 
