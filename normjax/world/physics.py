@@ -104,9 +104,8 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
 
     # Process only the pending agents, in random order.  Most environments
     # have none: under vmap only those that do run the loops (`run_where`).
-    order = argsort_small(jnp.where(pending, jax.random.uniform(k_order, (k,)), 2.0))
     fin, disp = run_where(pending.any(), _place_pending, _nothing_pending,
-                          k_place, order, pending, anchor, p, present, kind, fin, bystander)
+                          k_order, k_place, pending, anchor, p, present, kind, fin, bystander)
 
     collided = mover & ((n_contest >= 2) | held | (fin != tgt))
     displaced = present & disp & (fin != p)
@@ -121,18 +120,19 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     )
 
 
-def _nothing_pending(k_place, order, pending, anchor, p, present, kind, fin, bystander):
+def _nothing_pending(k_order, k_place, pending, anchor, p, present, kind, fin, bystander):
     """`_place_pending` where no agent is pending: every winner ends on its
     target, which no one else ends on (a contested target has a loser, a held
     one a displaced holder, both pending), so there is nothing to repair."""
     return fin, jnp.zeros(pending.shape, bool)
 
 
-def _place_pending(k_place, order, pending, anchor, p, present, kind, fin, bystander):
+def _place_pending(k_order, k_place, pending, anchor, p, present, kind, fin, bystander):
     """Rules 3-5 and the repair pass: the end cells (flat) of all agents after
-    the pending ones are placed in `order`, and who was displaced."""
+    the pending ones are placed in random order, and who was displaced."""
     k = pending.shape[0]
     idx = jnp.arange(k)
+    order = argsort_small(jnp.where(pending, jax.random.uniform(k_order, (k,)), 2.0))
     n_pending = pending.sum()
     standable = (kind == C.FLOOR) | (kind == C.CHAIR)
     placed = present & ~pending
