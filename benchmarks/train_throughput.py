@@ -41,6 +41,7 @@ from train.config import DQNConfig  # noqa: E402
 from train import replay as rp  # noqa: E402
 from train.dqn import make_train  # noqa: E402
 from train.run import population_mesh, shard  # noqa: E402
+from normjax.world.rare import packing  # noqa: E402
 
 
 def _setup(arch: str, buffer_size: int, runs_norms: int, seeds: int = 1):
@@ -63,7 +64,13 @@ def _time(fn, carry, specs, flops: list | None = None):
     """(compile seconds, seconds of the second call) of fn(carry, specs), carry donated.
     `flops`, when given, receives XLA's FLOP count of the compiled program."""
     t0 = time.perf_counter()
-    compiled = jax.jit(fn, donate_argnums=0).lower(carry, specs).compile()
+    sharded = len(jax.tree.leaves(specs)[0].sharding.device_set) > 1
+
+    def traced(c, s):  # as the trainer: no packing across devices (normjax.world.rare)
+        with packing(not sharded):
+            return fn(c, s)
+
+    compiled = jax.jit(traced, donate_argnums=0).lower(carry, specs).compile()
     compile_s = time.perf_counter() - t0
     if flops is not None:
         cost = compiled.cost_analysis()

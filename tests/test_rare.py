@@ -88,3 +88,19 @@ def test_bad_share_is_named(share):
                                               (4096, 1 / 8, 512), (4096, 1 / 4, 1024), (3, 1.0, 3)])
 def test_chunk_size(batch, share, size):
     assert chunk_size(batch, share) == size
+
+
+def test_packing_off_runs_fn_everywhere():
+    """Inside `packing(False)` (for batches the compiler shards over devices)
+    `fn` runs for every environment, so a contract-breaking `fn` shows it."""
+    from normjax.world.rare import packing
+
+    def traced(x):
+        with packing(False):
+            return jax.vmap(lambda v: run_where(v[0] > 0, lambda a: a + 100.0, lambda a: a, v))(x)
+
+    x = jnp.asarray([[1.0], [-1.0]])
+    np.testing.assert_array_equal(np.asarray(jax.jit(traced)(x))[:, 0], [101.0, 99.0])
+    # and packing is back on outside the block
+    out = jax.vmap(lambda v: run_where(v[0] > 0, lambda a: a + 100.0, lambda a: a, v))(x)
+    np.testing.assert_array_equal(np.asarray(out)[:, 0], [101.0, -1.0])

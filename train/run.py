@@ -37,6 +37,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from normjax.norms import NORMS
 from normjax.world.observation import obs_size
+from normjax.world.rare import packing
 from train import evaluate as ev
 from train import probes as pb
 from train import replay as rp
@@ -257,7 +258,15 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
             bar.update(step - last["step"])
             last["step"] = step
 
-    run = jax.jit(lambda c, s: pop.run_chunks(c, s, block, on_chunk if progress else None), donate_argnums=0)
+    sharded = any(m is not None for m in meshes)
+
+    def run_block(c, s):
+        # Sharded over devices, every environment runs the step's rare work:
+        # packing the few that need it would gather across devices (normjax.world.rare).
+        with packing(not sharded):
+            return pop.run_chunks(c, s, block, on_chunk if progress else None)
+
+    run = jax.jit(run_block, donate_argnums=0)
     t_start = time.perf_counter()
     blocks_done = 0
     step = _step(carry)
