@@ -16,9 +16,10 @@ Programs (`--only` selects by group: normjax, xminigrid, gymnax):
                      (NormGymEnv.step has none; 200-step training episodes outlast the scan).
   normjax-full-static  the same with `make(..., static_layout=True)`: every env on the cafe,
                      its tables compile as constants (the single-layout path the trainer uses).
-  normjax-full-ar    the same step followed by a gymnax-style auto-reset (the reset is
-                     computed every step and selected where the episode ended), which is what
-                     the XLand-MiniGrid (GymAutoResetWrapper) and gymnax steps below pay.
+  normjax-full-ar    the same step through `AutoResetWrapper` (XLand-MiniGrid's and gymnax's
+                     steps below auto-reset too).  The wrapper resets only the environments
+                     whose episode ended (`normjax.world.rare.run_where`); in the timed steps
+                     none ends, so this row shows the wrapper's cost between resets.
   normjax-world      the world step alone (`step_world`, random joint actions for all K slots).
   xland-empty-8x8    XLand-MiniGrid `MiniGrid-Empty-8x8`, GymAutoResetWrapper.
   xland-r1-9x9       XLand-MiniGrid `XLand-MiniGrid-R1-9x9`, GymAutoResetWrapper, one ruleset

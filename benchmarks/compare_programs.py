@@ -39,6 +39,7 @@ def _batched(p, batch: int):
 def normjax_programs(batch: int) -> list[Program]:
     from normjax import constants as C
     from normjax.env import make
+    from normjax.wrappers import AutoResetWrapper
     from normjax.world.step import step_world
 
     env = make(layout="cafe", norm=None, phase="train")
@@ -52,13 +53,11 @@ def normjax_programs(batch: int) -> list[Program]:
         obs, state, reward, _term, _trunc, _info = env.step(key, carry[1], action, p)
         return (obs, state), reward
 
+    auto_reset = AutoResetWrapper(env)
+
     def full_autoreset(key, carry, action, p):
-        k_step, k_reset = jax.random.split(key)
-        obs, state, reward, term, trunc, _info = env.step(k_step, carry[1], action, p)
-        obs_r, state_r = env.reset(k_reset, p)
-        done = term | trunc
-        pick = lambda a, b: jnp.where(done, a, b)  # noqa: E731
-        return (pick(obs_r, obs), jax.tree.map(pick, state_r, state)), reward
+        obs, state, reward, _term, _trunc, _info = auto_reset.step(key, carry[1], action, p)
+        return (obs, state), reward
 
     def world_reset(key, p):
         return env.reset(key, p)[1]
@@ -81,8 +80,8 @@ def normjax_programs(batch: int) -> list[Program]:
                 what="as normjax-full with make(..., static_layout=True): the cafe's tables as compile-time "
                      "constants (the DQN trainer's path)", **dict(common, params=static_params)),
         Program(name="normjax-full-ar", label="normjax full step + auto-reset", step=full_autoreset,
-                what="NormGymEnv.step, then env.reset computed every step and selected on terminated|truncated "
-                     "(gymnax-style auto-reset)", **common),
+                what="AutoResetWrapper(NormGymEnv).step: a new episode started inside the step that ends one "
+                     "(the reset runs only for the environments whose episode ended)", **common),
         Program(name="normjax-world", label="normjax world step", group="normjax", reset=world_reset, step=world,
                 action=lambda k: jax.random.randint(k, (env.capacity,), 0, C.N_ACTIONS), params=params,
                 what="step_world only: random joint actions for all K slots, 50 norms mixed; no observation",

@@ -1,5 +1,5 @@
-"""`normjax.world.rare.run_where`: under vmap equal to `fn` everywhere, computed
-only where needed (chunked), plain `fn` unbatched."""
+"""`normjax.world.rare.run_where`: per environment `fn` where needed and `idle`
+elsewhere, unbatched (a cond), under vmap (packed in chunks) and unpacked."""
 
 from __future__ import annotations
 
@@ -41,17 +41,18 @@ def test_vmap_equals_fn_for_any_share_of_needing_environments(batch, share, seed
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
 
 
-def test_unbatched_call_is_fn():
+def test_unbatched_call_is_fn_or_idle():
     x = jnp.asarray([1.0, -2.0, 3.0])
     got = jax.jit(_call)(x, jnp.float32(2.0))
     np.testing.assert_array_equal(np.asarray(got[0]), [4.0, -2.0, 12.0])
     assert int(got[1]) == 2
+    marked = jax.jit(lambda v, n: run_where(n, lambda a: a + 100.0, lambda a: a, v))
+    np.testing.assert_array_equal(np.asarray(marked(x, jnp.bool_(True))), np.asarray(x) + 100.0)
+    np.testing.assert_array_equal(np.asarray(marked(x, jnp.bool_(False))), np.asarray(x))
 
 
-def test_fn_runs_only_where_needed():
-    """With an `fn` that breaks the contract (differs from `idle` where not
-    needed), environments that need nothing get `idle`'s result: proof that
-    the batched rule skips them rather than running `fn` everywhere."""
+def test_fn_where_needed_idle_elsewhere():
+    """Environments that need nothing get `idle`'s result, the others `fn`'s."""
     def marked(x):
         return x + 100.0
 
@@ -90,17 +91,20 @@ def test_chunk_size(batch, share, size):
     assert chunk_size(batch, share) == size
 
 
-def test_packing_off_runs_fn_everywhere():
+def test_packing_off_selects_without_the_chunk_loop():
     """Inside `packing(False)` (for batches the compiler shards over devices)
-    `fn` runs for every environment, so a contract-breaking `fn` shows it."""
+    the result is the same, computed for all and selected: no chunk loop."""
     from normjax.world.rare import packing
 
-    def traced(x):
+    def step(x):
+        return jax.vmap(lambda v: run_where(v[0] > 0, lambda a: a + 100.0, lambda a: a, v))(x)
+
+    def unpacked(x):
         with packing(False):
-            return jax.vmap(lambda v: run_where(v[0] > 0, lambda a: a + 100.0, lambda a: a, v))(x)
+            return step(x)
 
     x = jnp.asarray([[1.0], [-1.0]])
-    np.testing.assert_array_equal(np.asarray(jax.jit(traced)(x))[:, 0], [101.0, 99.0])
-    # and packing is back on outside the block
-    out = jax.vmap(lambda v: run_where(v[0] > 0, lambda a: a + 100.0, lambda a: a, v))(x)
-    np.testing.assert_array_equal(np.asarray(out)[:, 0], [101.0, -1.0])
+    for f in (step, unpacked):
+        np.testing.assert_array_equal(np.asarray(jax.jit(f)(x))[:, 0], [101.0, -1.0])
+    assert "while" in jax.jit(step).lower(x).as_text()
+    assert "while" not in jax.jit(unpacked).lower(x).as_text()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from normjax.world.rare import run_where
 from normjax.world.step import StepInfo
 
 # Salt of the auto-reset key: `jax.random.fold_in(step_key, RESET_SALT)`.  The step
@@ -107,8 +108,9 @@ class AutoResetWrapper(Wrapper):
     finished step's reward, `terminated` and `truncated` (so learners still see the
     end), and in the info "final_obs", the observation the finished episode ended
     on.  Other steps return the wrapped step's values and "final_obs" equal to the
-    observation.  Both branches are computed and selected with `jnp.where`, so the
-    step stays branch-free under `vmap` (a reset costs little next to the planner).
+    observation.  The reset runs only for the environments whose episode ended
+    (`normjax.world.rare.run_where`: under `vmap` they are packed and reset
+    together, the others pass their observation and state through).
 
     Keys: the wrapped step gets `key` unchanged; the reset gets `reset_key(key)`.
     Put `LogWrapper` outside this wrapper to keep finished-episode statistics in the
@@ -118,11 +120,12 @@ class AutoResetWrapper(Wrapper):
     def step(self, key, state, action, params=None):
         obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
         done = terminated | truncated
-        obs_re, state_re = self._env.reset(reset_key(key), params)
+        fresh = lambda k, p, o, s: self._env.reset(reset_key(k), p)  # noqa: E731
+        same = lambda k, p, o, s: (o, s)  # noqa: E731
+        next_obs, next_state = run_where(done, fresh, same, key, params, obs, state)
         info = info_dict(info)
         info["final_obs"] = obs
-        return (where_tree(done, obs_re, obs), where_tree(done, state_re, state),
-                reward, terminated, truncated, info)
+        return next_obs, next_state, reward, terminated, truncated, info
 
 
 __all__ = ["AutoResetWrapper", "RESET_SALT", "Wrapper", "info_dict", "reset_key", "seed_key",
