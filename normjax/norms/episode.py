@@ -15,7 +15,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from normjax.norms.predicates import Context, context, first_free_chairs, single_queue_view
+from normjax.norms.predicates import Context, context, first_free_chairs, queue_context, single_queue_view
+from normjax.norms.registry import QUEUE_IDS
 from normjax.norms.table import norm_row
 from normjax.norms.rules import episode_permits
 from normjax.world.rare import run_where
@@ -26,7 +27,8 @@ class EpisodeNorm(NamedTuple):
 
     tables: object  # LayoutTables holding only the episode's queue path (`single_queue_view`)
     ctx: Context  # action-independent facts of the state (queues, R, ...); first_free
-    # only under a seats-in-order norm (-1 under the others, which never read it)
+    # only under a seats-in-order norm, the queue fields only under a queue norm
+    # (-1 / empty under the others, which never read them)
     permitted: jax.Array  # bool [K, 5]: action a of agent i is permissible (every WAIT is)
     norm_id: jax.Array  # int32, -1 = no norm (then nothing is sanctioned)
 
@@ -45,12 +47,24 @@ def episode_norm(lt, norm_id, t, pos, active, group, moves, visited_q) -> Episod
     # only their environments look for them (`run_where`); -1 for the others.
     seats = norm_row(norm_id, "seat_order") >= 0
     ctx = ctx._replace(first_free=run_where(seats, first_free_chairs, _no_chairs, lt1, pos, active))
+    # Likewise the queue state, read only under the queue norms (16 of 50).
+    nid = jnp.asarray(norm_id)
+    queues = (nid >= QUEUE_IDS[0]) & (nid <= QUEUE_IDS[-1])
+    src, held, tail = run_where(queues, queue_context, _no_queue, lt1, pos, active, share=3 / 8)
+    ctx = ctx._replace(queue_src=src, queue_held=held, queue_tail=tail)
     permitted = episode_permits(lt1, ctx, norm_id, t, pos, active, group, moves)
     return EpisodeNorm(lt1, ctx, permitted, jnp.asarray(norm_id, jnp.int32))
 
 
 def _no_chairs(lt, pos, active):
     return jnp.full((2, 2), -1, jnp.int32)
+
+
+def _no_queue(lt, pos, active):
+    """`queue_context`'s shapes for norms that have no queue (never read)."""
+    paths, k = lt.queue_paths.shape[0], pos.shape[0]
+    return (jnp.full((paths, k), -1, jnp.int32), jnp.zeros((paths, lt.queue_paths.shape[1], k), bool),
+            jnp.zeros((paths, k), jnp.int32))
 
 
 def action_sanctions(view: EpisodeNorm, actions):

@@ -123,7 +123,7 @@ def _path_index(paths, valid, cells):
     return jnp.where(jnp.any(hit, axis=1), idx, _QUEUE_NONE), hit
 
 
-def _queue_context(lt, pos, active):
+def queue_context(lt, pos, active):
     """docs/world.md §7 queue state: who holds which path cell, each agent's view of the tail."""
     paths = lt.queue_paths  # [16, 7, 2]
     length = paths.shape[1]
@@ -170,7 +170,7 @@ def context(lt, pos, active, group, visited_q) -> Context:
     per_group = jnp.sum(in_group & in_r[:, None], axis=0, dtype=jnp.int32)  # [3]
     n_r = jnp.sum(per_group)
     own_group = jnp.sum(jnp.where(in_group, per_group[None, :], 0), axis=1)
-    src, held, tail = _queue_context(lt, pos, active)
+    src, held, tail = queue_context(lt, pos, active)
     return Context(
         ever_q=visited_q.astype(bool) | _at(lt.zone_q, pos),
         on_ring=_at(lt.ring, pos),

@@ -32,6 +32,7 @@ from normjax.layouts.tables import CODE_ZONE_R
 from normjax.norms import predicates as P
 from normjax.norms import registry as reg
 from normjax.world.moves import DELTAS, cell_value, in_grid, keep_open, kind_of, target_codes
+from normjax.world.rare import run_where
 
 # Dynamic rules, one per norm (rule, argument).
 (
@@ -138,6 +139,25 @@ def queue_path_index() -> jax.Array:
         return jnp.asarray(out)
 
 
+def _queue_order(lt, norm_id, target, queue_held, queue_src, queue_tail):
+    """bool [K, A]: each target keeps the order of the episode's queue path: one
+    step toward the head, or joining at the tail (or off the path)."""
+    # dst: the target's index on the path, -1 off it (one table read per target).
+    on_grid = in_grid(target)
+    dst = queue_path_index()[lt.index, P.queue_path_of(norm_id), jnp.where(on_grid, flat_index(target), 0)]
+    dst = jnp.where(on_grid, dst, -1).astype(jnp.int32)  # [K, A]
+    held = queue_held[0]  # [7, K]: path cell held by another agent than i
+    dst_held = jnp.zeros(dst.shape, bool)
+    for cell_k in range(held.shape[0]):  # held[dst, i] as selects (no [K, A, 7] reduction)
+        dst_held = jnp.where(dst == cell_k, held[cell_k][:, None], dst_held)
+    src, tail = queue_src[0][:, None], queue_tail[0][:, None]
+    return (dst == -1) | ((src == dst + 1) & ~dst_held) | ((src == -1) & (dst == tail))
+
+
+def _no_queue_order(lt, norm_id, target, queue_held, queue_src, queue_tail):
+    return jnp.ones(target.shape[:2], bool)
+
+
 def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, actions=None) -> jax.Array:
     """bool [K, 5]: what the episode's norm says of each agent taking each action;
     with `actions` [K], bool [K, 1] for those actions only.
@@ -172,18 +192,10 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, a
     rhythm = ~run[:, jnp.clip(arg - 1, 0, 2)]
     visit_q = ~chair | ctx.ever_q[:, None]
 
-    # The episode's queue path: one step toward the head, or joining at the tail.
-    # dst: the target's index on the path, -1 off it (one table read per target).
-    on_grid = in_grid(target)
-    dst = queue_path_index()[lt.index, P.queue_path_of(norm_id), jnp.where(on_grid, flat_index(target), 0)]
-    dst = jnp.where(on_grid, dst, -1).astype(jnp.int32)  # [K, A]
-    length = lt.queue_paths.shape[1]
-    held = ctx.queue_held[0]  # [7, K]: path cell held by another agent than i
-    dst_held = jnp.zeros(dst.shape, bool)
-    for cell_k in range(length):  # held[dst, i] as selects (no [K, A, 7] reduction)
-        dst_held = jnp.where(dst == cell_k, held[cell_k][:, None], dst_held)
-    src, tail = ctx.queue_src[0][:, None], ctx.queue_tail[0][:, None]
-    queue = (dst == -1) | ((src == dst + 1) & ~dst_held) | ((src == -1) & (dst == tail))
+    # Only the queue norms (16 of 50) judge queue order: under vmap only their
+    # environments evaluate it (`run_where`).
+    queue = run_where(rule == RULE_QUEUE, _queue_order, _no_queue_order, lt, norm_id, target,
+                      ctx.queue_held, ctx.queue_src, ctx.queue_tail, share=3 / 8)
 
     enters_r = ((code & CODE_ZONE_R) != 0) & ~ctx.in_r[:, None]
     r_capacity = ~enters_r | (ctx.r_others <= arg)[:, None]
