@@ -80,6 +80,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import RESULTS, best_of, block, compile_timed, save  # noqa: E402
 from benchmarks.compare_programs import Program, gymnax_programs, normjax_programs, xland_programs  # noqa: E402
+from normjax.world.rare import packing  # noqa: E402
 
 BENCH_HINT = 'pip install -e ".[bench]"'
 GROUPS = ("normjax", "xminigrid", "gymnax")
@@ -105,7 +106,13 @@ def make_rollout(prog: Program, steps: int):
         (carry, _, acc), _ = jax.lax.scan(body, (carry, key, jnp.float32(0.0)), None, length=steps)
         return carry, acc
 
-    return jax.jit(jax.vmap(one_env))
+    def rollout(keys, carry, params):
+        # A batch split over devices (--devices N) must not pack environments
+        # across them (normjax.world.rare.packing); other libraries ignore this.
+        with packing(len(jax.local_devices()) == 1):
+            return jax.vmap(one_env)(keys, carry, params)
+
+    return jax.jit(rollout)
 
 
 _OPS = re.compile(r"(?<![\w.-])(while|gather|fusion)\(")
