@@ -23,6 +23,10 @@ a flat occupancy grid of the 165 cells:
 5. Collision penalty flags (rule 6): movers that entered a contested or held
    cell by their own choice, or that did not end on their target.
 
+Steps 3-4 run only where an agent is displaced (about one environment-step in
+ten): under `vmap` those environments are packed and run together
+(`normjax.world.rare.run_where`).
+
 All randomness comes from the key (rule 7).
 """
 
@@ -140,7 +144,7 @@ def _place_pending(k_order, k_place, pending, anchor, p, present, kind, fin, bys
     occ = occ.at[jnp.where(placed, fin, C.N_CELLS)].set(idx, mode="drop")
 
     # A while_loop (not a K-step fori_loop): under vmap it runs as many rounds
-    # as the busiest environment of the batch needs, usually 0-3 instead of K.
+    # as the busiest environment of its chunk needs, usually 1-3 instead of K.
     def place_one(carry):
         i, fin, occ, disp, bystander = carry
         j = order[i]
