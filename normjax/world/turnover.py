@@ -22,6 +22,10 @@ from normjax.world.rare import run_where
 from normjax.world.state import WorldParams, WorldState
 
 
+# The agent fields `refill` sets (it reads its new values by these names).
+REFILLED = ("spawn_t", "uid", "group", "entry_door", "goal_kind", "goal_cell", "exit_door", "habit")
+
+
 def refill(key, state: WorldState, slots, lt, params: WorldParams, now, max_slots: int | None = None):
     """Give `slots` (bool [K]) fresh pending agents (new uid, group, task, habit).
 
@@ -59,16 +63,18 @@ def refill(key, state: WorldState, slots, lt, params: WorldParams, now, max_slot
     sel = lambda new, old: jnp.where(  # noqa: E731
         slots.reshape(slots.shape + (1,) * (jnp.ndim(old) - 1)), new, old
     )
-    ag = ag.replace(
-        spawn_t=sel(now + spread(delay), ag.spawn_t),
-        uid=sel(state.next_uid + rank, ag.uid),
-        group=sel(group, ag.group),
-        entry_door=sel(entry_door, ag.entry_door),
-        goal_kind=sel(goal_kind, ag.goal_kind),
-        goal_cell=sel(goal_cell, ag.goal_cell),
-        exit_door=sel(exit_door, ag.exit_door),
-        habit=sel(draw_habits(key, slots, ag.role, params), ag.habit),
+    fresh = dict(
+        spawn_t=now + spread(delay),
+        uid=state.next_uid + rank,
+        group=group,
+        entry_door=entry_door,
+        goal_kind=goal_kind,
+        goal_cell=goal_cell,
+        exit_door=exit_door,
+        habit=draw_habits(key, slots, ag.role, params),
     )
+    assert set(fresh) == set(REFILLED), sorted(set(fresh) ^ set(REFILLED))
+    ag = ag.replace(**{f: sel(fresh[f], getattr(ag, f)) for f in REFILLED})
     return state.replace(agents=ag, next_uid=state.next_uid + slots.sum())
 
 
@@ -115,20 +121,16 @@ def enter(state: WorldState, lt: LayoutTables, now):
     return state.replace(agents=ag), entered
 
 
-# The agent fields `refill` sets.
-_REFILLED = ("spawn_t", "uid", "group", "entry_door", "goal_kind", "goal_cell", "exit_door", "habit")
-
-
 def _refilled(key, state, slots, lt, params, now):
     # Only an agent on a door's inward cell can step onto the door (doors sit in
     # walls; docs/world.md §1), so at most N_DOORS agents exit in one step.
     new = refill(key, state, slots, lt, params, now, max_slots=C.N_DOORS)
-    return tuple(getattr(new.agents, f) for f in _REFILLED), new.next_uid
+    return tuple(getattr(new.agents, f) for f in REFILLED), new.next_uid
 
 
 def _unchanged(key, state, slots, lt, params, now):
     """`_refilled` where no slot is set: `refill` selects every old value."""
-    return tuple(getattr(state.agents, f) for f in _REFILLED), state.next_uid
+    return tuple(getattr(state.agents, f) for f in REFILLED), state.next_uid
 
 
 def turnover(key, state: WorldState, exited, lt: LayoutTables, params: WorldParams):
@@ -142,7 +144,7 @@ def turnover(key, state: WorldState, exited, lt: LayoutTables, params: WorldPara
     # does draw new agents (`run_where`).
     fields, next_uid = run_where(slots.any(), _refilled, _unchanged, key, state, slots, lt, params, now,
                                  share=1 / 4)
-    state = state.replace(agents=state.agents.replace(**dict(zip(_REFILLED, fields))), next_uid=next_uid)
+    state = state.replace(agents=state.agents.replace(**dict(zip(REFILLED, fields))), next_uid=next_uid)
     # A newcomer that is not replaced leaves its slot for good.
     keep = ~(exited & newcomer & ~params.replace_newcomer)
     state = state.replace(agents=state.agents.replace(in_use=state.agents.in_use & keep))
@@ -151,4 +153,4 @@ def turnover(key, state: WorldState, exited, lt: LayoutTables, params: WorldPara
     return state.replace(t=now), entered
 
 
-__all__ = ["enter", "refill", "turnover"]
+__all__ = ["REFILLED", "enter", "refill", "turnover"]
