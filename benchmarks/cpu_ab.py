@@ -1,0 +1,86 @@
+"""A/B of the full step's CPU time between two checkouts of this repository.
+
+How each speed change in the README was measured: process CPU time per
+env-step of the full step (`env_throughput.make_rollout`, 20 steps, batch
+4,096, the 50 norms mixed), on one pinned core (`taskset -c 1`, so other work
+on the machine disturbs it less), runs of A and B interleaved, the least of
+three each.  Differences under about 3% are within the noise.
+
+    git worktree add --detach /tmp/base <commit>
+    python benchmarks/cpu_ab.py /tmp/base .            # B/A - 1 in percent
+    python benchmarks/cpu_ab.py /tmp/base . --static   # the single-layout path
+
+Each run is a fresh process that imports normjax from the checkout it times.
+Results: benchmarks/results/cpu_ab.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import save  # noqa: E402
+
+# One timing in a fresh process, run from the checkout under test.
+ONE_RUN = """
+import sys, time
+sys.path.insert(0, {repo!r})
+import jax
+import normjax
+assert normjax.__file__.startswith({repo!r}), normjax.__file__
+from benchmarks.env_throughput import make_rollout, batch_params, batch_reset
+from benchmarks.common import block
+batch, n = {batch}, 20
+params = batch_params(batch, {static})
+state = block(batch_reset(jax.random.split(jax.random.PRNGKey(0), batch), params))
+keys = jax.random.split(jax.random.PRNGKey(1), batch)
+run = make_rollout(n).lower(keys, state, params).compile()
+block(run(keys, state, params))
+best = 1e9
+for _ in range(3):
+    t0 = time.process_time(); block(run(keys, state, params)); best = min(best, time.process_time() - t0)
+print(1e6 * best / (batch * n))
+"""
+
+
+def cpu_us(repo: Path, batch: int, static: bool) -> float:
+    pin = ["taskset", "-c", "1"] if shutil.which("taskset") else []
+    code = ONE_RUN.format(repo=str(repo), batch=batch, static=static)
+    out = subprocess.run(pin + [sys.executable, "-c", code], capture_output=True, text=True, cwd=repo)
+    if out.returncode != 0:
+        raise RuntimeError(f"timing {repo} failed:\n{out.stderr[-2000:]}")
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("a", type=Path, help="checkout A (the baseline)")
+    ap.add_argument("b", type=Path, help="checkout B (the change)")
+    ap.add_argument("--batch", type=int, default=4096)
+    ap.add_argument("--repeats", type=int, default=3, help="interleaved runs of each")
+    ap.add_argument("--static", action="store_true", help="the single-layout path")
+    args = ap.parse_args(argv)
+    for repo in (args.a, args.b):
+        if not (repo / "normjax" / "__init__.py").exists():
+            raise SystemExit(f"cpu_ab: {repo} is not a checkout of this repository (no normjax/__init__.py)")
+    a, b = args.a.resolve(), args.b.resolve()
+    runs = {"a": [], "b": []}
+    for _ in range(args.repeats):
+        for name, repo in (("a", a), ("b", b)):
+            runs[name].append(cpu_us(repo, args.batch, args.static))
+            print(f"{name} {repo}: {runs[name][-1]:.2f} CPU-us/env-step", flush=True)
+    change = 100 * (min(runs["b"]) / min(runs["a"]) - 1)
+    print(f"A {min(runs['a']):.2f}, B {min(runs['b']):.2f} CPU-us/env-step (least of {args.repeats}): B/A - 1 = {change:+.1f}%")
+    path = save("cpu_ab", {"a": str(a), "b": str(b), "batch": args.batch, "static_layout": args.static,
+                           "cpu_us_per_env_step": runs, "change_percent": change})
+    print(f"saved {path}")
+
+
+if __name__ == "__main__":
+    main()
