@@ -3,15 +3,18 @@
 How each speed change in the README was measured: process CPU time per
 env-step of the full step (`env_throughput.make_rollout`, 20 steps, batch
 4,096, the 50 norms mixed), on one pinned core (`taskset -c 1`, so other work
-on the machine disturbs it less), runs of A and B interleaved, the least of
-three each.  Differences under about 3% are within the noise.
+on the machine disturbs it less), processes of A and B interleaved
+(`--repeats`, 3), each timing `--runs` (10) runs; the least of all is kept.
+On a quiet machine differences under about 3% are within the noise; on a
+busy one the same code varied by 40% between processes, so compare A with A
+first (`cpu_ab.py X X`) when in doubt.
 
     git worktree add --detach /tmp/base <commit>
     python benchmarks/cpu_ab.py /tmp/base .            # B/A - 1 in percent
     python benchmarks/cpu_ab.py /tmp/base . --static   # the single-layout path
 
 Each run is a fresh process that imports normjax from the checkout it times.
-Results: benchmarks/results/cpu_ab.json.
+Results: benchmarks/results/cpu_ab.json (cpu_ab_static.json with --static).
 """
 
 from __future__ import annotations
@@ -43,15 +46,15 @@ keys = jax.random.split(jax.random.PRNGKey(1), batch)
 run = make_rollout(n).lower(keys, state, params).compile()
 block(run(keys, state, params))
 best = 1e9
-for _ in range(3):
+for _ in range({runs}):
     t0 = time.process_time(); block(run(keys, state, params)); best = min(best, time.process_time() - t0)
 print(1e6 * best / (batch * n))
 """
 
 
-def cpu_us(repo: Path, batch: int, static: bool) -> float:
+def cpu_us(repo: Path, batch: int, static: bool, runs: int) -> float:
     pin = ["taskset", "-c", "1"] if shutil.which("taskset") else []
-    code = ONE_RUN.format(repo=str(repo), batch=batch, static=static)
+    code = ONE_RUN.format(repo=str(repo), batch=batch, static=static, runs=runs)
     out = subprocess.run(pin + [sys.executable, "-c", code], capture_output=True, text=True, cwd=repo)
     if out.returncode != 0:
         raise RuntimeError(f"timing {repo} failed:\n{out.stderr[-2000:]}")
@@ -64,6 +67,7 @@ def main(argv=None):
     ap.add_argument("b", type=Path, help="checkout B (the change)")
     ap.add_argument("--batch", type=int, default=4096)
     ap.add_argument("--repeats", type=int, default=3, help="interleaved runs of each")
+    ap.add_argument("--runs", type=int, default=10, help="timed runs in each process (the least is kept)")
     ap.add_argument("--static", action="store_true", help="the single-layout path")
     args = ap.parse_args(argv)
     for repo in (args.a, args.b):
@@ -73,11 +77,11 @@ def main(argv=None):
     runs = {"a": [], "b": []}
     for _ in range(args.repeats):
         for name, repo in (("a", a), ("b", b)):
-            runs[name].append(cpu_us(repo, args.batch, args.static))
+            runs[name].append(cpu_us(repo, args.batch, args.static, args.runs))
             print(f"{name} {repo}: {runs[name][-1]:.2f} CPU-us/env-step", flush=True)
     change = 100 * (min(runs["b"]) / min(runs["a"]) - 1)
-    print(f"A {min(runs['a']):.2f}, B {min(runs['b']):.2f} CPU-us/env-step (least of {args.repeats}): B/A - 1 = {change:+.1f}%")
-    path = save("cpu_ab", {"a": str(a), "b": str(b), "batch": args.batch, "static_layout": args.static,
+    print(f"A {min(runs['a']):.2f}, B {min(runs['b']):.2f} CPU-us/env-step (least of {args.repeats} x {args.runs}): B/A - 1 = {change:+.1f}%")
+    path = save("cpu_ab_static" if args.static else "cpu_ab", {"a": str(a), "b": str(b), "batch": args.batch, "static_layout": args.static, "runs": args.runs,
                            "cpu_us_per_env_step": runs, "change_percent": change})
     print(f"saved {path}")
 

@@ -392,20 +392,21 @@ def test_layout_error_is_value_error():
 
 
 def test_single_layout_path_cuts_only_padding():
-    """The single-layout path scores `candidate_count(l)` goal candidates and
-    reads `seat_order_length(l)` seat-order entries: exactly the layout's own
-    entries, everything after them padding (the cafe by hand: 12 chairs, 4 R,
-    4 Q, 3 doors)."""
-    from normjax.layouts.routes import CAND_PAD, candidate_count, host_goal_candidates
+    """The single-layout path scores rows of its own longest candidate list
+    (rounded up for the own cell) and reads `seat_order_length(l)` seat-order
+    entries: everything it cuts is padding (the cafe by hand: 12 chairs, 4 R,
+    4 Q, 3 doors -> 16 columns, against 24 for all layouts)."""
+    from normjax.layouts.routes import candidate_count, host_goal_candidates, planner_width
     from normjax.layouts.tables import host_tables
     from normjax.norms.predicates import seat_order_length
 
-    kind, tables = host_goal_candidates()["kind"], host_tables()
-    assert candidate_count() == kind.shape[1]
-    assert candidate_count(0) == 12 + 4 + 4 + 3 and seat_order_length(0) == 12
-    for lid in range(kind.shape[0]):
+    cell, tables = host_goal_candidates()["cell"], host_tables()
+    assert cell.shape[2] == planner_width(candidate_count())
+    assert candidate_count(0) == 12 and planner_width(12) == 16 and seat_order_length(0) == 12
+    for lid in range(cell.shape[0]):
         n, m = candidate_count(lid), seat_order_length(lid)
-        assert (kind[lid, :n] != CAND_PAD).all() and (kind[lid, n:] == CAND_PAD).all()
+        assert (cell[lid, :, :n] >= 0).any(axis=0).all() and (cell[lid, :, n:] == -1).all()
+        assert n < planner_width(n) <= cell.shape[2]  # the cut keeps every entry and the own column
         order = tables["seat_order"][lid]
         assert (order[:, :m] >= 0).any(axis=0).all() and (order[:, m:] == -1).all()
         assert m == tables["n_chairs"][lid]  # both orders list every chair

@@ -10,8 +10,21 @@ import pytest
 from normjax import constants as C
 from normjax.env import community_actions, env_step, make, oracle_policy, phase_params
 from normjax.layouts import load_layout
+from normjax.layouts.parse import ALL_LAYOUTS
 from normjax.norms import NORMS
-from normjax.layouts.routes import V_BASE, V_CCW, V_CW, V_NO_Q, host_route_tables
+from normjax.layouts.routes import (
+    CASE_CHAIR,
+    CASE_DOOR,
+    CASE_Q,
+    CASE_R,
+    V_BASE,
+    V_CCW,
+    V_CW,
+    V_NO_Q,
+    host_goal_candidates,
+    host_route_tables,
+    planner_width,
+)
 from normjax.world.state import ROLE_AWARE, ROLE_BLIND
 from normjax.world.step import reset_world, step_world
 
@@ -99,3 +112,22 @@ def test_make_rejects_bad_names():
         make("cafe", "no_such_norm")
     with pytest.raises(ValueError, match="unknown phase"):
         make("cafe", None, phase="warmup")
+
+
+def test_goal_candidate_rows_list_exactly_the_cells_of_each_case():
+    """Row CASE_CHAIR lists the layout's chairs with their seat regions, CASE_R
+    and CASE_Q its R and Q cells, CASE_DOOR its doors 0, 1, 2 in order; the
+    rest is -1, and the last column (the planner's own-cell column) is always
+    padding.  Widths are multiples of 8 with room for the own cell."""
+    cand = host_goal_candidates()
+    assert [planner_width(n) for n in (1, 7, 8, 12, 15, 23)] == [8, 8, 16, 16, 16, 24]
+    for lid, name in enumerate(ALL_LAYOUTS):
+        lay = load_layout(name)
+        row = lambda case: [int(v) for v in cand["cell"][lid, case] if v >= 0]  # noqa: E731
+        flat = lambda mask: sorted(int(r) * C.W + int(c) for r, c in np.argwhere(mask))  # noqa: E731
+        assert row(CASE_CHAIR) == flat(lay.kind == C.CHAIR)
+        assert row(CASE_R) == flat(lay.zone_r) and row(CASE_Q) == flat(lay.zone_q)
+        assert row(CASE_DOOR) == [int(r) * C.W + int(c) for r, c in lay.doors]
+        regions = [int(v) for v in cand["region"][lid] if v >= 0]
+        assert regions == [int(lay.region.reshape(-1)[x]) for x in row(CASE_CHAIR)]
+        assert (cand["cell"][lid, :, -1] == -1).all()

@@ -36,13 +36,14 @@ from normjax import constants as C
 from normjax.constants import HABIT_MOVE1_WAIT1, HABIT_NONE, HABIT_SAME_EXIT_DOOR  # noqa: F401 (re-exported)
 from normjax.layouts.geometry import flat_index as _flat
 from normjax.layouts.routes import (
-    CAND_CHAIR,
-    CAND_DOOR,
-    CAND_Q,
-    CAND_R,
+    CASE_CHAIR,
+    CASE_DOOR,
+    CASE_Q,
+    CASE_R,
     candidate_count,
     corridor_tables,
     goal_candidate_tables,
+    planner_width,
     route_rows,
 )
 from normjax.layouts.tables import world_tables
@@ -70,69 +71,78 @@ def _option_of(options, index):
     return out
 
 
+def _row_of(table, case):
+    """table [R, W], case [K] -> [K, W]: row `case` of the table per agent (row
+    0 for a case outside 1..R-1).  Selects, not a gather by a batched index."""
+    out = jnp.broadcast_to(table[0], case.shape + table.shape[1:])
+    for row in range(1, table.shape[0]):
+        out = jnp.where((case == row)[:, None], table[row][None, :], out)
+    return out
+
+
 def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):
     """Flat goal cell per agent [K] for its current leg (step 1 above).
 
-    Scores only the layout's goal candidates (chairs, R, Q, doors and the
-    agent's own specified cell; `host_goal_candidates`), not all 165 cells.
-    `dist(cells [K, N]) -> [K, N]` gives each agent's moves to the cells.  The
-    result equals an argmin over all 165 cells of (distance + tie-break noise)
-    with non-candidates at INF: the same noise values (`hash_at` of the same
-    flat indices), the lowest flat index among equal scores, and cell 0 when an
-    agent has no candidate at all.  On the single-layout path
-    (`lt.static_index`) only that layout's own candidates are scored, not the
-    padding up to the longest list of all layouts.
+    Each agent is in one case: leg 1 -> a door; visit Q first -> Q; else its
+    goal kind (any chair, any R cell, or its own specified cell).  It scores
+    only its case's row of the layout's goal candidates (`host_goal_candidates`)
+    and its own cell, not all 165 cells.  `dist(cells [K, N]) -> [K, N]` gives
+    each agent's moves to the cells.  The result equals an argmin over all 165
+    cells of (distance + tie-break noise) with non-candidates at INF: the same
+    noise values (`hash_at` of the same flat indices), the lowest flat index
+    among equal scores, and cell 0 when an agent has no candidate at all.  On
+    the single-layout path (`lt.static_index`) the rows are cut to that
+    layout's longest list, not the longest of all layouts (both rounded up by
+    `planner_width`).
     """
     ag = state.agents
     k = ag.active.shape[0]
     cand = goal_candidate_tables()
-    width = candidate_count(lt.static_index if lt.static_index >= 0 else None)
-    cand = {f: v[lt.index, :width] for f, v in cand.items()}
-    cell, kind = cand["cell"], cand["kind"]  # [N]
+    longest = candidate_count(lt.static_index if lt.static_index >= 0 else None)
+    width = planner_width(longest)  # columns: the case's row, padding, the own cell last
+    table = cand["cell"][lt.index, :, :width]  # [N_CASES, W]
+    region = cand["region"][lt.index, :width]  # [W] seat regions of the chair row
+    own_col = jnp.arange(width) == width - 1
     x = _flat(ag.pos)
     goal_flat = _flat(ag.goal_cell)
 
-    # The case of each agent: leg 1 -> a door; visit Q first -> Q; else its goal kind.
     to_chair = (ag.goal_kind == GOAL_ANY_CHAIR) | lt.chair.reshape(-1)[_flat(jnp.maximum(ag.goal_cell, 0))]
     need_q = aware & norm_row(norm_id, "visit_q_first") & ~ctx.ever_q & to_chair
     leg0 = ag.leg == 0
+    own_case = leg0 & ~need_q & (ag.goal_kind != GOAL_ANY_CHAIR) & (ag.goal_kind != GOAL_ANY_R)
+    case = jnp.where(~leg0, CASE_DOOR, jnp.where(need_q, CASE_Q, jnp.where(
+        ag.goal_kind == GOAL_ANY_CHAIR, CASE_CHAIR, CASE_R)))  # own_case: only the own cell is valid
+    cells = jnp.where(own_col[None, :], goal_flat[:, None], _row_of(table, case))  # [K, W]
 
-    # Cells held by another active agent, at the candidates [K, N].
-    own = ag.active[:, None] & (x[:, None] == cell[None, :])
-    occ_other = (own.sum(0, dtype=jnp.int32)[None, :] - own) > 0
+    # Chairs, R and Q cells held by another active agent: counts per table
+    # entry (summed over agents), less the agent's own.
+    held = (ag.active[:, None, None] & (x[:, None, None] == table[None, :CASE_DOOR, :])).sum(0, dtype=jnp.int32)
+    free = (_row_of(held, case) - (ag.active[:, None] & (x[:, None] == cells))) == 0
 
     # Chairs: a norm-aware agent only takes permissible ones (seat region, the
     # first free seat in sigma under the seats-in-order norms).
     reg_ok = norm_row(norm_id, "allowed_regions")[ag.group]  # [K, 3]
-    chair_region_ok = _option_of(reg_ok, cand["region"])  # [K, N]
+    chair_region_ok = _option_of(reg_ok, region)  # [K, W]
     order = norm_row(norm_id, "seat_order")  # -1 unless a seats-in-order norm
     first = ctx.first_free[jnp.maximum(order, 0)]
-    first_ok = (order < 0) | (cell == _flat(first))[None, :] & (first[0] >= 0)
+    first_ok = (order < 0) | (cells == _flat(first)) & (first[0] >= 0)
     chair_ok = jnp.where(aware[:, None], chair_region_ok & first_ok, True)
 
-    # Doors an agent may leave by (its norm's doors for its group, a habit, a specified door).
+    # Doors an agent may leave by (its norm's doors for its group, a habit, a
+    # specified door); door j is entry j of the door row.
     allowed = jnp.where(aware[:, None], norm_row(norm_id, "allowed_doors")[ag.group], True)  # [K, 3]
     entry_ok = jnp.take_along_axis(allowed, ag.entry_door[:, None], 1)[:, 0]
     same = (ag.habit == HABIT_SAME_EXIT_DOOR) & entry_ok
     allowed = jnp.where(same[:, None], jnp.arange(3)[None, :] == ag.entry_door[:, None], allowed)
     spec = jnp.arange(3)[None, :] == ag.exit_door[:, None]
     doors_ok = jnp.where((ag.exit_door == ANY_DOOR)[:, None], allowed, spec)  # [K, 3]
-    door_ok = _option_of(doors_ok, cand["door"])  # [K, N]
+    door_ok = _option_of(doors_ok, jnp.where(jnp.arange(width) < 3, jnp.arange(width), -1))  # [K, W]
 
-    chair_case = leg0 & ~need_q & (ag.goal_kind == GOAL_ANY_CHAIR)
-    r_case = leg0 & ~need_q & (ag.goal_kind == GOAL_ANY_R)
-    free = ~occ_other
-    listed = (
-        ((kind == CAND_CHAIR)[None, :] & chair_case[:, None] & free & chair_ok)
-        | ((kind == CAND_R)[None, :] & r_case[:, None] & free)
-        | ((kind == CAND_Q)[None, :] & (leg0 & need_q)[:, None] & free)
-        | ((kind == CAND_DOOR)[None, :] & ~leg0[:, None] & door_ok)
-    )
+    listed = (cells >= 0) & ~own_case[:, None] & jnp.where(
+        (case == CASE_DOOR)[:, None], door_ok, free & jnp.where((case == CASE_CHAIR)[:, None], chair_ok, True))
     # The agent's own specified cell is its only candidate in the remaining case.
-    own_case = leg0 & ~need_q & (ag.goal_kind != GOAL_ANY_CHAIR) & (ag.goal_kind != GOAL_ANY_R)
     own_ok = own_case & (goal_flat >= 0) & (goal_flat < C.N_CELLS)
-    cells = jnp.concatenate([jnp.broadcast_to(cell, (k, cell.shape[0])), goal_flat[:, None]], axis=1)
-    valid = jnp.concatenate([listed, own_ok[:, None]], axis=1)
+    valid = jnp.where(own_col[None, :], own_ok[:, None], listed)
     safe = jnp.clip(cells, 0, C.N_CELLS - 1)
     noise = 0.01 * hash_at(seed, jnp.arange(k)[:, None] * C.N_CELLS + safe, salt=1)
     score = jnp.where(valid, dist(safe).astype(jnp.float32) + noise, INF)
@@ -229,9 +239,16 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware, view=None):
     yield_to = (jnp.arange(k)[:, None] != jnp.arange(k)[None, :]) & ~stuck[None, :] & (
         stays[None, :] | (prio[None, :] > prio[:, None])
     )
-    hit = jnp.zeros(y.shape, bool)  # [K, 5]: another agent this one yields to is predicted there
-    for j in range(k):  # unrolled over j: no [K, 5, K] reduction over its minor axis
-        hit = hit | ((y == pred[j]) & yield_to[:, j, None])
+    # hit [K, 5]: another agent this one yields to is predicted there.  Agent j
+    # is bit j: the yields as one int per agent, the agents predicted on each
+    # target cell as one int per action, unrolled over j (no [K, 5, K]
+    # reduction over its minor axis, and `yield_to` is not recomputed per action).
+    bit = jnp.left_shift(jnp.int32(1), jnp.arange(k, dtype=jnp.int32))
+    yield_bits = jnp.where(yield_to, bit[None, :], 0).sum(axis=1, dtype=jnp.int32)  # [K]
+    there = jnp.zeros(y.shape, jnp.int32)
+    for j in range(k):
+        there = there | jnp.where(y == pred[j], bit[j], 0)
+    hit = (there & yield_bits[:, None]) != 0
     cost = base + COLLISION_COST * (hit & moving)
 
     cost = jnp.where(ok, cost, INF)

@@ -125,45 +125,51 @@ def corridor_tables() -> jax.Array:
         return jnp.asarray(host_corridors())
 
 
-# Kinds of the planner's goal candidates (`host_goal_candidates`).
-CAND_PAD, CAND_CHAIR, CAND_R, CAND_Q, CAND_DOOR = -1, 0, 1, 2, 3
+# The planner's goal-choice cases, in the order of the rows of `host_goal_candidates`.
+CASE_CHAIR, CASE_R, CASE_Q, CASE_DOOR = 0, 1, 2, 3
+N_CASES = 4
+
+
+def planner_width(longest: int) -> int:
+    """Columns the planner scores for rows of `longest` cells: the row, then
+    padding, then the agent's own cell, rounded up to a multiple of 8 because
+    the compiled per-candidate loops are vectorised 8 wide (measured: 13
+    columns cost more than 24, 16 less)."""
+    return -(-(longest + 1) // 8) * 8
 
 
 @functools.lru_cache(maxsize=None)
 def host_goal_candidates() -> dict[str, np.ndarray]:
-    """Every cell a free-choice goal can be, per layout, as short padded lists.
+    """Every cell a free-choice goal can be, per layout and case, as short padded lists.
 
-    A goal is a chair, an R cell, a Q cell (visit Q first) or a door, or the
-    agent's own specified cell; listing these few cells (at most a few dozen per
-    layout) lets the planner score its candidates instead of all 165 cells.
-    Returns int32 arrays [n_layouts, N]: `cell` (flat index, -1 padded), `kind`
-    (CAND_*), `door` (door index of a CAND_DOOR entry, else 0) and `region`
-    (seat region of a chair, else -1).
+    A free-choice goal is any chair (CASE_CHAIR), any R cell (CASE_R), a Q cell
+    (CASE_Q: visit Q first) or an allowed door (CASE_DOOR); an agent is in one
+    case at a time, so it scores one row (at most a few dozen cells) instead of
+    all 165 cells, or all four lists.  Returns int32 arrays: `cell` [n_layouts,
+    N_CASES, W] (flat indices in row-major order, -1 padded to `planner_width`
+    of the longest list; the door row is the layout's doors 0, 1, 2) and
+    `region` [n_layouts, W] (the seat region of each chair of the chair row, -1
+    padded).
     """
-    rows = []
+    lists, regions = [], []
     for name in ALL_LAYOUTS:
         lay = load_layout(name)
         flat = lambda mask: [int(r) * C.W + int(c) for r, c in np.argwhere(mask)]  # noqa: E731
-        cells = flat(lay.kind == C.CHAIR) + flat(lay.zone_r) + flat(lay.zone_q)
-        kinds = ([CAND_CHAIR] * int((lay.kind == C.CHAIR).sum()) + [CAND_R] * int(lay.zone_r.sum())
-                 + [CAND_Q] * int(lay.zone_q.sum()))
+        chairs = flat(lay.kind == C.CHAIR)
         doors = [int(r) * C.W + int(c) for r, c in lay.doors]
-        rows.append(dict(cell=cells + doors, kind=kinds + [CAND_DOOR] * 3,
-                         door=[0] * len(cells) + [0, 1, 2],
-                         region=[int(lay.region.reshape(-1)[x]) if kd == CAND_CHAIR else -1
-                                 for x, kd in zip(cells, kinds)] + [-1] * 3))
-    n = max(len(r["cell"]) for r in rows)
-    pad = {"cell": -1, "kind": CAND_PAD, "door": 0, "region": -1}
-    return {f: np.asarray([r[f] + [v] * (n - len(r[f])) for r in rows], np.int32) for f, v in pad.items()}
+        lists.append([chairs, flat(lay.zone_r), flat(lay.zone_q), doors])
+        regions.append([int(lay.region.reshape(-1)[x]) for x in chairs])
+    w = planner_width(max(len(row) for rows in lists for row in rows))
+    pad = lambda row: row + [-1] * (w - len(row))  # noqa: E731
+    return {"cell": np.asarray([[pad(row) for row in rows] for rows in lists], np.int32),
+            "region": np.asarray([pad(row) for row in regions], np.int32)}
 
 
 def candidate_count(layout: int | None = None) -> int:
-    """Length of a layout's candidate list without padding (the padded width
+    """Length of a layout's longest candidate list (of all layouts' lists
     when `layout` is None, i.e. traced)."""
-    kind = host_goal_candidates()["kind"]
-    if layout is None:
-        return kind.shape[1]
-    return int((kind[layout] != CAND_PAD).sum())
+    count = (host_goal_candidates()["cell"] >= 0).sum(axis=2)  # [n_layouts, N_CASES]
+    return int(count.max() if layout is None else count[layout].max())
 
 
 @functools.lru_cache(maxsize=None)
