@@ -3,8 +3,12 @@
 Every environment is timed the same way: `jit(vmap(scan))` of `--steps` steps with
 uniformly random actions (drawn inside the scan from a per-env key), the env state
 carried step to step, starting from a batch reset done outside the timed region.
-Compile time is measured on its own; throughput is the best of 3 runs after one
-warm-up run: env-steps/s = batch * steps / best.  The final state (with the last
+Compile time is measured on its own; throughput is the best of `--repeats` (5) runs
+after one warm-up run: env-steps/s = batch * steps / best.  The programs of one
+batch are compiled first and then timed in interleaved rounds (each once per round,
+in turn), so a shared machine that slows down or speeds up during the run slows
+every program alike; besides the ratio of the best runs, each ratio is also given
+as the median of its per-round ratios.  The final state (with the last
 observation) and the summed reward are the program's output, so every step's
 observation is computed.
 
@@ -52,6 +56,7 @@ import argparse
 import importlib.metadata
 import os
 import re
+import statistics
 import sys
 import textwrap
 import time
@@ -161,23 +166,73 @@ def split_batch(tree):
     return jax.device_put(tree, sharding)
 
 
-def measure(prog: Program, batch: int, steps: int, repeats: int, body_once: bool) -> dict:
+def prepare(prog: Program, batch: int, steps: int, body_once: bool):
+    """Compile `prog`'s rollout at `batch` (timed) and run it once -> (run, row):
+    `run()` executes the compiled rollout once; `row` has the compile time, XLA's
+    cost analysis per env-step and the HLO counts."""
     keys = split_batch(jax.random.split(jax.random.PRNGKey(0), batch))
     params = split_batch(prog.params)
     carry = block(jax.jit(jax.vmap(prog.reset))(keys, params))  # outside the timed region
     run_keys = split_batch(jax.random.split(jax.random.PRNGKey(1), batch))
     fn = make_rollout(prog, steps)
     compiled, compile_s = compile_timed(fn, run_keys, carry, params)
-    run_s, _ = best_of(compiled, run_keys, carry, params, repeats=repeats)
+    block(compiled(run_keys, carry, params))  # warm-up
     c = cost(compiled)
     per = batch if body_once else batch * steps
-    sps = batch * steps / run_s
-    return dict(env=prog.name, label=prog.label, group=prog.group, batch=batch, steps=steps,
-                compile_s=round(compile_s, 3), run_s=round(run_s, 5), steps_per_s=round(sps, 1),
-                us_per_env_step=round(1e6 / sps, 4),
-                xla_bytes_per_env_step=round(c["bytes"] / per, 1), xla_flops_per_env_step=round(c["flops"] / per, 1),
-                xla_bytes_total=c["bytes"], xla_flops_total=c["flops"],
-                hlo=hlo_counts(compiled.as_text()))
+    row = dict(env=prog.name, label=prog.label, group=prog.group, batch=batch, steps=steps,
+               compile_s=round(compile_s, 3),
+               xla_bytes_per_env_step=round(c["bytes"] / per, 1), xla_flops_per_env_step=round(c["flops"] / per, 1),
+               xla_bytes_total=c["bytes"], xla_flops_total=c["flops"],
+               hlo=hlo_counts(compiled.as_text()))
+    return (lambda: block(compiled(run_keys, carry, params))), row
+
+
+def timed(run) -> float:
+    t0 = time.perf_counter()
+    run()
+    return time.perf_counter() - t0
+
+
+def finish(row: dict, times: list[float]) -> dict:
+    """The row with its timings: env-steps/s from the best of `times`."""
+    best = min(times)
+    sps = row["batch"] * row["steps"] / best
+    return dict(row, run_s=round(best, 5), run_s_rounds=[round(t, 5) for t in times], steps_per_s=round(sps, 1),
+                us_per_env_step=round(1e6 / sps, 4))
+
+
+def measure(prog: Program, batch: int, steps: int, repeats: int, body_once: bool) -> dict:
+    """One program alone: compile, warm up, the best of `repeats` timed runs."""
+    run, row = prepare(prog, batch, steps, body_once)
+    return finish(row, [timed(run) for _ in range(repeats)])
+
+
+def measure_interleaved(progs: list[Program], batch: int, steps: int, repeats: int, body_once: bool,
+                        failed: list) -> list[dict]:
+    """Every program of one batch, timed in `repeats` interleaved rounds (each
+    program once per round, in turn), so that a machine that slows down or
+    speeds up during the run affects every program alike; a program that
+    fails to build or run is recorded in `failed` and left out."""
+    ready = []
+    for p in progs:
+        try:
+            ready.append((p, *prepare(p, batch, steps, body_once)))
+        except Exception as e:  # one program's failure (or out of memory) does not stop the others
+            failed.append({"program": p.name, "batch": batch, "stage": "compile",
+                           "error": f"{type(e).__name__}: {e}"[:2000]})
+            print(f"FAILED {p.label} batch {batch}: {type(e).__name__}: {str(e)[:500]}", flush=True)
+    times = {p.name: [] for p, _, _ in ready}
+    for _ in range(repeats):
+        for p, run, _ in ready:
+            if p.name in times:
+                try:
+                    times[p.name].append(timed(run))
+                except Exception as e:
+                    failed.append({"program": p.name, "batch": batch, "stage": "measure",
+                                   "error": f"{type(e).__name__}: {e}"[:2000]})
+                    print(f"FAILED {p.label} batch {batch}: {type(e).__name__}: {str(e)[:500]}", flush=True)
+                    del times[p.name]
+    return [finish(row, times[p.name]) for p, _, row in ready if p.name in times]
 
 
 def measure_train(chunks: int, repeats: int, body_once: bool, buffer_size: int = 10_000) -> dict:
@@ -221,13 +276,21 @@ def versions() -> dict:
 
 
 def ratios(rows: list[dict]) -> list[dict]:
-    by = {(r["env"], r["batch"]): r["steps_per_s"] for r in rows}
+    """normjax / other env-steps/s per batch: of the best runs (`ratio`) and,
+    where both were timed in the same interleaved rounds, the median of the
+    per-round ratios (`median_round_ratio`, less disturbed by the machine's drift)."""
+    by = {(r["env"], r["batch"]): r for r in rows}
     out = []
     for batch in sorted({r["batch"] for r in rows}):
         for num, den in RATIO_PAIRS:
             if (num, batch) in by and (den, batch) in by:
-                out.append(dict(batch=batch, numerator=num, denominator=den,
-                                ratio=round(by[(num, batch)] / by[(den, batch)], 5)))
+                a, b = by[(num, batch)], by[(den, batch)]
+                q = dict(batch=batch, numerator=num, denominator=den,
+                         ratio=round(a["steps_per_s"] / b["steps_per_s"], 5))
+                ra, rb = a.get("run_s_rounds"), b.get("run_s_rounds")
+                if ra and rb and len(ra) == len(rb):
+                    q["median_round_ratio"] = round(statistics.median(tb / ta for ta, tb in zip(ra, rb)), 5)
+                out.append(q)
     return out
 
 
@@ -252,7 +315,8 @@ def print_table(rows, train, ratio_rows):
     if ratio_rows:
         print("\nratios of env-steps/s (normjax / other):")
         for q in ratio_rows:
-            print(f"  batch {q['batch']:>6}  {q['numerator']:<16} / {q['denominator']:<16} = {q['ratio']:.4f}")
+            med = f"  (median of rounds {q['median_round_ratio']:.4f})" if "median_round_ratio" in q else ""
+            print(f"  batch {q['batch']:>6}  {q['numerator']:<16} / {q['denominator']:<16} = {q['ratio']:.4f}{med}")
 
 
 def plot(rows, train, path):
@@ -364,7 +428,9 @@ def run(args, on_progress: Callable[[dict], None] | None = None) -> dict:
     def payload() -> dict:
         return {
             "what": "env-steps/s of jit(vmap(scan)) over random-action steps from a reset outside the timed "
-                    "region; compile separate; best of `repeats` runs after one warm-up",
+                    "region; compile separate; best of `repeats` runs after one warm-up, the programs of a "
+                    "batch timed in interleaved rounds (run_s_rounds; median_round_ratio: the median of the "
+                    "per-round ratios)",
             "versions": versions(),
             "config": {"batches": list(args.batches), "steps": args.steps, "repeats": args.repeats,
                        "train_chunks": None if args.skip_train else args.train_chunks, "only": args.only,
@@ -387,20 +453,15 @@ def run(args, on_progress: Callable[[dict], None] | None = None) -> dict:
         }
 
     for batch in args.batches:
-        for p in _programs(groups, batch, args, failed):
-            try:
-                r = measure(p, batch, args.steps, args.repeats, body_once)
-            except Exception as e:  # one program's failure (or out of memory) does not stop the others
-                failed.append({"program": p.name, "batch": batch, "stage": "measure",
-                               "error": f"{type(e).__name__}: {e}"[:2000]})
-                print(f"FAILED {p.label} batch {batch}: {type(e).__name__}: {str(e)[:500]}", flush=True)
-                continue
+        progs = _programs(groups, batch, args, failed)
+        for r in measure_interleaved(progs, batch, args.steps, args.repeats, body_once, failed):
+            p = next(q for q in progs if q.name == r["env"])
             rows.append(r)
             notes[p.name] = {"label": p.label, "what": p.what, **p.notes}
             print(f"{p.label:<52} batch {batch:>6}: {r['steps_per_s']:>13,.0f} env-steps/s "
                   f"(best of {args.repeats}: {r['run_s']:.3f}s; compile {r['compile_s']:.1f}s)", flush=True)
-            if on_progress is not None:
-                on_progress(payload())
+        if on_progress is not None:
+            on_progress(payload())
     if not args.skip_train and "normjax" in groups:
         try:
             train = measure_train(args.train_chunks, args.repeats, body_once)
@@ -420,7 +481,8 @@ def parse(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batches", type=int, nargs="+", default=[1024, 4096])
     ap.add_argument("--steps", type=int, default=100, help="steps scanned per timed call")
-    ap.add_argument("--repeats", type=int, default=3, help="timed runs (best taken), after one warm-up")
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="interleaved timing rounds (best taken per program), after one warm-up")
     ap.add_argument("--only", nargs="+", choices=GROUPS, help="run only these groups (normjax needs no extra package)")
     ap.add_argument("--envs", nargs="+", help="run only these programs (e.g. normjax-full xland-empty-8x8)")
     ap.add_argument("--skip-train", action="store_true", help="skip the DQN training chunk")

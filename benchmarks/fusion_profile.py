@@ -17,8 +17,13 @@ still inflate every operation, roughly in proportion, so shares are more
 reliable than absolute times.
 
     taskset -c 0 python benchmarks/fusion_profile.py --batch 1024 --steps 10
+    taskset -c 0 python benchmarks/fusion_profile.py --world   # the world step alone
 
-Results: benchmarks/results/fusion_profile.json (top operations, functions and lines).
+`--world` profiles `step_world` alone under uniformly random joint actions for
+all K slots, as `compare.py`'s normjax-world row times it.
+
+Results: benchmarks/results/fusion_profile.json (fusion_profile_world.json with
+--world): top operations, functions and lines.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import block, machine, save  # noqa: E402
 from benchmarks.env_throughput import batch_params, batch_reset, make_rollout  # noqa: E402
+from normjax import constants as C  # noqa: E402
+from normjax.world.step import step_world  # noqa: E402
 
 ROOT = str(Path(__file__).resolve().parents[1]) + "/"
 
@@ -102,12 +109,30 @@ def trace_times(trace_dir: str) -> dict[str, float]:
     return total
 
 
+def make_world_rollout(n_steps: int):
+    """jit(vmap) of n_steps world steps (`step_world`) with random joint actions."""
+
+    def one_env(key, state, params):
+        def body(carry, _):
+            state, key, acc = carry
+            key, ka, ks = jax.random.split(key, 3)
+            actions = jax.random.randint(ka, (state.agents.active.shape[0],), 0, C.N_ACTIONS)
+            state, info = step_world(ks, state, actions, params)
+            return (state, key, acc + info.reward[0]), None
+
+        (state, _, acc), _ = jax.lax.scan(body, (state, key, jax.numpy.float32(0.0)), None, length=n_steps)
+        return acc, state.t
+
+    return jax.jit(jax.vmap(one_env))
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--static-layout", action="store_true", help="single-layout fast path")
+    ap.add_argument("--world", action="store_true", help="the world step alone, random joint actions")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--no-save", action="store_true")
     args = ap.parse_args(argv)
@@ -118,7 +143,8 @@ def main(argv=None) -> dict:
     run_keys = jax.random.split(jax.random.PRNGKey(1), args.batch)
     params = batch_params(args.batch, args.static_layout)
     state = block(batch_reset(keys, params))
-    compiled = make_rollout(args.steps).lower(run_keys, state, params).compile()
+    rollout = make_world_rollout if args.world else make_rollout
+    compiled = rollout(args.steps).lower(run_keys, state, params).compile()
     hlo = compiled.as_text()
     block(compiled(run_keys, state, params))
     with tempfile.TemporaryDirectory() as tmp:
@@ -146,7 +172,7 @@ def main(argv=None) -> dict:
 
     payload = dict(
         machine=machine(), what=__doc__.splitlines()[0], batch=args.batch, steps=args.steps,
-        repeats=args.repeats, static_layout=args.static_layout,
+        repeats=args.repeats, static_layout=args.static_layout, program="world step" if args.world else "full step",
         executed_us_per_env_step=round(executed / env_steps, 3),
         operations=rows(by_op, "operation"), functions=rows(by_func.items(), "function"),
         lines=rows(by_line.items(), "line"),
@@ -157,7 +183,7 @@ def main(argv=None) -> dict:
         for r in payload[title][:15]:
             print(f"  {100 * r['share']:5.1f}%  {r[key]}")
     if not args.no_save:
-        print(f"\nwrote {save('fusion_profile', payload)}")
+        print(f"\nwrote {save('fusion_profile_world' if args.world else 'fusion_profile', payload)}")
     return payload
 
 
