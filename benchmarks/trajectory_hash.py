@@ -9,7 +9,9 @@ keys and hashes every state, step record and observation, in two groups:
            norm i % 51 (the 50 norms and no norm), half of them in the train
            phase, half in the interaction phase (one norm-blind slot);
   static   the single-layout path (`WorldParams.static_layout`) on three
-           layouts (cafe, the first and the last of the others), norms mixed.
+           layouts (cafe, the first and the last of the others), norms mixed;
+  world    the world step alone (`step_world`, which then judges the norm
+           itself) under uniformly random joint actions, as `traced`.
 
 It prints one SHA-256 per group; run it on two checkouts and compare:
 
@@ -37,7 +39,7 @@ from normjax.env import env_step, phase_params  # noqa: E402
 from normjax.layouts.parse import ALL_LAYOUTS  # noqa: E402
 from normjax.world.observation import observe  # noqa: E402
 from normjax.world.state import WorldConfig  # noqa: E402
-from normjax.world.step import reset_world  # noqa: E402
+from normjax.world.step import reset_world, step_world  # noqa: E402
 
 N_NORMS_AND_NONE = 51  # norm ids 0..49 and -1 (no norm)
 
@@ -81,6 +83,27 @@ def rollout(params, n: int, steps: int, seed: int):
     return jax.jit(jax.vmap(one))(keys, params)
 
 
+def world_rollout(params, n: int, steps: int, seed: int):
+    """States and step records of `steps` world steps per env, random joint actions."""
+    cfg = WorldConfig()
+
+    def one(key, p):
+        k0, key = jax.random.split(key)
+        state = reset_world(k0, p, cfg)
+
+        def body(c, _):
+            state, key = c
+            key, k_act, k_world = jax.random.split(key, 3)
+            actions = jax.random.randint(k_act, (cfg.capacity,), 0, 5)
+            state, info = step_world(k_world, state, actions, p)
+            return (state, key), (state, info)
+
+        return jax.lax.scan(body, (state, key), None, length=steps)[1]
+
+    keys = jax.random.split(jax.random.PRNGKey(seed), n)
+    return jax.jit(jax.vmap(one))(keys, params)
+
+
 def digest(tree) -> str:
     h = hashlib.sha256()
     for leaf in jax.tree_util.tree_leaves(tree):
@@ -103,6 +126,8 @@ def main(argv=None):
     outs = [rollout(batch_params(per_layout, lid), per_layout, args.steps, args.seed + 1 + lid)
             for lid in static_layouts]
     print("static", digest(outs), flush=True)
+    world = world_rollout(batch_params(args.envs, None), args.envs, args.steps, args.seed + 100)
+    print("world", digest(world), flush=True)
 
 
 if __name__ == "__main__":

@@ -116,3 +116,32 @@ def test_queue_path_index_table_equals_path_comparison():
         want, _ = _path_index(lt.queue_paths, valid, cells)  # [16, 165]
         np.testing.assert_array_equal(table[lid], np.asarray(want))
     assert (table >= 0).any(axis=-1).all()  # every path has cells
+
+
+def test_vmapped_episode_sanctions_equal_full_mask_for_mixed_norms():
+    """Under vmap the parts that only some norms read (first free chairs, the
+    queue state) are packed for the environments under those norms
+    (`episode_context`); a batch mixing every norm still gives each
+    environment the full mask's sanctions, and so does `episode_norm`'s."""
+    rng = np.random.default_rng(7)
+    norms = np.arange(-1, 50, dtype=np.int32)
+    layouts = rng.integers(0, len(ALL_LAYOUTS), len(norms)).astype(np.int32)
+    agents = [_random_agents(rng, int(layout)) for layout in layouts]
+    batch = {f: jnp.stack([a[f] for a in agents]) for f in agents[0]}
+    actions = jnp.asarray(rng.integers(0, 5, (len(norms), K)), dtype=jnp.int32)
+    t = jnp.asarray(rng.integers(0, 200, len(norms)), dtype=jnp.int32)
+    lt_all = world_tables()
+
+    def one(layout, norm, t, pos, active, action, group, moves, visited_q):
+        lt = lt_all.at(layout)
+        full = sanctions(norm, permissible(lt, t, pos, active, action, group, moves, visited_q))
+        fast = episode_sanctions(lt, t, pos, active, action, group, moves, visited_q, norm)
+        shared = action_sanctions(episode_norm(lt, norm, t, pos, active, group, moves, visited_q), action)
+        return full, fast, shared
+
+    full, fast, shared = jax.jit(jax.vmap(one))(
+        jnp.asarray(layouts), jnp.asarray(norms), t, batch["pos"], batch["active"], actions,
+        batch["group"], batch["moves"], batch["visited_q"])
+    assert np.asarray(full).any()  # some sanctions to compare
+    assert np.array_equal(np.asarray(full), np.asarray(fast))
+    assert np.array_equal(np.asarray(full), np.asarray(shared))

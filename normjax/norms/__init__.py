@@ -4,14 +4,13 @@ from normjax.norms.predicates import (
     Context,
     context,
     episode_row,
-    episode_sanctions,
     single_queue_view,
     judge,
     permissible,
     permissible_per_action,
     sanctions,
 )
-from normjax.norms.episode import EpisodeNorm, action_sanctions, episode_norm
+from normjax.norms.episode import EpisodeNorm, action_sanctions, episode_context, episode_norm, episode_sanctions
 from normjax.norms.registry import (
     ACCESS_IDS,
     ALLOCATION_IDS,
@@ -53,6 +52,7 @@ __all__ = [
     "NormSpec",
     "action_sanctions",
     "context",
+    "episode_context",
     "episode_norm",
     "episode_row",
     "episode_sanctions",

@@ -42,18 +42,35 @@ def episode_norm(lt, norm_id, t, pos, active, group, moves, visited_q) -> Episod
     table, plus its one dynamic condition (`normjax.norms.rules`).
     """
     lt1 = single_queue_view(lt, norm_id)
+    ctx = episode_context(lt1, norm_id, pos, active, group, visited_q)
+    permitted = episode_permits(lt1, ctx, norm_id, t, pos, active, group, moves)
+    return EpisodeNorm(lt1, ctx, permitted, jnp.asarray(norm_id, jnp.int32))
+
+
+def episode_sanctions(lt, t, pos, active, action, group, moves, visited_q, norm_id):
+    """Sanctions [K] of the joint `action` under the episode's norm only (equal
+    to `sanctions` of the full 50-norm mask at that norm, at a fraction of the
+    cost; -1 = no norm): the norm judged for those actions alone."""
+    lt1 = single_queue_view(lt, norm_id)
+    ctx = episode_context(lt1, norm_id, pos, active, group, visited_q)
+    ok = episode_permits(lt1, ctx, norm_id, t, pos, active, group, moves, actions=action)[:, 0]
+    return (jnp.asarray(norm_id, jnp.int32) >= 0) & ~ok
+
+
+def episode_context(lt1, norm_id, pos, active, group, visited_q) -> Context:
+    """`context` for the episode's norm on `lt1` (its `single_queue_view`),
+    with the parts that only some norms read computed only under those: the
+    first free chairs under the two seats-in-order norms and the queue state
+    under the 16 queue norms (-1 / empty under the others, which never read
+    them).  Under vmap only the environments under such a norm compute them
+    (`run_where`); XLA drops `context`'s own versions as dead code."""
     ctx = context(lt1, pos, active, group, visited_q)
-    # Only the two seats-in-order norms read the first free chairs: under vmap
-    # only their environments look for them (`run_where`); -1 for the others.
     seats = norm_row(norm_id, "seat_order") >= 0
     ctx = ctx._replace(first_free=run_where(seats, first_free_chairs, _no_chairs, lt1, pos, active))
-    # Likewise the queue state, read only under the queue norms (16 of 50).
     nid = jnp.asarray(norm_id)
     queues = (nid >= QUEUE_IDS[0]) & (nid <= QUEUE_IDS[-1])
     src, held, tail = run_where(queues, queue_context, _no_queue, lt1, pos, active, share=3 / 8)
-    ctx = ctx._replace(queue_src=src, queue_held=held, queue_tail=tail)
-    permitted = episode_permits(lt1, ctx, norm_id, t, pos, active, group, moves)
-    return EpisodeNorm(lt1, ctx, permitted, jnp.asarray(norm_id, jnp.int32))
+    return ctx._replace(queue_src=src, queue_held=held, queue_tail=tail)
 
 
 def _no_chairs(lt, pos, active):
@@ -74,4 +91,4 @@ def action_sanctions(view: EpisodeNorm, actions):
     return (view.norm_id >= 0) & ~taken
 
 
-__all__ = ["EpisodeNorm", "action_sanctions", "episode_norm"]
+__all__ = ["EpisodeNorm", "action_sanctions", "episode_context", "episode_norm", "episode_sanctions"]

@@ -339,18 +339,6 @@ def episode_row(norm_id):
     return jnp.clip(row, 0, 34)
 
 
-def episode_sanctions(lt, t, pos, active, action, group, moves, visited_q, norm_id):
-    """Sanctions [K] under the episode's norm only (equal to `sanctions` of the
-    full mask at that norm, at a fraction of the cost; -1 = no norm): the
-    norm's static permit bits and its one dynamic rule (`normjax.norms.rules`)."""
-    from normjax.norms.rules import episode_permits  # rules builds on this module
-
-    lt1 = single_queue_view(lt, norm_id)
-    ctx = context(lt1, pos, active, group, visited_q)
-    ok = episode_permits(lt1, ctx, norm_id, t, pos, active, group, moves, actions=action)[:, 0]
-    return (jnp.asarray(norm_id, jnp.int32) >= 0) & ~ok
-
-
 def sanctions(norm_id, mask):
     """Public sanctions omega = 1 - w of the episode's norm -> bool mask.shape[1:].
 
