@@ -12,9 +12,11 @@ first (`cpu_ab.py X X`) when in doubt.
     git worktree add --detach /tmp/base <commit>
     python benchmarks/cpu_ab.py /tmp/base .            # B/A - 1 in percent
     python benchmarks/cpu_ab.py /tmp/base . --static   # the single-layout path
+    python benchmarks/cpu_ab.py /tmp/base . --world    # the world step alone
 
 Each run is a fresh process that imports normjax from the checkout it times.
-Results: benchmarks/results/cpu_ab.json (cpu_ab_static.json with --static).
+Results: benchmarks/results/cpu_ab.json (cpu_ab_static.json with --static,
+cpu_ab_world.json with --world).
 """
 
 from __future__ import annotations
@@ -39,6 +41,18 @@ import normjax
 assert normjax.__file__.startswith({repo!r}), normjax.__file__
 from benchmarks.env_throughput import make_rollout, batch_params, batch_reset
 from benchmarks.common import block
+if {world}:  # the world step alone under random joint actions (public API only)
+    from normjax.world.step import step_world
+
+    def make_rollout(n):
+        def one_env(key, state, params):
+            def body(c, _):
+                state, key = c
+                key, ka, ks = jax.random.split(key, 3)
+                actions = jax.random.randint(ka, (state.agents.active.shape[0],), 0, 5)
+                return (step_world(ks, state, actions, params)[0], key), None
+            return jax.lax.scan(body, (state, key), None, length=n)[0][0]  # the whole final state
+        return jax.jit(jax.vmap(one_env))
 batch, n = {batch}, 20
 params = batch_params(batch, {static})
 state = block(batch_reset(jax.random.split(jax.random.PRNGKey(0), batch), params))
@@ -52,9 +66,9 @@ print(1e6 * best / (batch * n))
 """
 
 
-def cpu_us(repo: Path, batch: int, static: bool, runs: int) -> float:
+def cpu_us(repo: Path, batch: int, static: bool, runs: int, world: bool = False) -> float:
     pin = ["taskset", "-c", "1"] if shutil.which("taskset") else []
-    code = ONE_RUN.format(repo=str(repo), batch=batch, static=static, runs=runs)
+    code = ONE_RUN.format(repo=str(repo), batch=batch, static=static, runs=runs, world=world)
     out = subprocess.run(pin + [sys.executable, "-c", code], capture_output=True, text=True, cwd=repo)
     if out.returncode != 0:
         raise RuntimeError(f"timing {repo} failed:\n{out.stderr[-2000:]}")
@@ -69,6 +83,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3, help="interleaved runs of each")
     ap.add_argument("--runs", type=int, default=10, help="timed runs in each process (the least is kept)")
     ap.add_argument("--static", action="store_true", help="the single-layout path")
+    ap.add_argument("--world", action="store_true", help="the world step alone (`step_world`, random joint actions)")
     args = ap.parse_args(argv)
     for repo in (args.a, args.b):
         if not (repo / "normjax" / "__init__.py").exists():
@@ -77,12 +92,14 @@ def main(argv=None):
     runs = {"a": [], "b": []}
     for _ in range(args.repeats):
         for name, repo in (("a", a), ("b", b)):
-            runs[name].append(cpu_us(repo, args.batch, args.static, args.runs))
+            runs[name].append(cpu_us(repo, args.batch, args.static, args.runs, args.world))
             print(f"{name} {repo}: {runs[name][-1]:.2f} CPU-us/env-step", flush=True)
     change = 100 * (min(runs["b"]) / min(runs["a"]) - 1)
     print(f"A {min(runs['a']):.2f}, B {min(runs['b']):.2f} CPU-us/env-step (least of {args.repeats} x {args.runs}): B/A - 1 = {change:+.1f}%")
-    path = save("cpu_ab_static" if args.static else "cpu_ab", {"a": str(a), "b": str(b), "batch": args.batch, "static_layout": args.static, "runs": args.runs,
-                           "cpu_us_per_env_step": runs, "change_percent": change})
+    name = "cpu_ab" + ("_world" if args.world else "") + ("_static" if args.static else "")
+    path = save(name, {"a": str(a), "b": str(b), "batch": args.batch, "static_layout": args.static,
+                       "program": "world step" if args.world else "full step", "runs": args.runs,
+                       "cpu_us_per_env_step": runs, "change_percent": change})
     print(f"saved {path}")
 
 
