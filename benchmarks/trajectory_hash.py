@@ -7,7 +7,8 @@ keys and hashes every state, step record and observation, in two groups:
 
   traced   layouts and norms traced (one program): env i on layout i % 10 and
            norm i % 51 (the 50 norms and no norm), half of them in the train
-           phase, half in the interaction phase (one norm-blind slot);
+           phase, half in the interaction phase (one norm-blind slot), under
+           reward condition i % 3 (sparse_penalty, no_penalty, dense);
   static   the single-layout path (`WorldParams.static_layout`) on three
            layouts (cafe, the first and the last of the others), norms mixed;
   world    the world step alone (`step_world`, which then judges the norm
@@ -38,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from normjax.env import env_step, phase_params  # noqa: E402
 from normjax.layouts.parse import ALL_LAYOUTS  # noqa: E402
 from normjax.world.observation import observe  # noqa: E402
-from normjax.world.state import WorldConfig  # noqa: E402
+from normjax.world.state import REWARD_CONDITIONS, WorldConfig  # noqa: E402
 from normjax.world.step import reset_world, step_world  # noqa: E402
 
 N_NORMS_AND_NONE = 51  # norm ids 0..49 and -1 (no norm)
@@ -50,14 +51,15 @@ def stack(trees):
 
 def batch_params(n: int, static_layout: int | None):
     """Params of env i: layout i % 10 (or the static one), norm i % 51 (the last is none),
-    phase train for even i, interaction for odd i."""
+    phase train for even i, interaction for odd i, reward condition i % 3."""
     rows = []
     for i in range(n):
         norm = i % N_NORMS_AND_NONE
         norm = -1 if norm == N_NORMS_AND_NONE - 1 else norm
         phase = "train" if i % 2 == 0 else "interaction"
         layout = i % len(ALL_LAYOUTS) if static_layout is None else static_layout
-        rows.append(phase_params(phase, layout, norm, static_layout=static_layout is not None))
+        rows.append(phase_params(phase, layout, norm, static_layout=static_layout is not None,
+                                 reward_condition=REWARD_CONDITIONS[i % len(REWARD_CONDITIONS)]))
     return stack(rows)
 
 

@@ -211,6 +211,21 @@ def test_dense_shaping_penalises_moving_away():
     assert float(info.reward[0]) == pytest.approx(-0.1)
 
 
+def test_vmapped_rewards_equal_unbatched_for_mixed_reward_conditions():
+    """Under vmap only the environments under the dense condition compute the
+    shaping term (`run_where`); a batch mixing the three conditions still gives
+    every environment the rewards of its unbatched rollout, shaping included."""
+    conds = ["sparse_penalty", "no_penalty", "dense"] * 2
+    ps = [params(i % len(LAYOUTS), i, reward_condition=c) for i, c in enumerate(conds)]
+    keys = jax.random.split(jax.random.PRNGKey(3), len(ps))
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *ps)
+    _, infos = jax.jit(jax.vmap(lambda k, p: rollout(k, p, 30)))(keys, stacked)
+    for i, p in enumerate(ps):
+        _, alone = ROLLOUT(keys[i], p, 30)
+        np.testing.assert_array_equal(np.asarray(infos.reward[i]), np.asarray(alone.reward))
+    assert np.isclose(np.asarray(infos.reward[2::3]), 6.0 - 0.1).any()  # a step closer under dense
+
+
 # --- Entry and turnover (docs/world.md §2) ---------------------------------------------
 
 def test_entry_waits_for_free_inward_cell():

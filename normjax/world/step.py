@@ -35,6 +35,7 @@ from normjax.world import tasks
 from normjax.world.moves import effective_actions
 from normjax.norms import EpisodeNorm, action_sanctions, episode_norm, episode_sanctions
 from normjax.world.physics import MoveResult, resolve_moves
+from normjax.world.rare import run_where
 from normjax.world.turnover import enter, refill, turnover
 from normjax.world.state import (
     ROLE_AWARE,
@@ -147,12 +148,14 @@ def progress(state: WorldState, r: Resolved, lt: LayoutTables, params: WorldPara
     goals_done = ag.goals_done + completed
     # Arrival needs no bookkeeping: the next step starts in service.
 
-    # Rewards (docs/world.md §6).
-    d_before = tasks.goal_distance(lt, ag.leg, ag.goal_kind, ag.goal_cell, ag.exit_door, ag.pos)
+    # Rewards (docs/world.md §6).  The shaping term counts only under the dense
+    # condition: under vmap only its environments compute the goal distances
+    # (`run_where`; elsewhere the term is 0.0, where 0 x shaping was +-0.0:
+    # the same reward, as the rest of the sum is never -0.0 for the reward
+    # conditions' non-negative goal rewards).
     end_cell = jnp.where(res.exited[:, None], res.exit_door_cell, res.pos)
-    d_after = tasks.goal_distance(lt, ag.leg, ag.goal_kind, ag.goal_cell, ag.exit_door, end_cell)
-    known = (d_before < UNREACHABLE) & (d_after < UNREACHABLE) & (eff != C.WAIT)
-    shaping = jnp.where(known, jnp.sign(d_before - d_after), 0).astype(jnp.float32)
+    shaping = run_where(params.dense_reward != 0, _shaping, _no_shaping, lt, ag.leg, ag.goal_kind, ag.goal_cell,
+                        ag.exit_door, ag.pos, end_cell, eff, share=1 / 2)
     reward = (
         params.goal_reward * completed
         - params.step_cost
@@ -199,6 +202,19 @@ def progress(state: WorldState, r: Resolved, lt: LayoutTables, params: WorldPara
         community_return=state.community_return + jnp.where(done_bg, ret, 0.0).sum(),
     )
     return state, reward, completed
+
+
+def _shaping(lt, leg, goal_kind, goal_cell, exit_door, pos, end_cell, eff):
+    """The dense condition's shaping per agent [K]: +1 for a step closer to the
+    current goal, -1 for a step away, 0 for WAIT or an unknown distance."""
+    d_before = tasks.goal_distance(lt, leg, goal_kind, goal_cell, exit_door, pos)
+    d_after = tasks.goal_distance(lt, leg, goal_kind, goal_cell, exit_door, end_cell)
+    known = (d_before < UNREACHABLE) & (d_after < UNREACHABLE) & (eff != C.WAIT)
+    return jnp.where(known, jnp.sign(d_before - d_after), 0).astype(jnp.float32)
+
+
+def _no_shaping(lt, leg, *args):
+    return jnp.zeros(leg.shape, jnp.float32)
 
 
 class Stages(NamedTuple):
