@@ -101,7 +101,7 @@ def _physics(key, s, rec, p):
     lt = world_tables().at(p.layout_id)
     ag = s.agents
     eff = effective_actions(lt.kind, ag.pos, jnp.where(ag.active, joint, C.WAIT))
-    return resolve_moves(key, ag.pos, ag.active, eff, lt.kind, ag.role != ROLE_NEWCOMER).pos
+    return resolve_moves(key, ag.pos, ag.active, eff, lt.kind, ag.role != ROLE_NEWCOMER)
 
 
 STAGES = {
@@ -110,9 +110,10 @@ STAGES = {
     "physics": _physics,
     "progress": lambda k, s, rec, p: progress(s, rec[1], world_tables().at(p.layout), p),
     "turnover": lambda k, s, rec, p: turnover(k, rec[2], rec[1].res.exited, world_tables().at(p.layout), p),
-    "world_step": lambda k, s, rec, p: step_world(k, s, rec[0], p)[0].agents.pos,
+    # Whole outputs (state and step record), so no part of a step is dead code.
+    "world_step": lambda k, s, rec, p: step_world(k, s, rec[0], p),
     "observation": lambda k, s, rec, p: observe(s, p).flat(),
-    "full_step": lambda k, s, rec, p: env_step(k, k, s, rec[0][0], p)[0].flat(),
+    "full_step": lambda k, s, rec, p: env_step(k, k, s, rec[0][0], p),
 }
 
 
