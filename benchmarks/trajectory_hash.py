@@ -63,8 +63,24 @@ def batch_params(n: int, static_layout: int | None):
     return stack(rows)
 
 
-def rollout(params, n: int, steps: int, seed: int):
-    """States, step records and observations of `steps` full steps per env (scan outputs)."""
+def full_step(key, state, p):
+    """One full step (`env_step`) with a random newcomer action -> (key, state, record)."""
+    key, k_act, k_comm, k_world = jax.random.split(key, 4)
+    action = jax.random.randint(k_act, (), 0, 5)
+    obs, state, info = env_step(k_comm, k_world, state, action, p)
+    return key, state, (state, info, obs)
+
+
+def world_step(key, state, p):
+    """One world step (`step_world`) with random joint actions -> (key, state, record)."""
+    key, k_act, k_world = jax.random.split(key, 3)
+    actions = jax.random.randint(k_act, state.agents.active.shape, 0, 5)
+    state, info = step_world(k_world, state, actions, p)
+    return key, state, (state, info)
+
+
+def rollout(params, n: int, steps: int, seed: int, step=full_step):
+    """The first observation and every step's record of `steps` steps per env."""
     cfg = WorldConfig()
 
     def one(key, p):
@@ -73,34 +89,11 @@ def rollout(params, n: int, steps: int, seed: int):
 
         def body(c, _):
             state, key = c
-            key, k_act, k_comm, k_world = jax.random.split(key, 4)
-            action = jax.random.randint(k_act, (), 0, 5)
-            obs, state, info = env_step(k_comm, k_world, state, action, p)
-            return (state, key), (state, info, obs)
+            key, state, record = step(key, state, p)
+            return (state, key), record
 
         _, out = jax.lax.scan(body, (state, key), None, length=steps)
         return observe(state, p), out
-
-    keys = jax.random.split(jax.random.PRNGKey(seed), n)
-    return jax.jit(jax.vmap(one))(keys, params)
-
-
-def world_rollout(params, n: int, steps: int, seed: int):
-    """States and step records of `steps` world steps per env, random joint actions."""
-    cfg = WorldConfig()
-
-    def one(key, p):
-        k0, key = jax.random.split(key)
-        state = reset_world(k0, p, cfg)
-
-        def body(c, _):
-            state, key = c
-            key, k_act, k_world = jax.random.split(key, 3)
-            actions = jax.random.randint(k_act, (cfg.capacity,), 0, 5)
-            state, info = step_world(k_world, state, actions, p)
-            return (state, key), (state, info)
-
-        return jax.lax.scan(body, (state, key), None, length=steps)[1]
 
     keys = jax.random.split(jax.random.PRNGKey(seed), n)
     return jax.jit(jax.vmap(one))(keys, params)
@@ -128,7 +121,7 @@ def main(argv=None):
     outs = [rollout(batch_params(per_layout, lid), per_layout, args.steps, args.seed + 1 + lid)
             for lid in static_layouts]
     print("static", digest(outs), flush=True)
-    world = world_rollout(batch_params(args.envs, None), args.envs, args.steps, args.seed + 100)
+    world = rollout(batch_params(args.envs, None), args.envs, args.steps, args.seed + 100, step=world_step)
     print("world", digest(world), flush=True)
 
 
