@@ -201,12 +201,6 @@ def finish(row: dict, times: list[float]) -> dict:
                 us_per_env_step=round(1e6 / sps, 4))
 
 
-def measure(prog: Program, batch: int, steps: int, repeats: int, body_once: bool) -> dict:
-    """One program alone: compile, warm up, the best of `repeats` timed runs."""
-    run, row = prepare(prog, batch, steps, body_once)
-    return finish(row, [timed(run) for _ in range(repeats)])
-
-
 def measure_interleaved(progs: list[Program], batch: int, steps: int, repeats: int, body_once: bool,
                         failed: list) -> list[dict]:
     """Every program of one batch, timed in `repeats` interleaved rounds (each
