@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from normjax.norms.predicates import Context, context, first_free_chairs, queue_context, single_queue_view
 from normjax.norms.registry import QUEUE_IDS
 from normjax.norms.table import norm_row
-from normjax.norms.rules import episode_permits
+from normjax.norms.rules import episode_permits, judged_targets, queue_order
 from normjax.world.rare import run_where
 
 
@@ -42,8 +42,8 @@ def episode_norm(lt, norm_id, t, pos, active, group, moves, visited_q) -> Episod
     table, plus its one dynamic condition (`normjax.norms.rules`).
     """
     lt1 = single_queue_view(lt, norm_id)
-    ctx = episode_context(lt1, norm_id, pos, active, group, visited_q)
-    permitted = episode_permits(lt1, ctx, norm_id, t, pos, active, group, moves)
+    ctx, queue_ok = episode_context(lt1, norm_id, pos, active, group, visited_q)
+    permitted = episode_permits(lt1, ctx, norm_id, t, pos, active, group, moves, queue_ok)
     return EpisodeNorm(lt1, ctx, permitted, jnp.asarray(norm_id, jnp.int32))
 
 
@@ -52,36 +52,46 @@ def episode_sanctions(lt, t, pos, active, action, group, moves, visited_q, norm_
     to `sanctions` of the full 50-norm mask at that norm, at a fraction of the
     cost; -1 = no norm): the norm judged for those actions alone."""
     lt1 = single_queue_view(lt, norm_id)
-    ctx = episode_context(lt1, norm_id, pos, active, group, visited_q)
-    ok = episode_permits(lt1, ctx, norm_id, t, pos, active, group, moves, actions=action)[:, 0]
+    ctx, queue_ok = episode_context(lt1, norm_id, pos, active, group, visited_q, action)
+    ok = episode_permits(lt1, ctx, norm_id, t, pos, active, group, moves, queue_ok, actions=action)[:, 0]
     return (jnp.asarray(norm_id, jnp.int32) >= 0) & ~ok
 
 
-def episode_context(lt1, norm_id, pos, active, group, visited_q) -> Context:
-    """`context` for the episode's norm on `lt1` (its `single_queue_view`),
-    with the parts that only some norms read computed only under those: the
-    first free chairs under the two seats-in-order norms and the queue state
-    under the 16 queue norms (-1 / empty under the others, which never read
-    them).  Under vmap only the environments under such a norm compute them
-    (`run_where`); XLA drops `context`'s own versions as dead code."""
+def episode_context(lt1, norm_id, pos, active, group, visited_q, actions=None):
+    """`context` for the episode's norm on `lt1` (its `single_queue_view`) and
+    the queue norms' order verdict `queue_order` [K, A] for the judged actions
+    (all five, or `actions` [K]), with the parts that only some norms read
+    computed only under those: the first free chairs under the two
+    seats-in-order norms, the queue state and order under the 16 queue norms
+    (-1 / empty / True under the others, which never read them).  Under vmap
+    only the environments under such a norm compute them (`run_where`; the
+    queue state and order in one pass); XLA drops `context`'s own versions as
+    dead code."""
     ctx = context(lt1, pos, active, group, visited_q)
     seats = norm_row(norm_id, "seat_order") >= 0
     ctx = ctx._replace(first_free=run_where(seats, first_free_chairs, _no_chairs, lt1, pos, active))
     nid = jnp.asarray(norm_id)
     queues = (nid >= QUEUE_IDS[0]) & (nid <= QUEUE_IDS[-1])
-    src, held, tail = run_where(queues, queue_context, _no_queue, lt1, pos, active, share=3 / 8)
-    return ctx._replace(queue_src=src, queue_held=held, queue_tail=tail)
+    _, target = judged_targets(pos, actions)
+    src, held, tail, queue_ok = run_where(queues, _queue, _no_queue, lt1, nid, pos, active, target, share=3 / 8)
+    return ctx._replace(queue_src=src, queue_held=held, queue_tail=tail), queue_ok
+
+
+def _queue(lt, norm_id, pos, active, target):
+    """The queue state (`queue_context`) and the order verdict of the targets."""
+    src, held, tail = queue_context(lt, pos, active)
+    return src, held, tail, queue_order(lt, norm_id, target, held, src, tail)
 
 
 def _no_chairs(lt, pos, active):
     return jnp.full((2, 2), -1, jnp.int32)
 
 
-def _no_queue(lt, pos, active):
-    """`queue_context`'s shapes for norms that have no queue (never read)."""
+def _no_queue(lt, norm_id, pos, active, target):
+    """`_queue`'s shapes for norms that have no queue (never read)."""
     paths, k = lt.queue_paths.shape[0], pos.shape[0]
     return (jnp.full((paths, k), -1, jnp.int32), jnp.zeros((paths, lt.queue_paths.shape[1], k), bool),
-            jnp.zeros((paths, k), jnp.int32))
+            jnp.zeros((paths, k), jnp.int32), jnp.ones(target.shape[:2], bool))
 
 
 def action_sanctions(view: EpisodeNorm, actions):

@@ -32,7 +32,6 @@ from normjax.layouts.tables import CODE_ZONE_R
 from normjax.norms import predicates as P
 from normjax.norms import registry as reg
 from normjax.world.moves import DELTAS, cell_value, in_grid, keep_open, kind_of, target_codes
-from normjax.world.rare import run_where
 
 # Dynamic rules, one per norm (rule, argument).
 (
@@ -139,7 +138,7 @@ def queue_path_index() -> jax.Array:
         return jnp.asarray(out)
 
 
-def _queue_order(lt, norm_id, target, queue_held, queue_src, queue_tail):
+def queue_order(lt, norm_id, target, queue_held, queue_src, queue_tail):
     """bool [K, A]: each target keeps the order of the episode's queue path: one
     step toward the head, or joining at the tail (or off the path)."""
     # dst: the target's index on the path, -1 off it (one table read per target).
@@ -154,24 +153,30 @@ def _queue_order(lt, norm_id, target, queue_held, queue_src, queue_tail):
     return (dst == -1) | ((src == dst + 1) & ~dst_held) | ((src == -1) & (dst == tail))
 
 
-def _no_queue_order(lt, norm_id, target, queue_held, queue_src, queue_tail):
-    return jnp.ones(target.shape[:2], bool)
-
-
-def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, actions=None) -> jax.Array:
-    """bool [K, 5]: what the episode's norm says of each agent taking each action;
-    with `actions` [K], bool [K, 1] for those actions only.
-
-    `lt` is one layout's `single_queue_view` (its `layout_index` set) and `ctx` its
-    `context`; equal to row `episode_row(norm_id)` of `judge` per action (norm -1
-    reads norm 0, as that selection does).
-    """
+def judged_targets(pos, actions=None):
+    """The actions `episode_permits` judges, int32 [K, A] (all five, or the
+    given [K] actions as A = 1), and their target cells [K, A, 2]."""
     k = pos.shape[0]
     if actions is None:
         acts = jnp.broadcast_to(jnp.arange(C.N_ACTIONS, dtype=jnp.int32)[None, :], (k, C.N_ACTIONS))
     else:
         acts = jnp.asarray(actions, jnp.int32)[:, None]
-    target = pos[:, None, :] + DELTAS[acts]  # [K, A, 2]; only judged entries matter
+    return acts, pos[:, None, :] + DELTAS[acts]
+
+
+def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, queue_ok,
+                    actions=None) -> jax.Array:
+    """bool [K, 5]: what the episode's norm says of each agent taking each action;
+    with `actions` [K], bool [K, 1] for those actions only.
+
+    `lt` is one layout's `single_queue_view` (its `layout_index` set) and `ctx` its
+    `context`; `queue_ok` [K, A] is `queue_order` of the same actions (read
+    only under a queue norm: the caller computes it with the queue state, in
+    one `run_where`).  Equal to row `episode_row(norm_id)` of `judge` per
+    action (norm -1 reads norm 0, as that selection does).
+    """
+    k = pos.shape[0]
+    acts, target = judged_targets(pos, actions)  # only judged entries matter
     # Kind and zone flags from one gather (for all five actions the planner's own).
     code = target_codes(lt.code, pos) if actions is None else cell_value(lt.code, target, fill=0)
     width = acts.shape[1]
@@ -192,11 +197,6 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, a
     rhythm = ~run[:, jnp.clip(arg - 1, 0, 2)]
     visit_q = ~chair | ctx.ever_q[:, None]
 
-    # Only the queue norms (16 of 50) judge queue order: under vmap only their
-    # environments evaluate it (`run_where`).
-    queue = run_where(rule == RULE_QUEUE, _queue_order, _no_queue_order, lt, norm_id, target,
-                      ctx.queue_held, ctx.queue_src, ctx.queue_tail, share=3 / 8)
-
     enters_r = ((code & CODE_ZONE_R) != 0) & ~ctx.in_r[:, None]
     r_capacity = ~enters_r | (ctx.r_others <= arg)[:, None]
     r_group = ~enters_r | ~ctx.r_other_group[:, None]
@@ -207,10 +207,10 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, a
         [rule == RULE_TURN, rule == RULE_RHYTHM, rule == RULE_VISIT_Q, rule == RULE_QUEUE,
          rule == RULE_R_CAPACITY, rule == RULE_R_SINGLE_GROUP, rule == RULE_SEAT_ORDER],
         [jnp.broadcast_to(turn, (k, width)), jnp.broadcast_to(rhythm[:, None], (k, width)),
-         visit_q, queue, r_capacity, r_group, in_order],
+         visit_q, queue_ok, r_capacity, r_group, in_order],
         True,
     )
     return (static_ok & dynamic) | ~judged
 
 
-__all__ = ["DYNAMIC_RULE", "episode_permits", "queue_path_index", "static_permits"]
+__all__ = ["DYNAMIC_RULE", "episode_permits", "judged_targets", "queue_order", "queue_path_index", "static_permits"]
