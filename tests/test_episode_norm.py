@@ -102,20 +102,29 @@ def test_static_permit_table_equals_the_predicates_on_every_layout():
         assert not got[static].all()  # the static norms do forbid something
 
 
-def test_queue_path_index_table_equals_path_comparison():
-    """`queue_path_index` (the episode rule's table) equals comparing every cell
-    with every queue path cell (`_path_index`), for all layouts, paths and cells."""
+def test_path_position_equals_path_comparison():
+    """`path_position` (the queue rule's index of a target on the episode's
+    path) equals `_path_index` (argmax over every path cell) for all layouts,
+    paths and cells, and for a path that repeats a cell (the first index)."""
+    from normjax.layouts.geometry import flat_index
     from normjax.norms.predicates import _path_index
-    from normjax.norms.rules import queue_path_index
+    from normjax.norms.rules import path_position
 
-    tables, table = world_tables(), np.asarray(queue_path_index())
+    tables = world_tables()
     cells = jnp.stack(jnp.unravel_index(jnp.arange(C.N_CELLS), (C.H, C.W)), axis=1)
-    for lid in range(table.shape[0]):
+    flat = jnp.arange(C.N_CELLS)
+    for lid in range(tables.kind.shape[0]):
         lt = tables.at(lid)
         valid = jnp.arange(lt.queue_paths.shape[1])[None, :] < lt.queue_len[:, None]
         want, _ = _path_index(lt.queue_paths, valid, cells)  # [16, 165]
-        np.testing.assert_array_equal(table[lid], np.asarray(want))
-    assert (table >= 0).any(axis=-1).all()  # every path has cells
+        got = jax.vmap(lambda path, n: path_position(flat_index(path), n, flat))(lt.queue_paths, lt.queue_len)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+        assert (np.asarray(got) >= 0).any(axis=-1).all()  # every path has cells
+    path = jnp.array([[3, 4], [3, 5], [3, 4], [0, 0]])
+    got = path_position(flat_index(path), 3, flat)
+    want, _ = _path_index(path[None], (jnp.arange(4) < 3)[None], cells)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want[0]))
+    assert int(got[3 * C.W + 4]) == 0 and int(got[0]) == -1  # first index; padding is off the path
 
 
 def test_vmapped_episode_sanctions_equal_full_mask_for_mixed_norms():

@@ -73,21 +73,21 @@ def episode_context(lt1, norm_id, pos, active, group, visited_q, actions=None):
     nid = jnp.asarray(norm_id)
     queues = (nid >= QUEUE_IDS[0]) & (nid <= QUEUE_IDS[-1])
     _, target = judged_targets(pos, actions)
-    src, held, tail, queue_ok = run_where(queues, _queue, _no_queue, lt1, nid, pos, active, target, share=3 / 8)
+    src, held, tail, queue_ok = run_where(queues, _queue, _no_queue, lt1, pos, active, target, share=3 / 8)
     return ctx._replace(queue_src=src, queue_held=held, queue_tail=tail), queue_ok
 
 
-def _queue(lt, norm_id, pos, active, target):
+def _queue(lt, pos, active, target):
     """The queue state (`queue_context`) and the order verdict of the targets."""
     src, held, tail = queue_context(lt, pos, active)
-    return src, held, tail, queue_order(lt, norm_id, target, held, src, tail)
+    return src, held, tail, queue_order(lt, target, held, src, tail)
 
 
 def _no_chairs(lt, pos, active):
     return jnp.full((2, 2), -1, jnp.int32)
 
 
-def _no_queue(lt, norm_id, pos, active, target):
+def _no_queue(lt, pos, active, target):
     """`_queue`'s shapes for norms that have no queue (never read)."""
     paths, k = lt.queue_paths.shape[0], pos.shape[0]
     return (jnp.full((paths, k), -1, jnp.int32), jnp.zeros((paths, lt.queue_paths.shape[1], k), bool),

@@ -119,32 +119,23 @@ def static_permits() -> jax.Array:
         return jnp.asarray(bits)
 
 
-@functools.lru_cache(maxsize=None)
-def queue_path_index() -> jax.Array:
-    """int8 [layouts, 16 queue paths, 165 cells]: the index of each cell on each
-    queue path, -1 off the path (the path cells of a layout are distinct, checked
-    here).  Built once in numpy; in jit a constant."""
-    from normjax.layouts.tables import host_tables  # layouts import norms: import late
-
-    ht = host_tables()
-    paths, lengths = ht["queue_paths"], ht["queue_len"]  # [L, 16, 7, 2], [L, 16]
-    out = np.full(paths.shape[:2] + (C.N_CELLS,), -1, np.int8)
-    for lid, path_id in np.ndindex(*paths.shape[:2]):
-        cells = flat_index(paths[lid, path_id, : lengths[lid, path_id]])
-        if len(set(cells.tolist())) != len(cells):
-            raise ValueError(f"queue path {path_id} of layout {lid} visits a cell twice: {cells.tolist()}")
-        out[lid, path_id, cells] = np.arange(len(cells))
-    with jax.ensure_compile_time_eval():
-        return jnp.asarray(out)
+def path_position(path, length, cells):
+    """Index of each flat cell on a queue path (flat [L] cells, the first
+    `length` valid), -1 off the path; the first index where a cell repeats.
+    As L selects over `cells`' shape (no gather by a batched index)."""
+    pos = jnp.full(jnp.shape(cells), -1, jnp.int32)
+    for i in reversed(range(path.shape[0])):  # the first match is written last
+        pos = jnp.where((i < length) & (cells == path[i]), i, pos)
+    return pos
 
 
-def queue_order(lt, norm_id, target, queue_held, queue_src, queue_tail):
+def queue_order(lt, target, queue_held, queue_src, queue_tail):
     """bool [K, A]: each target keeps the order of the episode's queue path: one
     step toward the head, or joining at the tail (or off the path)."""
-    # dst: the target's index on the path, -1 off it (one table read per target).
-    on_grid = in_grid(target)
-    dst = queue_path_index()[lt.index, P.queue_path_of(norm_id), jnp.where(on_grid, flat_index(target), 0)]
-    dst = jnp.where(on_grid, dst, -1).astype(jnp.int32)  # [K, A]
+    # dst: the target's index on the path (`lt` holds the episode's path as
+    # path 0), -1 off it.
+    cells = jnp.where(in_grid(target), flat_index(target), -1)
+    dst = path_position(flat_index(lt.queue_paths[0]), lt.queue_len[0], cells)  # [K, A]
     held = queue_held[0]  # [7, K]: path cell held by another agent than i
     dst_held = jnp.zeros(dst.shape, bool)
     for cell_k in range(held.shape[0]):  # held[dst, i] as selects (no [K, A, 7] reduction)
@@ -213,4 +204,4 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, q
     return (static_ok & dynamic) | ~judged
 
 
-__all__ = ["DYNAMIC_RULE", "episode_permits", "judged_targets", "queue_order", "queue_path_index", "static_permits"]
+__all__ = ["DYNAMIC_RULE", "episode_permits", "judged_targets", "path_position", "queue_order", "static_permits"]
