@@ -146,7 +146,10 @@ def seat_order_length(layout: int) -> int:
 
 def first_free_chairs(lt, pos, active):
     """docs/world.md §7 norms 48-49: first chair of each order sigma no active agent stands on."""
-    order = lt.seat_order  # [2, 48, 2], -1 padded
+    # Read from the stacked tables (`read`): under vmap this runs only for the
+    # packed environments of the seats-in-order norms, and `lt.seat_order`
+    # would be every environment's slice, copied for all of them.
+    order = lt.read("seat_order")  # [2, 48, 2], -1 padded
     if lt.static_index >= 0:  # one known layout: drop the padding beyond its chairs
         order = order[:, :seat_order_length(lt.static_index)]
     valid = order[..., 0] >= 0
