@@ -247,3 +247,31 @@ def test_vmap_equals_unbatched_resolution(batch):
         single = run(batch[0][0], pos, actions, active, pushable, seed)
         for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(single)):
             np.testing.assert_array_equal(np.asarray(g)[b], w)
+
+
+def test_vmap_mixing_pushes_and_fallbacks_equals_unbatched():
+    """Rule 5's push search runs, under vmap, only for the scenes whose
+    displaced agent has no free neighbour (a nested `run_where` inside the
+    placement loop): a batch mixing a push, a push refused to the newcomer, a
+    boxed-in fallback and plain scenes gives each scene its own resolution."""
+    kind = kind_grid(POCKET)
+    pad = lambda xs, fill: list(xs) + [fill] * (8 - len(xs))  # noqa: E731
+    push = ([[5, 2], [5, 1], [5, 3], [5, 4]], [R, R, W_, W_])
+    boxed = ([[5, 2], [5, 1], [5, 3], [5, 4], [5, 5], [4, 5], [6, 5], [5, 6]], [R, R, W_, W_, W_, W_, W_, W_])
+    plain = ([[5, 1], [5, 6]], [R, L])
+    scenes = []  # (pos, actions, active, pushable)
+    for pos, acts in (push, boxed, plain, push, plain, push):
+        n = len(pos)
+        scenes.append((pad(pos, [1, 1]), pad(acts, W_), pad([True] * n, False), pad([True] * n, True)))
+    scenes.append((pad(push[0], [1, 1]), pad(push[1], W_), pad([True] * 4, False), pad([True, True, True, False], True)))
+    stack = lambda i, dt: jnp.asarray(np.stack([s[i] for s in scenes]), dt)  # noqa: E731
+    keys = jnp.stack([jax.random.PRNGKey(b) for b in range(len(scenes))])
+    got = jax.jit(jax.vmap(resolve_moves, in_axes=(0, 0, 0, 0, None, 0)))(
+        keys, stack(0, jnp.int32), stack(2, bool), stack(1, jnp.int32), jnp.asarray(kind), stack(3, bool))
+    for b, (pos, acts, active, pushable) in enumerate(scenes):
+        single = run(kind, pos, acts, active, pushable, seed=b)
+        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(single)):
+            np.testing.assert_array_equal(np.asarray(g)[b], w)
+    pushed = np.asarray(got.pos)
+    assert pushed[0, 3].tolist() == [5, 5] and pushed[3, 3].tolist() == [5, 5]  # S pushed on, batched
+    assert pushed[6, :4].tolist() == push[0]  # the newcomer is never pushed: fallback

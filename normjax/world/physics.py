@@ -25,7 +25,8 @@ a flat occupancy grid of the 165 cells:
 
 Steps 3-4 run only where an agent is displaced (about one environment-step in
 ten): under `vmap` those environments are packed and run together
-(`normjax.world.rare.run_where`).
+(`normjax.world.rare.run_where`), and within them rule 5's search for a push
+only where a displaced agent has no free neighbour.
 
 All randomness comes from the key (rule 7).
 """
@@ -131,6 +132,22 @@ def _nothing_pending(k_order, k_place, pending, anchor, p, present, kind, fin, b
     return fin, jnp.zeros(pending.shape, bool)
 
 
+def _push_target(kp, nb, is_b, occ, standable):
+    """Rule 5 for one displaced agent: whether a bystander on one of its
+    neighbours `nb` can be pushed on to a free neighbour of its own cell, the
+    neighbour it stands on (index into `nb`) and the cell it is pushed to."""
+    nb2, ok2 = jax.vmap(_neighbours_flat, in_axes=(0, None))(nb, standable)  # [4, 4]
+    feasible = is_b[:, None] & ok2 & (occ[nb2] == NO_AGENT)
+    pick = jnp.argmax(jnp.where(feasible, jax.random.uniform(kp, (4, 4)), -1.0))
+    pn, pm = pick // 4, pick % 4
+    return feasible.any(), pn.astype(jnp.int32), nb2[pn, pm].astype(jnp.int32)
+
+
+def _no_push(kp, nb, is_b, occ, standable):
+    """`_push_target` where no push is needed (its result is then not read)."""
+    return jnp.bool_(False), jnp.int32(0), jnp.int32(0)
+
+
 def _place_pending(k_order, k_place, pending, anchor, p, present, kind, fin, bystander):
     """Rules 3-5 and the repair pass: the end cells (flat) of all agents after
     the pending ones are placed in random order, and who was displaced."""
@@ -158,20 +175,19 @@ def _place_pending(k_order, k_place, pending, anchor, p, present, kind, fin, bys
         # Rule 5: push a neighbouring bystander on to a free neighbour of its cell.
         b = occ[nb]  # [4] agent on each neighbour
         is_b = ok & (b != NO_AGENT) & bystander[jnp.maximum(b, 0)]
-        nb2, ok2 = jax.vmap(_neighbours_flat, in_axes=(0, None))(nb, standable)  # [4, 4]
-        feasible = is_b[:, None] & ok2 & (occ[nb2] == NO_AGENT)
-        pick = jnp.argmax(jnp.where(feasible, jax.random.uniform(kp, (4, 4)), -1.0))
-        pn, pm = pick // 4, pick % 4
-        has_push = feasible.any()
-
         todo = pending[j]
+        # Rule 5 is needed only without a free neighbour and with a bystander
+        # beside: under vmap only those environments of the chunk search for a
+        # push (its 16 second neighbours and random draws).
+        need_push = todo & ~has_free & is_b.any()
+        has_push, pn, push_cell = run_where(need_push, _push_target, _no_push, kp, nb, is_b, occ, standable)
         do_free = todo & has_free
         do_push = todo & ~has_free & has_push
         new_cell = jnp.where(do_free, nb[choice], jnp.where(do_push, nb[pn], p[j]))
         bys = jnp.maximum(b[pn], 0)
         # Move the bystander first (its old cell becomes the displaced agent's).
-        fin = fin.at[bys].set(jnp.where(do_push, nb2[pn, pm], fin[bys]))
-        occ = occ.at[jnp.where(do_push, nb2[pn, pm], C.N_CELLS)].set(bys, mode="drop")
+        fin = fin.at[bys].set(jnp.where(do_push, push_cell, fin[bys]))
+        occ = occ.at[jnp.where(do_push, push_cell, C.N_CELLS)].set(bys, mode="drop")
         disp = disp.at[bys].set(disp[bys] | do_push)
         bystander = bystander.at[bys].set(bystander[bys] & ~do_push)
         fin = fin.at[j].set(jnp.where(todo, new_cell, fin[j]))
