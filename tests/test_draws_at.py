@@ -14,7 +14,7 @@ from normjax.layouts.tables import world_tables
 from normjax.world.draws_at import bits_at, randint_at
 from normjax.world.state import make_params
 from normjax.world.step import reset_world
-from normjax.world.turnover import refill
+from normjax.world.turnover import enter, refill, turnover
 
 KEYS = st.integers(0, 2**32 - 1)
 
@@ -70,6 +70,33 @@ def test_refill_of_at_most_n_doors_slots_equals_drawing_for_all(seed, layout, no
     few = refill(key, state, slots, lt, p, jnp.int32(4), max_slots=C.N_DOORS)
     same = jax.tree.map(lambda a, b: bool(np.array_equal(a, b)), full, few)
     assert all(jax.tree.leaves(same)), same.agents
+
+
+def test_vmapped_turnover_with_none_to_three_exits_equals_refilling_all():
+    """Under vmap the step's turnover draws for the first emptied slot only in
+    environments that empty one, and for the second and third only in those
+    that empty two or three (two `run_where` packings): a batch mixing 0-3
+    exits (the newcomer's among them, replaced) gives every environment the
+    state of refilling all emptied slots with draws for all K, then entering."""
+    p = make_params(3, 23, turnover_delay=(1, 9), replace_newcomer=True)
+    lt = world_tables().at(3)
+    exits = [[], [4], [], [0, 7], [2, 5, 9], [], [1], [3, 8], [], [0], [6, 1, 2], []]
+    states, keys, masks = [], [], []
+    for b, chosen in enumerate(exits):
+        states.append(reset_world(jax.random.PRNGKey(100 + b), p))
+        keys.append(jax.random.PRNGKey(b))
+        masks.append(jnp.zeros(10, bool).at[jnp.asarray(chosen, jnp.int32)].set(True))
+    stack = lambda xs: jax.tree.map(lambda *a: jnp.stack(a), *xs)  # noqa: E731
+    batched = jax.jit(jax.vmap(lambda k, s, m: turnover(k, s, m, lt, p)))(stack(keys), stack(states), stack(masks))
+    for b, (key, state, mask) in enumerate(zip(keys, states, masks)):
+        want = refill(key, state, mask, lt, p, state.t + 1)  # draws for all K slots
+        want, entered = enter(want, lt, state.t + 1)
+        want = want.replace(t=state.t + 1)
+        got = jax.tree.map(lambda x: x[b], batched)
+        same = jax.tree.map(lambda a, w: bool(np.array_equal(a, w)), (got[0], got[1]), (want, entered))
+        assert all(jax.tree.leaves(same)), (b, exits[b], same)
+        if exits[b]:
+            assert (np.asarray(got[0].agents.uid)[exits[b]] != np.asarray(state.agents.uid)[exits[b]]).all()
 
 
 @pytest.mark.parametrize("layout", range(len(world_tables().kind)))

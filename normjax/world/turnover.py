@@ -34,37 +34,53 @@ def refill(key, state: WorldState, slots, lt, params: WorldParams, now, max_slot
     guarantees that no more than m slots are set.
     Habits (docs/world.md §8.5) hash the key's raw words: no draw below changes.
     """
-    ag = state.agents
+    drawn = fresh_draws(key, slots, lt, params, None if max_slots is None else range(max_slots))
+    return place_draws(key, state, slots, drawn, params, now, max_slots)
+
+
+def fresh_draws(key, slots, lt, params: WorldParams, ranks: range | None = None):
+    """The random part of `refill`: (delay, goal_kind, goal_cell, exit_door,
+    entry_door, group), one entry per slot; with `ranks`, one per rank r in
+    `ranks` among the set slots (the draws of the slot of rank r, exactly
+    those of drawing for all slots)."""
     k = slots.shape[0]
     kt, kd = jax.random.split(key)
     lo, hi = params.turnover_delay[0], params.turnover_delay[1]
-    rank = jnp.cumsum(slots) - 1
-    if max_slots is None:
+    if ranks is None:
         at = jnp.arange(k)
         drawn = tasks.sample_tasks(kt, lt, params.norm_id, k)
         delay = jax.random.randint(kd, (k,), lo, hi + 1)
-        spread = lambda v: v  # noqa: E731
     else:
-        # at[j]: the slot of rank j (0 where there is none: its draws go unused).
-        at = jnp.stack([jnp.sum(jnp.where(slots & (rank == j), jnp.arange(k), 0)) for j in range(max_slots)])
+        rank = jnp.cumsum(slots) - 1
+        # at[j]: the slot of rank ranks[j] (0 where there is none: its draws go unused).
+        at = jnp.stack([jnp.sum(jnp.where(slots & (rank == r), jnp.arange(k), 0)) for r in ranks])
         drawn = tasks.sample_tasks(kt, lt, params.norm_id, k, at=at)
         delay = randint_at(kd, at, lo, hi + 1)
-
-        def spread(v):  # slot i takes draw rank[i]
-            r = rank.reshape(rank.shape + (1,) * (v.ndim - 1))
-            out = v[max_slots - 1]
-            for j in range(max_slots - 2, -1, -1):
-                out = jnp.where(r == j, v[j], out)
-            return out
-
     # The newcomer is replaced at once when replacement is on (docs/world.md §9, training).
-    delay = jnp.where(at == 0, 0, delay)
-    goal_kind, goal_cell, exit_door, entry_door, group = (spread(v) for v in drawn)
+    return (jnp.where(at == 0, 0, delay),) + tuple(drawn)
+
+
+def place_draws(key, state: WorldState, slots, drawn, params: WorldParams, now, max_slots: int | None = None):
+    """The rest of `refill`: `fresh_draws`' values written into the agents of
+    `slots` (every other agent unchanged), uids and habits."""
+    ag = state.agents
+    rank = jnp.cumsum(slots) - 1
+
+    def spread(v):  # slot i takes draw rank[i] (with max_slots; else draw i)
+        if max_slots is None:
+            return v
+        r = rank.reshape(rank.shape + (1,) * (v.ndim - 1))
+        out = v[max_slots - 1]
+        for j in range(max_slots - 2, -1, -1):
+            out = jnp.where(r == j, v[j], out)
+        return out
+
+    delay, goal_kind, goal_cell, exit_door, entry_door, group = (spread(v) for v in drawn)
     sel = lambda new, old: jnp.where(  # noqa: E731
         slots.reshape(slots.shape + (1,) * (jnp.ndim(old) - 1)), new, old
     )
     fresh = dict(
-        spawn_t=now + spread(delay),
+        spawn_t=now + delay,
         uid=state.next_uid + rank,
         group=group,
         entry_door=entry_door,
@@ -121,16 +137,26 @@ def enter(state: WorldState, lt: LayoutTables, now):
     return state.replace(agents=ag), entered
 
 
-def _refilled(key, state, slots, lt, params, now):
-    # Only an agent on a door's inward cell can step onto the door (doors sit in
-    # walls; docs/world.md §1), so at most N_DOORS agents exit in one step.
-    new = refill(key, state, slots, lt, params, now, max_slots=C.N_DOORS)
-    return tuple(getattr(new.agents, f) for f in REFILLED), new.next_uid
+# Only an agent on a door's inward cell can step onto the door (doors sit in
+# walls; docs/world.md §1), so at most N_DOORS agents exit in one step; most
+# steps that empty a slot empty one.
+FIRST, MORE = range(1), range(1, C.N_DOORS)
 
 
-def _unchanged(key, state, slots, lt, params, now):
-    """`_refilled` where no slot is set: `refill` selects every old value."""
-    return tuple(getattr(state.agents, f) for f in REFILLED), state.next_uid
+def _first_draws(key, slots, lt, params):
+    return fresh_draws(key, slots, lt, params, FIRST)
+
+
+def _more_draws(key, slots, lt, params):
+    return fresh_draws(key, slots, lt, params, MORE)
+
+
+def _no_draws(ranks):
+    """The draws' shapes for `ranks` where those slots are not set (never read)."""
+    def idle(key, slots, lt, params):
+        zero = jnp.zeros((len(ranks),), jnp.int32)
+        return zero, zero, jnp.zeros((len(ranks), 2), jnp.int32), zero, zero, zero
+    return idle
 
 
 def turnover(key, state: WorldState, exited, lt: LayoutTables, params: WorldParams):
@@ -141,10 +167,14 @@ def turnover(key, state: WorldState, exited, lt: LayoutTables, params: WorldPara
     now = state.t + 1
     slots = exited & (~newcomer | params.replace_newcomer)
     # Most steps no slot empties: under vmap only the environments where one
-    # does draw new agents (`run_where`).
-    fields, next_uid = run_where(slots.any(), _refilled, _unchanged, key, state, slots, lt, params, now,
-                                 share=1 / 4)
-    state = state.replace(agents=state.agents.replace(**dict(zip(REFILLED, fields))), next_uid=next_uid)
+    # does draw new agents (`run_where`), and only those where two or three
+    # do draw for the second and third.  Only the draws are packed; writing
+    # them into the agents is a select over [K] for all.
+    n = slots.sum()
+    first = run_where(n >= 1, _first_draws, _no_draws(FIRST), key, slots, lt, params, share=1 / 4)
+    more = run_where(n >= 2, _more_draws, _no_draws(MORE), key, slots, lt, params, share=1 / 16)
+    drawn = tuple(jnp.concatenate([a, b]) for a, b in zip(first, more))
+    state = place_draws(key, state, slots, drawn, params, now, max_slots=C.N_DOORS)
     # A newcomer that is not replaced leaves its slot for good.
     keep = ~(exited & newcomer & ~params.replace_newcomer)
     state = state.replace(agents=state.agents.replace(in_use=state.agents.in_use & keep))
