@@ -23,8 +23,10 @@ a flat occupancy grid of the 165 cells:
 5. Collision penalty flags (rule 6): movers that entered a contested or held
    cell by their own choice, or that did not end on their target.
 
-Steps 3-4 run only where an agent is displaced (about one environment-step in
-ten): under `vmap` those environments are packed and run together
+The contests' random priorities and steps 3-4 run only where an agent is
+displaced (about one environment-step in ten; known before any priority is
+drawn: a contested target, or a mover heading for a stationary agent's cell):
+under `vmap` those environments are packed and run together
 (`normjax.world.rare.run_where`), and within them rule 5's search for a push
 only where a displaced agent has no free neighbour.
 
@@ -95,22 +97,14 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     n_contest = same_tgt.sum(axis=1)
     held = mover & (stationary[None, :] & (p[None, :] == tgt[:, None])).any(axis=1)
     k_prio, k_order, k_place = jax.random.split(key, 3)
-    prio = permutation_small(k_prio, k)  # == jax.random.permutation(k_prio, k)
-    beaten = (same_tgt & (prio[None, :] < prio[:, None])).any(axis=1)
-    winner = mover & ~beaten
-    taken = (winner[:, None] & (tgt[:, None] == p[None, :])).any(axis=0)
-    holder_out = stationary & taken
-    loser = mover & ~winner
-    pending = loser | holder_out
-    anchor = jnp.where(loser, tgt, p)
-    bystander = stationary & ~holder_out & pushable
-
-    fin = jnp.where(winner, tgt, p)
-
-    # Process only the pending agents, in random order.  Most environments
-    # have none: under vmap only those that do run the loops (`run_where`).
-    fin, disp = run_where(pending.any(), _place_pending, _nothing_pending,
-                          k_order, k_place, pending, anchor, p, present, kind, fin, bystander)
+    # Someone is pending (a contest's loser, or a stationary agent whose cell
+    # a winner takes) exactly where a target is contested (a contest has one
+    # winner) or, with no contest (every mover wins), a mover targets a
+    # stationary agent's cell.  Most environments have neither: under vmap
+    # only those that do draw priorities and run the loops (`run_where`).
+    some_pending = (n_contest >= 2).any() | held.any()
+    fin, disp = run_where(some_pending, _contests, _no_contest,
+                          k_prio, k_order, k_place, same_tgt, mover, stationary, tgt, p, present, kind, pushable)
 
     collided = mover & ((n_contest >= 2) | held | (fin != tgt))
     displaced = present & disp & (fin != p)
@@ -125,11 +119,29 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     )
 
 
-def _nothing_pending(k_order, k_place, pending, anchor, p, present, kind, fin, bystander):
-    """`_place_pending` where no agent is pending: every winner ends on its
-    target, which no one else ends on (a contested target has a loser, a held
-    one a displaced holder, both pending), so there is nothing to repair."""
-    return fin, jnp.zeros(pending.shape, bool)
+def _contests(k_prio, k_order, k_place, same_tgt, mover, stationary, tgt, p, present, kind, pushable):
+    """Rules 2-5 where someone is pending: random priorities decide the
+    contests (the winners end on their targets), then the pending agents are
+    placed (`_place_pending`).  Returns the end cells (flat) and who was
+    displaced."""
+    k = mover.shape[0]
+    prio = permutation_small(k_prio, k)  # == jax.random.permutation(k_prio, k)
+    beaten = (same_tgt & (prio[None, :] < prio[:, None])).any(axis=1)
+    winner = mover & ~beaten
+    taken = (winner[:, None] & (tgt[:, None] == p[None, :])).any(axis=0)
+    holder_out = stationary & taken
+    loser = mover & ~winner
+    pending = loser | holder_out
+    anchor = jnp.where(loser, tgt, p)
+    bystander = stationary & ~holder_out & pushable
+    fin = jnp.where(winner, tgt, p)
+    return _place_pending(k_order, k_place, pending, anchor, p, present, kind, fin, bystander)
+
+
+def _no_contest(k_prio, k_order, k_place, same_tgt, mover, stationary, tgt, p, present, kind, pushable):
+    """`_contests` where no one is pending: every mover wins and ends on its
+    target, which no one else ends on, so there is nothing to place or repair."""
+    return jnp.where(mover, tgt, p), jnp.zeros(mover.shape, bool)
 
 
 def _push_target(kp, nb, is_b, occ, standable):
