@@ -96,7 +96,6 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     same_tgt = mover[:, None] & mover[None, :] & (tgt[:, None] == tgt[None, :])
     n_contest = same_tgt.sum(axis=1)
     held = mover & (stationary[None, :] & (p[None, :] == tgt[:, None])).any(axis=1)
-    k_prio, k_order, k_place = jax.random.split(key, 3)
     # Someone is pending (a contest's loser, or a stationary agent whose cell
     # a winner takes) exactly where a target is contested (a contest has one
     # winner) or, with no contest (every mover wins), a mover targets a
@@ -104,7 +103,7 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     # only those that do draw priorities and run the loops (`run_where`).
     some_pending = (n_contest >= 2).any() | held.any()
     fin, disp = run_where(some_pending, _contests, _no_contest,
-                          k_prio, k_order, k_place, same_tgt, mover, stationary, tgt, p, present, kind, pushable)
+                          key, same_tgt, mover, stationary, tgt, p, present, kind, pushable)
 
     collided = mover & ((n_contest >= 2) | held | (fin != tgt))
     displaced = present & disp & (fin != p)
@@ -119,12 +118,13 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     )
 
 
-def _contests(k_prio, k_order, k_place, same_tgt, mover, stationary, tgt, p, present, kind, pushable):
+def _contests(key, same_tgt, mover, stationary, tgt, p, present, kind, pushable):
     """Rules 2-5 where someone is pending: random priorities decide the
     contests (the winners end on their targets), then the pending agents are
     placed (`_place_pending`).  Returns the end cells (flat) and who was
     displaced."""
     k = mover.shape[0]
+    k_prio, k_order, k_place = jax.random.split(key, 3)
     prio = permutation_small(k_prio, k)  # == jax.random.permutation(k_prio, k)
     beaten = (same_tgt & (prio[None, :] < prio[:, None])).any(axis=1)
     winner = mover & ~beaten
@@ -138,7 +138,7 @@ def _contests(k_prio, k_order, k_place, same_tgt, mover, stationary, tgt, p, pre
     return _place_pending(k_order, k_place, pending, anchor, p, present, kind, fin, bystander)
 
 
-def _no_contest(k_prio, k_order, k_place, same_tgt, mover, stationary, tgt, p, present, kind, pushable):
+def _no_contest(key, same_tgt, mover, stationary, tgt, p, present, kind, pushable):
     """`_contests` where no one is pending: every mover wins and ends on its
     target, which no one else ends on, so there is nothing to place or repair."""
     return jnp.where(mover, tgt, p), jnp.zeros(mover.shape, bool)
