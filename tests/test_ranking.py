@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from normjax.world.ranking import argsort_small, permutation_small, stable_rank
+from normjax.world.ranking import argmin_small, argsort_small, permutation_small, stable_rank
 
 
 @settings(max_examples=200, deadline=None)
@@ -19,6 +19,20 @@ def test_argsort_small_is_stable_argsort_with_ties(values):
 
 # No subnormals: XLA on CPU flushes them to zero, so numpy would order 1e-39 and 0.0 apart
 # where every jitted comparison sees a tie (the step's uniform draws are never subnormal).
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 7), st.data())
+def test_argmin_small_is_argmin_first_minimum(rows, n, data):
+    """The planner's action choice: argmin over a short last axis, ties to the
+    first minimum, for rows of integers (many ties) and floats (INF entries)."""
+    ints = np.asarray(data.draw(st.lists(st.integers(-2, 2), min_size=rows * n, max_size=rows * n)),
+                      np.float32).reshape(rows, n)
+    floats = np.asarray(data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0, 1e6]) | st.floats(0, 4, width=32, allow_subnormal=False),
+                                           min_size=rows * n, max_size=rows * n)), np.float32).reshape(rows, n)
+    for v in (ints, floats):
+        np.testing.assert_array_equal(np.asarray(jax.jit(argmin_small)(v)), np.argmin(v, axis=-1))
+        np.testing.assert_array_equal(np.asarray(argmin_small(v)), np.asarray(jnp.argmin(v, axis=-1)))
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.floats(0.0, 2.0, width=32, allow_subnormal=False), min_size=1, max_size=10))
 def test_argsort_small_floats(values):

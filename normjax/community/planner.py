@@ -50,7 +50,7 @@ from normjax.layouts.tables import world_tables
 from normjax.norms.table import norm_row
 from normjax.world.hashrand import hash_at, hash_uniform, seed_from_key
 from normjax.world.moves import DELTAS, in_grid, keep_open, kind_of, target_codes
-from normjax.world.ranking import argsort_small
+from normjax.world.ranking import argmin_small, argsort_small
 from normjax.world.step import state_norm
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, ROLE_AWARE, WorldParams, WorldState
 
@@ -253,4 +253,4 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware, view=None):
 
     cost = jnp.where(ok, cost, INF)
     cost = cost + 1e-3 * hash_uniform(seed, cost.shape, salt=3)
-    return jnp.argmin(cost, axis=1).astype(jnp.int32)
+    return argmin_small(cost)  # == jnp.argmin(cost, axis=1), vectorised

@@ -1,4 +1,4 @@
-"""Stable argsort and random permutations of a short vector, without a sort.
+"""Stable argsort, argmin and random permutations of a short vector, without a sort.
 
 The step orders its K (at most 10) agents three or four times: random
 priorities in the planner and in physics, the order in which physics places
@@ -36,6 +36,23 @@ def argsort_small(values) -> jax.Array:
     return jnp.sum(jnp.where(slot, jnp.arange(n, dtype=jnp.int32)[None, :], 0), axis=1, dtype=jnp.int32)
 
 
+def argmin_small(values) -> jax.Array:
+    """`jnp.argmin(values, axis=-1)` (int32) for a short last axis without NaNs,
+    as a chain of selects over its entries (the first minimum, as argmin).
+
+    XLA:CPU reduces a short minor axis one output at a time, with the fused
+    producers of its input in scalar code; the chain is elementwise over the
+    other axes and vectorises.  Measure before using it: for the planner's
+    final choice it is faster, for its greedy prediction slower."""
+    best = values[..., 0]
+    index = jnp.zeros(best.shape, jnp.int32)
+    for a in range(1, values.shape[-1]):
+        better = values[..., a] < best
+        best = jnp.where(better, values[..., a], best)
+        index = jnp.where(better, a, index)
+    return index
+
+
 def permutation_small(key, n: int) -> jax.Array:
     """`jax.random.permutation(key, n)` for n < 2**10, from the same random bits.
 
@@ -48,4 +65,4 @@ def permutation_small(key, n: int) -> jax.Array:
     return argsort_small(jax.random.bits(sub, (n,), jnp.uint32))
 
 
-__all__ = ["argsort_small", "permutation_small", "stable_rank"]
+__all__ = ["argmin_small", "argsort_small", "permutation_small", "stable_rank"]
