@@ -45,6 +45,7 @@ from normjax.layouts.geometry import flat_index
 from normjax.world.moves import DELTAS, cell_value, in_grid
 from normjax.world.ranking import argsort_small, permutation_small
 from normjax.world.rare import run_where
+from normjax.xla_cpu import computed_once
 
 NO_AGENT = -1
 
@@ -105,7 +106,8 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     fin, disp = run_where(some_pending, _contests, _no_contest,
                           key, same_tgt, mover, stationary, tgt, p, present, kind, pushable)
 
-    collided = mover & ((n_contest >= 2) | held | (fin != tgt))
+    # Stored once (read by the reward, the counters, the info and the state).
+    collided = computed_once(mover & ((n_contest >= 2) | held | (fin != tgt)))
     displaced = present & disp & (fin != p)
     new_pos = jnp.where(present[:, None], _unflat(fin), pos)
     return MoveResult(
