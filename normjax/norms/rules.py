@@ -184,11 +184,14 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, q
     chair = target_kind == C.CHAIR
     t = jnp.asarray(t, jnp.int32)
     turn = jnp.mod(t, jnp.asarray(P.TURN_MODULUS)[arg]) != jnp.asarray(P.TURN_FORBIDDEN)[arg]
-    # Rhythm: moved on each of the last `arg` (1-3) turns, as ands of the
-    # history bits (a cumprod and a column gather cost a reduce-window and a
-    # gather under vmap).
-    mv, depth = moves.astype(bool), jnp.clip(arg, 1, 3)
-    rhythm = ~(mv[:, 0] & ((depth < 2) | mv[:, 1]) & ((depth < 3) | mv[:, 2]))
+    # Rhythm: moved on each of the last `arg` turns (the norm's depth, at most
+    # the history's length), as ands of the history bits (a cumprod and a
+    # column gather cost a reduce-window and a gather under vmap).
+    mv = moves.astype(bool)
+    run = mv[:, 0]
+    for back in range(1, mv.shape[1]):  # history column `back`: the turn t-1-back
+        run = run & ((arg <= back) | mv[:, back])
+    rhythm = ~run
     visit_q = ~chair | ctx.ever_q[:, None]
 
     enters_r = ((code & CODE_ZONE_R) != 0) & ~ctx.in_r[:, None]
