@@ -7,6 +7,8 @@ These are the derived features of a map that the norms need (docs/world.md §1, 
 
 from __future__ import annotations
 
+import functools
+
 import collections
 
 import numpy as np
@@ -76,13 +78,42 @@ def flat_index(cells):
     return cells[..., 0] * C.W + cells[..., 1]
 
 
+@functools.lru_cache(maxsize=None)
 def neighbour_index() -> np.ndarray:
-    """[N_CELLS, 4] flat index of each cell's neighbour per move UP..RIGHT (-1 off grid)."""
+    """[N_CELLS, 4] flat index of each cell's neighbour per move UP..RIGHT (-1 off grid).
+    Cached (the route tables read it once per layout and graph) and read-only."""
     nb = np.full((C.N_CELLS, 4), -1, dtype=np.int64)
     for x in range(C.N_CELLS):
         for a, (rr, cc) in _neighbours_by_action(*divmod(x, C.W)):
             nb[x, a] = rr * C.W + cc
+    nb.setflags(write=False)
     return nb
+
+
+def distances_to_all(allowed: list[np.ndarray], start: np.ndarray) -> np.ndarray:
+    """Moves from every cell to every target cell, by breadth-first search from
+    all targets at once (one vectorised round per distance): int32 [G (target),
+    X (from)], -1 where there is no path.
+
+    `allowed[a][g, x]` (bool [G, X], one per move UP..RIGHT) says whether the
+    move a from x may be taken on the way to g; `start[g]` whether g can be a
+    target at all (distance 0 to itself; else no cell reaches it).
+    """
+    safe_nb = np.where(neighbour_index() >= 0, neighbour_index(), 0)
+    cells = np.arange(C.N_CELLS)
+    reached = np.zeros((C.N_CELLS, C.N_CELLS), bool)
+    reached[cells, cells] = start
+    dist = np.where(reached, 0, -1).astype(np.int32)
+    for d in range(1, C.N_CELLS):
+        new = reached.copy()
+        for a in range(4):
+            new |= allowed[a] & reached[:, safe_nb[:, a]]
+        fresh = new & ~reached
+        if not fresh.any():
+            break
+        dist[fresh] = d
+        reached = new
+    return dist
 
 
 def _neighbours_by_action(r: int, c: int):

@@ -19,8 +19,9 @@ scripted agents never route through chairs or doors other than their own goal
   4 + j              queue path j's cells are not corridors (queue norms):
                      agents join at the tail and leave without cutting across.
 
-Distances are computed by vectorised Bellman-Ford relaxation on the host over
-all targets at once, stored as uint8 (`constants.UNREACHABLE` = no path).
+Distances are computed on the host by breadth-first search from all targets at
+once (`normjax.layouts.geometry.distances_to_all`), stored as uint8
+(`constants.UNREACHABLE` = no path).
 Which norm uses which variant is a column of the norm table
 (`normjax.norms.table`).
 """
@@ -34,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
-from normjax.layouts.geometry import neighbour_index
+from normjax.layouts.geometry import distances_to_all, neighbour_index
 from normjax.layouts.parse import ALL_LAYOUTS, Layout, load_layout
 
 V_BASE, V_NO_Q, V_CW, V_CCW, V_QUEUE0 = 0, 1, 2, 3, 4
@@ -74,27 +75,14 @@ def distance_to_targets(lay: Layout, variant: int) -> np.ndarray:
     corridor = _corridors(lay, variant)
     standable = ((lay.kind == C.FLOOR) | (lay.kind == C.CHAIR)).reshape(-1)
     enterable = standable | (lay.kind == C.DOOR).reshape(-1)
-    inf = np.int32(10_000)
     targets = np.arange(C.N_CELLS)
-    dist = np.full((C.N_CELLS, C.N_CELLS), inf, dtype=np.int32)
-    dist[targets, targets] = 0
-    dist[~enterable, :] = inf
-    dist[~enterable, ~enterable] = inf
     safe_nb = np.where(nb >= 0, nb, 0)
-    # allowed[g, x, a]: from x, the step a may be taken when heading for g.
+    # allowed[a][g, x]: from x, the step a may be taken when heading for g.
     step_ok = edge & standable[:, None]  # [X, 4]
-    for _ in range(C.N_CELLS):
-        best = dist.copy()
-        for a in range(4):
-            y = safe_nb[:, a]  # [X]
-            ok = step_ok[:, a][None, :] & (corridor[y][None, :] | (y[None, :] == targets[:, None]))
-            cand = np.where(ok, dist[:, y] + 1, inf)
-            best = np.minimum(best, cand)
-        best[targets, targets] = np.where(enterable, 0, inf)
-        if np.array_equal(best, dist):
-            break
-        dist = best
-    return np.where(dist >= inf, C.UNREACHABLE, np.minimum(dist, 254)).astype(np.uint8)
+    allowed = [step_ok[:, a][None, :] & (corridor[safe_nb[:, a]][None, :] | (safe_nb[None, :, a] == targets[:, None]))
+               for a in range(4)]
+    dist = distances_to_all(allowed, enterable)
+    return np.where(dist < 0, C.UNREACHABLE, np.minimum(dist, 254)).astype(np.uint8)
 
 
 @functools.lru_cache(maxsize=None)

@@ -12,7 +12,6 @@ by breadth-first search on the host, instead of by relaxation inside each step.
 
 from __future__ import annotations
 
-import collections
 import functools
 
 import jax
@@ -22,7 +21,7 @@ from flax import struct
 
 from normjax import constants as C
 from normjax.constants import UNREACHABLE
-from normjax.layouts.geometry import neighbours
+from normjax.layouts.geometry import distances_to_all, neighbour_index
 from normjax.layouts.parse import ALL_LAYOUTS, Layout, check_layout_name, load_layout
 
 # Padding for variable-length cell lists.
@@ -36,42 +35,22 @@ CODE_ZONE_R = 0b1000
 CODE_ZONE_Q = 0b10000
 
 
-def bfs_to_target(lay: Layout, target: tuple[int, int], through: np.ndarray) -> np.ndarray:
-    """Distance from every cell to `target` [H, W] (UNREACHABLE where none).
-
-    `through[r, c]` says whether a path may pass through cell (r, c); the
-    target itself may always be entered from a passable neighbour, so chairs
-    and doors can be goals without being corridors (docs/world.md §8).
-    """
-    dist = np.full((C.H, C.W), UNREACHABLE, dtype=np.int16)
-    tr, tc = target
-    dist[tr, tc] = 0
-    frontier = collections.deque([(tr, tc)])
-    while frontier:
-        r, c = frontier.popleft()
-        for rr, cc in neighbours(r, c):
-            # A path runs rr,cc -> r,c; rr,cc must be a cell one can stand on and pass.
-            if dist[rr, cc] != UNREACHABLE or not through[rr, cc]:
-                continue
-            dist[rr, cc] = dist[r, c] + 1
-            frontier.append((rr, cc))
-    return dist
-
-
 def distance_table(lay: Layout, through: np.ndarray) -> np.ndarray:
     """All-targets distance table [N_CELLS (target), N_CELLS (from)] as int16.
 
-    Entry [g, x] is the number of moves from x to g.  Targets that are not
-    walkable and not doors are UNREACHABLE from everywhere but themselves.
+    Entry [g, x] is the number of moves from x to g (UNREACHABLE where none).
+    A path may pass only through cells where `through[r, c]`; the target itself
+    may always be entered from such a neighbour, so chairs and doors can be goals
+    without being corridors (docs/world.md §8).  Targets that are not walkable
+    and not doors are UNREACHABLE from everywhere but themselves.
     """
-    table = np.full((C.N_CELLS, C.N_CELLS), UNREACHABLE, dtype=np.int16)
-    enterable = lay.walkable | (lay.kind == C.DOOR)
-    for g in range(C.N_CELLS):
-        r, c = divmod(g, C.W)
-        if enterable[r, c]:
-            table[g] = bfs_to_target(lay, (r, c), through).reshape(-1)
-        else:
-            table[g, g] = 0
+    passable = through.reshape(-1)
+    on_grid = neighbour_index() >= 0
+    allowed = [np.broadcast_to(passable & on_grid[:, a], (C.N_CELLS, C.N_CELLS)) for a in range(4)]
+    enterable = (lay.walkable | (lay.kind == C.DOOR)).reshape(-1)
+    dist = distances_to_all(allowed, enterable)
+    table = np.where(dist < 0, UNREACHABLE, dist).astype(np.int16)
+    np.fill_diagonal(table, 0)
     return table
 
 
