@@ -7,9 +7,8 @@ These are the derived features of a map that the norms need (docs/world.md §1, 
 
 from __future__ import annotations
 
-import functools
-
 import collections
+import functools
 
 import numpy as np
 
@@ -99,7 +98,8 @@ def distances_to_all(allowed: list[np.ndarray], start: np.ndarray) -> np.ndarray
     move a from x may be taken on the way to g; `start[g]` whether g can be a
     target at all (distance 0 to itself; else no cell reaches it).
     """
-    safe_nb = np.where(neighbour_index() >= 0, neighbour_index(), 0)
+    nb = neighbour_index()
+    safe_nb = np.where(nb >= 0, nb, 0)
     cells = np.arange(C.N_CELLS)
     reached = np.zeros((C.N_CELLS, C.N_CELLS), bool)
     reached[cells, cells] = start
