@@ -39,7 +39,11 @@ Programs (`--only` selects by group: normjax, xminigrid, gymnax):
 XLA cost analysis (`compiled.cost_analysis()`: 'bytes accessed' and 'flops') is reported per
 env-step.  XLA counts a while-loop body once whatever its trip count (checked at run time
 with a tiny scan, `xla_counts_loop_body_once`), so the scanned program's cost is divided by
-the batch only; loops inside a step are counted once too (their count is shown).  The
+the batch only; loops inside a step are counted once too (their count is shown).  That
+count also holds what runs once per rollout, outside the loop (per-episode table reads that
+XLA hoists out of it, the carry copied in and out), so each program is compiled a second
+time with two steps per loop body: the difference is XLA's count for one more step
+(`*_per_step_marginal`; `--no-step-cost` skips it).  The
 compiled HLO text is searched for `while`, `gather` and `fusion` instructions.
 
     python benchmarks/compare.py                                  # batches 1024 4096, 100 steps
@@ -98,8 +102,9 @@ PACKAGES = ("normjax", "jax", "jaxlib", "flax", "xminigrid", "gymnax", "gymnasiu
 # --------------------------------------------------------------------------- measuring
 
 
-def make_rollout(prog: Program, steps: int):
-    """jit(vmap(scan)) of `steps` steps of one env, random actions, carry in and out."""
+def make_rollout(prog: Program, steps: int, unroll: int = 1):
+    """jit(vmap(scan)) of `steps` steps of one env, random actions, carry in and out
+    (`unroll` steps per loop body: only for counting what one step costs)."""
 
     def one_env(key, carry, params):
         def body(c, _):
@@ -108,7 +113,7 @@ def make_rollout(prog: Program, steps: int):
             carry, reward = prog.step(k_step, carry, prog.action(k_act), params)
             return (carry, key, acc + jnp.asarray(reward, jnp.float32)), None
 
-        (carry, _, acc), _ = jax.lax.scan(body, (carry, key, jnp.float32(0.0)), None, length=steps)
+        (carry, _, acc), _ = jax.lax.scan(body, (carry, key, jnp.float32(0.0)), None, length=steps, unroll=unroll)
         return carry, acc
 
     def rollout(keys, carry, params):
@@ -166,10 +171,24 @@ def split_batch(tree):
     return jax.device_put(tree, sharding)
 
 
-def prepare(prog: Program, batch: int, steps: int, body_once: bool):
+def step_cost(prog: Program, steps: int, args, whole: dict) -> dict | None:
+    """XLA's count for one more step: the rollout compiled with two steps per loop
+    body, less the rollout as timed (`whole`), per environment.  The whole
+    program's count also holds what runs once per rollout, outside the loop
+    (per-episode table reads that XLA hoists, the carry copied in and out),
+    spread as if it ran every step.  None where the loop body is not counted
+    once or `steps` is odd (the unrolled scan would add a remainder step)."""
+    if steps % 2:
+        return None
+    two = cost(make_rollout(prog, steps, unroll=2).lower(*args).compile())
+    return {k: two[k] - whole[k] for k in ("bytes", "flops")}
+
+
+def prepare(prog: Program, batch: int, steps: int, body_once: bool, per_step: bool = True):
     """Compile `prog`'s rollout at `batch` (timed) and run it once -> (run, row):
     `run()` executes the compiled rollout once; `row` has the compile time, XLA's
-    cost analysis per env-step and the HLO counts."""
+    cost analysis per env-step (with `per_step`, also the count for one more step,
+    `step_cost`) and the HLO counts."""
     keys = split_batch(jax.random.split(jax.random.PRNGKey(0), batch))
     params = split_batch(prog.params)
     carry = block(jax.jit(jax.vmap(prog.reset))(keys, params))  # outside the timed region
@@ -179,10 +198,13 @@ def prepare(prog: Program, batch: int, steps: int, body_once: bool):
     block(compiled(run_keys, carry, params))  # warm-up
     c = cost(compiled)
     per = batch if body_once else batch * steps
+    one = step_cost(prog, steps, (run_keys, carry, params), c) if per_step and body_once else None
     row = dict(env=prog.name, label=prog.label, group=prog.group, batch=batch, steps=steps,
                compile_s=round(compile_s, 3),
                xla_bytes_per_env_step=round(c["bytes"] / per, 1), xla_flops_per_env_step=round(c["flops"] / per, 1),
                xla_bytes_total=c["bytes"], xla_flops_total=c["flops"],
+               xla_bytes_per_step_marginal=None if one is None else round(one["bytes"] / batch, 1),
+               xla_flops_per_step_marginal=None if one is None else round(one["flops"] / batch, 1),
                hlo=hlo_counts(compiled.as_text()))
     return (lambda: block(compiled(run_keys, carry, params))), row
 
@@ -202,7 +224,7 @@ def finish(row: dict, times: list[float]) -> dict:
 
 
 def measure_interleaved(progs: list[Program], batch: int, steps: int, repeats: int, body_once: bool,
-                        failed: list) -> list[dict]:
+                        failed: list, per_step: bool = True) -> list[dict]:
     """Every program of one batch, timed in `repeats` interleaved rounds (each
     program once per round, in turn), so that a machine that slows down or
     speeds up during the run affects every program alike; a program that
@@ -210,7 +232,7 @@ def measure_interleaved(progs: list[Program], batch: int, steps: int, repeats: i
     ready = []
     for p in progs:
         try:
-            ready.append((p, *prepare(p, batch, steps, body_once)))
+            ready.append((p, *prepare(p, batch, steps, body_once, per_step)))
         except Exception as e:  # one program's failure (or out of memory) does not stop the others
             failed.append({"program": p.name, "batch": batch, "stage": "compile",
                            "error": f"{type(e).__name__}: {e}"[:2000]})
@@ -288,21 +310,27 @@ def ratios(rows: list[dict]) -> list[dict]:
     return out
 
 
+def _num(v) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
 def print_table(rows, train, ratio_rows):
     head = (f"{'program':<52} {'batch':>6} {'steps':>5} {'env-steps/s':>13} {'us/step':>9} {'compile s':>9} "
-            f"{'run s':>8} {'bytes/step':>11} {'flops/step':>11} {'while':>5} {'gather':>6} {'fusion':>6}")
+            f"{'run s':>8} {'bytes/step':>11} {'1 more step':>11} {'flops/step':>11} {'while':>5} {'gather':>6} "
+            f"{'fusion':>6}")
     print("\n" + head + "\n" + "-" * len(head))
     for r in rows:
         h = r["hlo"]
         print(f"{r['label'][:52]:<52} {r['batch']:>6} {r['steps']:>5} {r['steps_per_s']:>13,.0f} "
               f"{r['us_per_env_step']:>9.3f} {r['compile_s']:>9.1f} {r['run_s']:>8.3f} "
-              f"{r['xla_bytes_per_env_step']:>11,.0f} {r['xla_flops_per_env_step']:>11,.0f} "
+              f"{r['xla_bytes_per_env_step']:>11,.0f} {_num(r.get('xla_bytes_per_step_marginal')):>11} "
+              f"{r['xla_flops_per_env_step']:>11,.0f} "
               f"{h['while']:>5} {h['gather']:>6} {h['fusion']:>6}")
     if train:
         h = train["hlo"]
         print(f"{train['label'][:52]:<52} {train['runs']:>6} {train['chunks'] * train['transitions_per_chunk']:>5} "
               f"{train['transitions_per_s']:>13,.0f} {1e6 / train['transitions_per_s']:>9.3f} "
-              f"{train['compile_s']:>9.1f} {train['run_s']:>8.3f} {train['xla_bytes_per_run_chunk']:>11,.0f} "
+              f"{train['compile_s']:>9.1f} {train['run_s']:>8.3f} {train['xla_bytes_per_run_chunk']:>11,.0f} {'':>11} "
               f"{train['xla_flops_per_run_chunk']:>11,.0f} {h['while']:>5} {h['gather']:>6} {h['fusion']:>6}")
         print("  (DQN row: 'batch' = runs, 'steps' = transitions per run, env-steps/s = transitions/s, "
               "bytes/flops per run-chunk of 4 transitions + 1 update)")
@@ -437,7 +465,11 @@ def run(args, on_progress: Callable[[dict], None] | None = None) -> dict:
             "cost_note": "xla_*_per_env_step = cost_analysis() of the whole scanned program divided by batch when "
                          "XLA counts a while body once (xla_counts_loop_body_once), else by batch*steps; while "
                          "loops inside a step are counted once as well, so these are lower bounds where "
-                         "hlo.while > 1",
+                         "hlo.while > 1. xla_*_per_step_marginal: what one more step adds, XLA's count of "
+                         "the rollout with two steps per loop body less the rollout's, per env (benchmarks/"
+                         "compare.py step_cost): the whole-program count also holds the work outside the loop "
+                         "(per-episode table reads XLA hoists, the carry copied in and out) as if it ran every "
+                         "step",
             "programs": notes,
             "rows": rows,
             "train": train,
@@ -448,7 +480,8 @@ def run(args, on_progress: Callable[[dict], None] | None = None) -> dict:
 
     for batch in args.batches:
         progs = _programs(groups, batch, args, failed)
-        for r in measure_interleaved(progs, batch, args.steps, args.repeats, body_once, failed):
+        for r in measure_interleaved(progs, batch, args.steps, args.repeats, body_once, failed,
+                                     per_step=not args.no_step_cost):
             p = next(q for q in progs if q.name == r["env"])
             rows.append(r)
             notes[p.name] = {"label": p.label, "what": p.what, **p.notes}
@@ -480,6 +513,8 @@ def parse(argv=None):
     ap.add_argument("--only", nargs="+", choices=GROUPS, help="run only these groups (normjax needs no extra package)")
     ap.add_argument("--envs", nargs="+", help="run only these programs (e.g. normjax-full xland-empty-8x8)")
     ap.add_argument("--skip-train", action="store_true", help="skip the DQN training chunk")
+    ap.add_argument("--no-step-cost", action="store_true",
+                    help="skip the count for one more step (a second compile of each program)")
     ap.add_argument("--train-chunks", type=int, default=100, help="DQN chunks (4 transitions per run) per timed call")
     ap.add_argument("--xland-benchmark", default=None,
                     help="XLand-MiniGrid benchmark to take the R1 ruleset from (e.g. trivial-21k; downloads it); "

@@ -8,17 +8,21 @@ from benchmarks import compare
 
 def test_compare_harness_normjax_only(tmp_path):
     # One normjax program keeps the test to one small compile; the structure is what is checked.
-    payload = compare.main(["--only", "normjax", "--envs", "normjax-world", "--batches", "8", "--steps", "5",
+    payload = compare.main(["--only", "normjax", "--envs", "normjax-world", "--batches", "8", "--steps", "4",
                             "--repeats", "1", "--skip-train", "--no-plot", "--results", str(tmp_path)])
     saved = json.loads((tmp_path / "compare.json").read_text())
     assert saved["rows"] == payload["rows"]
     assert {"machine", "versions", "config", "rows", "train", "ratios", "skipped", "programs"} <= saved.keys()
     assert saved["versions"]["jax"] and saved["machine"]["platform"]
     (row,) = saved["rows"]
-    assert (row["env"], row["batch"], row["steps"]) == ("normjax-world", 8, 5)
+    assert (row["env"], row["batch"], row["steps"]) == ("normjax-world", 8, 4)
     assert row["steps_per_s"] > 0 and row["compile_s"] > 0
     assert len(row["run_s_rounds"]) == 1 and row["run_s"] == min(row["run_s_rounds"])
     assert row["xla_flops_per_env_step"] > 0 and row["xla_bytes_per_env_step"] > 0
+    # One more step adds a step's work: positive, and short of the whole program's count,
+    # which also holds the reset state copied in and out.
+    assert 0 < row["xla_bytes_per_step_marginal"] < row["xla_bytes_per_env_step"]
+    assert row["xla_flops_per_step_marginal"] > 0
     assert set(row["hlo"]) == {"while", "gather", "fusion"} and row["hlo"]["while"] >= 1
     assert saved["train"] is None and saved["ratios"] == []
     skipped = {s["group"] for s in saved["skipped"]}
@@ -64,7 +68,7 @@ def test_median_round_ratio_pairs_rounds():
 def test_interleaved_rounds_time_each_program_once_per_round(monkeypatch):
     order = []
 
-    def fake_prepare(prog, batch, steps, body_once):
+    def fake_prepare(prog, batch, steps, body_once, per_step=True):
         return (lambda: order.append(prog.name)), dict(env=prog.name, batch=batch, steps=steps)
 
     monkeypatch.setattr(compare, "prepare", fake_prepare)
@@ -73,3 +77,8 @@ def test_interleaved_rounds_time_each_program_once_per_round(monkeypatch):
     rows = compare.measure_interleaved(progs, 8, 5, 3, True, failed=[])
     assert order == ["a", "b"] * 3
     assert [len(r["run_s_rounds"]) for r in rows] == [3, 3]
+
+
+def test_step_cost_needs_an_even_step_count():
+    # With an odd count the scan unrolled by two adds a remainder step to the program.
+    assert compare.step_cost(None, 5, (), {}) is None
