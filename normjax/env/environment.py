@@ -6,11 +6,16 @@ supplies the newcomer's action (slot 0).  `reset(key, params) -> (obs, state)`
 and `step(key, state, action, params) -> (obs, state, reward, terminated,
 truncated, info)`, with `terminated` (the newcomer's test episode ended) and
 `truncated` (the horizon was reached) returned separately.
+
+`reset` and `step` are jitted (as gymnax's), so a plain Python loop over
+`env.step` runs compiled steps after the first call; inside a caller's `jit`
+or `vmap` they are inlined into the caller's program.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 
@@ -19,6 +24,7 @@ from normjax.env.step import env_step
 from normjax.layouts.tables import layout_id as _layout_id
 from normjax.norms import norm_id as _norm_id
 from normjax.world.observation import Observation, obs_size, observe
+from normjax.world.rare import packing_enabled
 from normjax.world.state import WorldConfig, WorldParams, WorldState, make_params
 from normjax.world.step import reset_world, terminated, truncated
 
@@ -88,17 +94,30 @@ class NormGymEnv:
 
     def reset(self, key, params: WorldParams | None = None):
         params = self.default_params if params is None else params
-        state = reset_world(key, params, self.config)
-        return observe(state, params).flat(), state
+        return _reset(self, key, params, packing_enabled())
 
     def step(self, key, state: WorldState, action, params: WorldParams | None = None):
         params = self.default_params if params is None else params
-        k_comm, k_world = jax.random.split(key)
-        obs, state, info = env_step(k_comm, k_world, state, action, params)
-        return obs.flat(), state, info.reward[0], terminated(state, params), truncated(state, params), info
+        return _step(self, key, state, action, params, packing_enabled())
 
     def observation(self, state: WorldState, params: WorldParams | None = None) -> Observation:
         return observe(state, self.default_params if params is None else params)
+
+
+# The `packing` flag (normjax.world.rare) is a static argument: it is read when
+# a caller's `vmap` batches the program, and a traced program is cached by its
+# arguments only, so a program traced under one setting must not serve the other.
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _reset(env: NormGymEnv, key, params: WorldParams, _packing: bool):
+    state = reset_world(key, params, env.config)
+    return observe(state, params).flat(), state
+
+
+@functools.partial(jax.jit, static_argnums=(0, 5))
+def _step(env: NormGymEnv, key, state: WorldState, action, params: WorldParams, _packing: bool):
+    k_comm, k_world = jax.random.split(key)
+    obs, state, info = env_step(k_comm, k_world, state, action, params)
+    return obs.flat(), state, info.reward[0], terminated(state, params), truncated(state, params), info
 
 
 def make(layout: str = "cafe", norm: str | int | None = None, capacity: int = 10,

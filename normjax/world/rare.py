@@ -59,6 +59,11 @@ def packing(enabled: bool):
         _PACKING.pop()
 
 
+def packing_enabled() -> bool:
+    """The flag `packing` set for functions traced now (True outside any block)."""
+    return _PACKING[-1]
+
+
 def chunk_size(batch: int, share: float = CHUNK_SHARE) -> int:
     """Environments per chunk for a batch of `batch`."""
     return max(1, min(batch, math.ceil(batch * share)))
@@ -115,4 +120,4 @@ def run_where(needed, fn, idle, *args, share: float = CHUNK_SHARE):
     return call(jnp.asarray(needed, bool), args)
 
 
-__all__ = ["CHUNK_SHARE", "chunk_size", "packing", "run_where"]
+__all__ = ["CHUNK_SHARE", "chunk_size", "packing", "packing_enabled", "run_where"]
