@@ -54,7 +54,9 @@ else
   NORMS=50; CHUNKS=500; SEEDS=3
   CNN_ARGS=()
   # 65536 first: if the deadline cuts compare short, the GPU-sized rows are the ones kept.
-  COMPARE=(--batches 65536 4096 --steps 50 --repeats 3 --train-chunks 100
+  # --no-step-cost: the count for one more step compiles every program twice; the
+  # part's time budget is for the throughput.
+  COMPARE=(--batches 65536 4096 --steps 50 --repeats 3 --train-chunks 100 --no-step-cost
            --envs normjax-full normjax-full-static normjax-world xland-empty-8x8 xland-r1-9x9 gymnax-cartpole)
   WORLD=(--batches 65536 --steps 50); ENV=(--batches 262144 --steps 20 --max-env-steps 100000000)
 fi
