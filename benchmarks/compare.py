@@ -253,11 +253,17 @@ def measure_interleaved(progs: list[Program], batch: int, steps: int, repeats: i
 
 def measure_train(chunks: int, repeats: int, body_once: bool, buffer_size: int = 10_000) -> dict:
     """Transitions/s of normjax's in-graph DQN population (50 norms, MLP), compile separate."""
-    from benchmarks.train_throughput import _setup
+    from benchmarks.train_throughput import _mesh, _setup
 
     cfg, tr, carry = _setup("mlp", buffer_size, 50)
     runs = len(tr.rows)
-    fn = jax.jit(lambda c, s: tr.run_chunks(c, s, chunks), donate_argnums=0)
+    mesh = _mesh(tr)
+
+    def run_chunks(c, s):  # as the trainer (train.run): packing per device, not across devices
+        with packing(mesh is None):
+            return tr.run_chunks(c, s, chunks, mesh=mesh)
+
+    fn = jax.jit(run_chunks, donate_argnums=0)
     compiled, compile_s = compile_timed(fn, carry, tr.specs)
     carry = block(compiled(carry, tr.specs))  # warm-up; the carry is donated, so each run continues
     best = float("inf")

@@ -60,6 +60,11 @@ def _devices(tr) -> int:
     return len(jax.tree.leaves(tr.specs)[0].sharding.device_set)
 
 
+def _mesh(tr):
+    """The mesh the runs are sharded over, or None on one device (as `train.run`)."""
+    return jax.tree.leaves(tr.specs)[0].sharding.mesh if _devices(tr) > 1 else None
+
+
 def _time(fn, carry, specs, flops: list | None = None):
     """(compile seconds, seconds of the second call) of fn(carry, specs), carry donated.
     `flops`, when given, receives XLA's FLOP count of the compiled program."""
@@ -98,7 +103,7 @@ def matmul_gflops(n: int = 1024, repeats: int = 5) -> float:
 
 def measure(arch: str, chunks: int, buffer_size: int, runs_norms: int, seeds: int = 1):
     cfg, tr, carry = _setup(arch, buffer_size, runs_norms, seeds)
-    compile_s, run_s = _time(lambda c, s: tr.run_chunks(c, s, chunks), carry, tr.specs)
+    compile_s, run_s = _time(lambda c, s: tr.run_chunks(c, s, chunks, mesh=_mesh(tr)), carry, tr.specs)
     n_runs = len(tr.rows)
     transitions = n_runs * chunks * cfg.train_freq
     return dict(arch=arch, runs=n_runs, devices=_devices(tr), chunks=chunks, transitions=transitions, run_s=run_s,
@@ -113,7 +118,7 @@ def measure_parts(arch: str, chunks: int, buffer_size: int, runs_norms: int, see
 
     def env_only(c, specs):
         def body(runners, _):
-            runners, _items = jax.vmap(tr.collect)(runners, specs)
+            runners, _items = tr.act(runners, specs, _mesh(tr))
             return tr.reset_due(runners, specs), None
 
         return jax.lax.scan(body, c[0], None, length=chunks)[0], c[1]

@@ -159,3 +159,40 @@ def test_cli_two_processes_equal_one_process(tmp_path):
     a, b = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("two", "one"))
     a.pop("train_seconds"), b.pop("train_seconds")
     assert a == b
+
+
+PER_DEVICE_ACTING = textwrap.dedent(
+    """
+    import sys
+    import jax
+    import numpy as np
+    from normjax.world.rare import packing
+    from train.config import load_config
+    from train.dqn import make_population
+    from train.run import population_mesh, shard
+    pop = make_population(load_config("configs/test_tiny.json", sys.argv[1:]))
+    meshes = tuple(population_mesh(len(rows)) for _, rows, _ in pop.member_rows())
+    assert all(m is not None for m in meshes), meshes
+    specs = tuple(shard(x, m) for x, m in zip(pop.specs, meshes))
+    carry = tuple(shard(x, m) for x, m in zip(jax.jit(pop.init_population)(jax.random.PRNGKey(0)), meshes))
+
+    def run(per_device):
+        def block(c, s):
+            with packing(False):
+                return pop.run_chunks(c, s, 4, meshes=meshes if per_device else None)
+        return jax.tree.leaves(jax.jit(block)(carry, specs))
+
+    a, b = run(True), run(False)
+    assert len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
+    print("EQUAL", len(a))
+    """
+)
+
+
+def test_per_device_acting_equals_the_compiler_sharded_population():
+    """On two devices the acting half steps each device's runs in a `shard_map`
+    (packing the rare work per device); the population ends exactly as when the
+    compiler shards the whole chunk (16 transitions per run: updates and an episode reset)."""
+    tiny = [a for a in TINY if not a.startswith("total_steps")] + ["total_steps=16"]
+    (out,) = _launch(lambda i: [sys.executable, "-c", PER_DEVICE_ACTING, *tiny], n=1, devices=2)
+    assert "EQUAL" in out

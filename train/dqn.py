@@ -29,11 +29,13 @@ import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
+from jax.sharding import PartitionSpec
 
 from agents.networks import action_mask, epsilon_greedy, functional, masked_argmax, masked_max
 from normjax import constants as C
 from normjax.env import env_step as environment_step
 from normjax.world.observation import obs_size, observe
+from normjax.world.rare import packing
 from normjax.world.state import WorldConfig, WorldParams, make_params
 from normjax.layouts.tables import layout_id
 from normjax.world.step import reset_world, terminated, truncated
@@ -241,20 +243,42 @@ def make_train(config: DQNConfig):
         """`train_freq` environment steps of one run -> (runner, items [train_freq])."""
         return jax.lax.scan(lambda r, _: env_step(r, spec), runner, None, length=config.train_freq)
 
-    def chunk(runners: Runner, rb: rp.Replay, specs: RunSpec):
-        """Population chunk: `train_freq` env steps per run, store, one update each."""
-        runners, items = jax.vmap(collect)(runners, specs)
+    def act(runners: Runner, specs: RunSpec, mesh=None):
+        """`collect` for every run -> (runners, items [runs, train_freq]).
+
+        `mesh`: the 1-D mesh the runs are sharded over (`train.run.population_mesh`),
+        or None.  With a mesh each device steps its own runs (`shard_map`), so the
+        step's rare work is packed among them (`normjax.world.rare`); left to the
+        compiler, the sharded batch must compute it for every run
+        (`packing(False)`), which halved the acting rate on two CPU devices.
+        The results are the same.
+        """
+        if mesh is None:
+            return jax.vmap(collect)(runners, specs)
+
+        def local(r, s):
+            with packing(True):
+                return jax.vmap(collect)(r, s)
+
+        runs = PartitionSpec(mesh.axis_names[0])
+        return jax.shard_map(local, mesh=mesh, in_specs=(runs, runs), out_specs=(runs, runs),
+                             check_vma=False)(runners, specs)
+
+    def chunk(runners: Runner, rb: rp.Replay, specs: RunSpec, mesh=None):
+        """Population chunk: `train_freq` env steps per run, store, one update each
+        (`mesh`: see `act`)."""
+        runners, items = act(runners, specs, mesh)
         rb = rp.add_block(rb, **items)
         keys = jax.vmap(lambda k: jax.random.split(k))(runners.key)
         batch = rp.sample(rb, keys[:, 1], config.batch_size)
         runners = update_population(runners.replace(key=keys[:, 0]), batch)
         return reset_due(runners, specs), rb
 
-    def run_chunks(carry, specs: RunSpec, n_chunks: int, callback: Callable | None = None):
-        """Scan `n_chunks` population chunks; carry = (runners, replay)."""
+    def run_chunks(carry, specs: RunSpec, n_chunks: int, callback: Callable | None = None, mesh=None):
+        """Scan `n_chunks` population chunks; carry = (runners, replay); `mesh`: see `act`."""
 
         def body(c, _):
-            c = chunk(*c, specs)
+            c = chunk(*c, specs, mesh)
             if callback is not None:
                 jax.debug.callback(callback, c[0].step[0], ordered=False)
             return c, None
@@ -281,7 +305,7 @@ def make_train(config: DQNConfig):
                   update_population=update_population,
                   run_chunks=run_chunks, init_population=init_population, train=train,
                   apply=apply, specs=spec_all, rows=rows, greedy_policy=greedy_policy,
-                  collect=collect, maybe_reset=maybe_reset, reset_due=reset_due, tx=tx)
+                  collect=collect, act=act, maybe_reset=maybe_reset, reset_due=reset_due, tx=tx)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -302,6 +326,7 @@ class _Train:
     rows: list
     greedy_policy: Callable
     collect: Callable
+    act: Callable
     maybe_reset: Callable
     reset_due: Callable
     tx: Any
@@ -343,9 +368,13 @@ class Population:
         return tuple(m.init_population(key if i == 0 else jax.random.fold_in(key, i))
                      for i, m in enumerate(self.members))
 
-    def run_chunks(self, carry: tuple, specs: tuple, n_chunks: int, callback: Callable | None = None) -> tuple:
+    def run_chunks(self, carry: tuple, specs: tuple, n_chunks: int, callback: Callable | None = None,
+                   meshes: tuple | None = None) -> tuple:
+        """`meshes`: one per member, the mesh its runs are sharded over or None (`_Train.act`)."""
+        meshes = (None,) * len(self.members) if meshes is None else meshes
+
         def body(c, _):
-            c = tuple(m.chunk(*ci, si) for m, ci, si in zip(self.members, c, specs))
+            c = tuple(m.chunk(*ci, si, mi) for m, ci, si, mi in zip(self.members, c, specs, meshes))
             if callback is not None:
                 jax.debug.callback(callback, c[0][0].step[0], ordered=False)
             return c, None

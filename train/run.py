@@ -261,10 +261,12 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
     sharded = any(m is not None for m in meshes)
 
     def run_block(c, s):
-        # Sharded over devices, every environment runs the step's rare work:
-        # packing the few that need it would gather across devices (normjax.world.rare).
+        # Sharded over devices, the compiler-sharded parts (updates, episode resets)
+        # run the step's rare work for every run: packing the few that need it would
+        # gather across devices (normjax.world.rare).  The acting half packs per
+        # device (`shard_map` over the mesh, `_Train.act`).
         with packing(not sharded):
-            return pop.run_chunks(c, s, block, on_chunk if progress else None)
+            return pop.run_chunks(c, s, block, on_chunk if progress else None, meshes=tuple(meshes))
 
     run = jax.jit(run_block, donate_argnums=0)
     t_start = time.perf_counter()
