@@ -25,7 +25,8 @@ A batch sharded over several devices by the compiler (`NamedSharding` on the
 batch axis under `jit`) is the exception: packing gathers environments across
 devices, which cost 4.5x on the DQN population's acting half on two CPU
 devices.  Trace such programs inside `packing(False)` (the DQN trainer does
-when its population spans several devices): `run_where` then computes both
+for the updates and resets of a population that spans several devices, and
+steps its environments in a `shard_map` instead): `run_where` then computes both
 for every environment and selects, as a plain `vmap` of `jnp.where` would.
 `shard_map` / `pmap` programs see their local batch and need nothing.
 """
