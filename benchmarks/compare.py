@@ -176,8 +176,9 @@ def step_cost(prog: Program, steps: int, args, whole: dict) -> dict | None:
     body, less the rollout as timed (`whole`), per environment.  The whole
     program's count also holds what runs once per rollout, outside the loop
     (per-episode table reads that XLA hoists, the carry copied in and out),
-    spread as if it ran every step.  None where the loop body is not counted
-    once or `steps` is odd (the unrolled scan would add a remainder step)."""
+    spread as if it ran every step.  Only meaningful where XLA counts a loop
+    body once (the caller checks); None where `steps` is odd (the unrolled scan
+    would add a remainder step)."""
     if steps % 2:
         return None
     two = cost(make_rollout(prog, steps, unroll=2).lower(*args).compile())
