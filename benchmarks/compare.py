@@ -260,11 +260,7 @@ def measure_train(chunks: int, repeats: int, body_once: bool, buffer_size: int =
     runs = len(tr.rows)
     mesh = _mesh(tr)
 
-    def run_chunks(c, s):  # as the trainer (train.run): packing per device, not across devices
-        with packing(mesh is None):
-            return tr.run_chunks(c, s, chunks, mesh=mesh)
-
-    fn = jax.jit(run_chunks, donate_argnums=0)
+    fn = jax.jit(lambda c, s: tr.run_chunks(c, s, chunks, mesh=mesh), donate_argnums=0)  # as train.run
     compiled, compile_s = compile_timed(fn, carry, tr.specs)
     carry = block(compiled(carry, tr.specs))  # warm-up; the carry is donated, so each run continues
     best = float("inf")

@@ -39,9 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import RESULTS, save  # noqa: E402
 from train.config import DQNConfig  # noqa: E402
 from train import replay as rp  # noqa: E402
-from train.dqn import make_train  # noqa: E402
+from train.dqn import make_train, per_device  # noqa: E402
 from train.run import population_mesh, shard  # noqa: E402
-from normjax.world.rare import packing  # noqa: E402
 
 
 def _setup(arch: str, buffer_size: int, runs_norms: int, seeds: int = 1):
@@ -69,13 +68,7 @@ def _time(fn, carry, specs, flops: list | None = None):
     """(compile seconds, seconds of the second call) of fn(carry, specs), carry donated.
     `flops`, when given, receives XLA's FLOP count of the compiled program."""
     t0 = time.perf_counter()
-    sharded = len(jax.tree.leaves(specs)[0].sharding.device_set) > 1
-
-    def traced(c, s):  # as the trainer: no packing across devices (normjax.world.rare)
-        with packing(not sharded):
-            return fn(c, s)
-
-    compiled = jax.jit(traced, donate_argnums=0).lower(carry, specs).compile()
+    compiled = jax.jit(fn, donate_argnums=0).lower(carry, specs).compile()
     compile_s = time.perf_counter() - t0
     if flops is not None:
         cost = compiled.cost_analysis()
@@ -116,9 +109,10 @@ def measure_parts(arch: str, chunks: int, buffer_size: int, runs_norms: int, see
     cfg, tr, carry = _setup(arch, buffer_size, runs_norms, seeds)
     n_runs = len(tr.rows)
 
+    # Each part as the trainer runs it: on several devices, each device its own runs.
     def env_only(c, specs):
         def body(runners, _):
-            runners, _items = tr.act(runners, specs, _mesh(tr))
+            runners, _items = jax.vmap(tr.collect)(runners, specs)
             return tr.reset_due(runners, specs), None
 
         return jax.lax.scan(body, c[0], None, length=chunks)[0], c[1]
@@ -134,7 +128,7 @@ def measure_parts(arch: str, chunks: int, buffer_size: int, runs_norms: int, see
     out = {}
     for name, fn in (("env", env_only), ("update", update_only)):
         flops: list = []
-        compile_s, run_s = _time(fn, carry, tr.specs, flops)
+        compile_s, run_s = _time(per_device(fn, _mesh(tr)), carry, tr.specs, flops)
         carry = _setup(arch, buffer_size, runs_norms, seeds)[2]  # the last part consumed (donated) it
         per_s = n_runs * chunks * (cfg.train_freq if name == "env" else 1) / run_s
         total = 1_000_000 * n_runs / (1 if name == "env" else cfg.train_freq)

@@ -161,7 +161,7 @@ def test_cli_two_processes_equal_one_process(tmp_path):
     assert a == b
 
 
-PER_DEVICE_ACTING = textwrap.dedent(
+PER_DEVICE_CHUNKS = textwrap.dedent(
     """
     import sys
     import jax
@@ -189,10 +189,13 @@ PER_DEVICE_ACTING = textwrap.dedent(
 )
 
 
-def test_per_device_acting_equals_the_compiler_sharded_population():
-    """On two devices the acting half steps each device's runs in a `shard_map`
+def test_per_device_chunks_equal_the_compiler_sharded_population():
+    """On two devices each device runs the chunks of its own runs in a `shard_map`
     (packing the rare work per device); the population ends exactly as when the
-    compiler shards the whole chunk (16 transitions per run: updates and an episode reset)."""
-    tiny = [a for a in TINY if not a.startswith("total_steps")] + ["total_steps=16"]
-    (out,) = _launch(lambda i: [sys.executable, "-c", PER_DEVICE_ACTING, *tiny], n=1, devices=2)
+    compiler shards the whole chunk (16 transitions per run: updates and an episode reset).
+
+    Two runs per device: with one, XLA compiles each device's program for a batch
+    of one, and an observation at an episode reset came out 1 ulp apart in one entry."""
+    tiny = [a for a in TINY if not a.startswith("total_steps")] + ["total_steps=16", "seeds_per_norm=2"]
+    (out,) = _launch(lambda i: [sys.executable, "-c", PER_DEVICE_CHUNKS, *tiny], n=1, devices=2)
     assert "EQUAL" in out

@@ -115,6 +115,34 @@ def td_loss(apply, q_params, target_params, batch, gamma):
     return loss, q_a.mean()
 
 
+def per_device(fn: Callable, mesh=None) -> Callable:
+    """`fn` over a population, run by each device of `mesh` on its own runs.
+
+    Every argument and result is a pytree whose leaves hold the run axis first,
+    but for scalars shared by all runs (the replay's write position), which every
+    device keeps whole.  Inside, functions traced under `vmap` pack their rare
+    work among the device's runs (`packing(True)`), whatever the caller's
+    `packing` says.  With `mesh` None, `fn` itself.
+    """
+    if mesh is None:
+        return fn
+
+    def specs(tree):
+        return jax.tree.map(lambda x: PartitionSpec() if jnp.ndim(x) == 0 else PartitionSpec(mesh.axis_names[0]),
+                            tree)
+
+    def local(*args):
+        with packing(True):
+            return fn(*args)
+
+    def call(*args):
+        out_shape = jax.eval_shape(fn, *args)
+        return jax.shard_map(local, mesh=mesh, in_specs=specs(args), out_specs=specs(out_shape),
+                             check_vma=False)(*args)
+
+    return call
+
+
 def make_train(config: DQNConfig):
     """Returns an object with `init(key, spec)`, `chunk(runner, spec)` and `train(key)`.
 
@@ -243,39 +271,29 @@ def make_train(config: DQNConfig):
         """`train_freq` environment steps of one run -> (runner, items [train_freq])."""
         return jax.lax.scan(lambda r, _: env_step(r, spec), runner, None, length=config.train_freq)
 
-    def act(runners: Runner, specs: RunSpec, mesh=None):
-        """`collect` for every run -> (runners, items [runs, train_freq]).
-
-        `mesh`: the 1-D mesh the runs are sharded over (`train.run.population_mesh`),
-        or None.  With a mesh each device steps its own runs (`shard_map`), so the
-        step's rare work is packed among them (`normjax.world.rare`); left to the
-        compiler, the sharded batch must compute it for every run
-        (`packing(False)`), which halved the acting rate on two CPU devices.
-        The results are the same.
-        """
-        if mesh is None:
-            return jax.vmap(collect)(runners, specs)
-
-        def local(r, s):
-            with packing(True):
-                return jax.vmap(collect)(r, s)
-
-        runs = PartitionSpec(mesh.axis_names[0])
-        return jax.shard_map(local, mesh=mesh, in_specs=(runs, runs), out_specs=(runs, runs),
-                             check_vma=False)(runners, specs)
-
-    def chunk(runners: Runner, rb: rp.Replay, specs: RunSpec, mesh=None):
-        """Population chunk: `train_freq` env steps per run, store, one update each
-        (`mesh`: see `act`)."""
-        runners, items = act(runners, specs, mesh)
+    def local_chunk(runners: Runner, rb: rp.Replay, specs: RunSpec):
+        runners, items = jax.vmap(collect)(runners, specs)
         rb = rp.add_block(rb, **items)
         keys = jax.vmap(lambda k: jax.random.split(k))(runners.key)
         batch = rp.sample(rb, keys[:, 1], config.batch_size)
         runners = update_population(runners.replace(key=keys[:, 0]), batch)
         return reset_due(runners, specs), rb
 
+    def chunk(runners: Runner, rb: rp.Replay, specs: RunSpec, mesh=None):
+        """Population chunk: `train_freq` env steps per run, store, one update each.
+
+        `mesh`: the 1-D mesh the runs are sharded over (`train.run.population_mesh`),
+        or None.  With a mesh each device runs the chunk of its own runs
+        (`shard_map`): the runs are independent, so the devices exchange nothing,
+        and the step's rare work is packed among each device's runs
+        (`normjax.world.rare`).  Left to the compiler, a sharded batch must
+        compute that work for every run (`packing(False)`, which halved the
+        acting rate on two CPU devices).  The results are the same.
+        """
+        return per_device(local_chunk, mesh)(runners, rb, specs)
+
     def run_chunks(carry, specs: RunSpec, n_chunks: int, callback: Callable | None = None, mesh=None):
-        """Scan `n_chunks` population chunks; carry = (runners, replay); `mesh`: see `act`."""
+        """Scan `n_chunks` population chunks; carry = (runners, replay); `mesh`: see `chunk`."""
 
         def body(c, _):
             c = chunk(*c, specs, mesh)
@@ -305,7 +323,7 @@ def make_train(config: DQNConfig):
                   update_population=update_population,
                   run_chunks=run_chunks, init_population=init_population, train=train,
                   apply=apply, specs=spec_all, rows=rows, greedy_policy=greedy_policy,
-                  collect=collect, act=act, maybe_reset=maybe_reset, reset_due=reset_due, tx=tx)
+                  collect=collect, maybe_reset=maybe_reset, reset_due=reset_due, tx=tx)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -326,7 +344,6 @@ class _Train:
     rows: list
     greedy_policy: Callable
     collect: Callable
-    act: Callable
     maybe_reset: Callable
     reset_due: Callable
     tx: Any
@@ -370,7 +387,7 @@ class Population:
 
     def run_chunks(self, carry: tuple, specs: tuple, n_chunks: int, callback: Callable | None = None,
                    meshes: tuple | None = None) -> tuple:
-        """`meshes`: one per member, the mesh its runs are sharded over or None (`_Train.act`)."""
+        """`meshes`: one per member, the mesh its runs are sharded over or None (`_Train.chunk`)."""
         meshes = (None,) * len(self.members) if meshes is None else meshes
 
         def body(c, _):

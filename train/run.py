@@ -37,7 +37,6 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from normjax.norms import NORMS
 from normjax.world.observation import obs_size
-from normjax.world.rare import packing
 from train import evaluate as ev
 from train import probes as pb
 from train import replay as rp
@@ -258,15 +257,9 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
             bar.update(step - last["step"])
             last["step"] = step
 
-    sharded = any(m is not None for m in meshes)
-
     def run_block(c, s):
-        # Sharded over devices, the compiler-sharded parts (updates, episode resets)
-        # run the step's rare work for every run: packing the few that need it would
-        # gather across devices (normjax.world.rare).  The acting half packs per
-        # device (`shard_map` over the mesh, `_Train.act`).
-        with packing(not sharded):
-            return pop.run_chunks(c, s, block, on_chunk if progress else None, meshes=tuple(meshes))
+        # Sharded over devices, each device runs the chunks of its own runs (`_Train.chunk`).
+        return pop.run_chunks(c, s, block, on_chunk if progress else None, meshes=tuple(meshes))
 
     run = jax.jit(run_block, donate_argnums=0)
     t_start = time.perf_counter()

@@ -24,11 +24,10 @@ needed; measure.
 A batch sharded over several devices by the compiler (`NamedSharding` on the
 batch axis under `jit`) is the exception: packing gathers environments across
 devices, which cost 4.5x on the DQN population's acting half on two CPU
-devices.  Trace such programs inside `packing(False)` (the DQN trainer does
-for the updates and resets of a population that spans several devices, and
-steps its environments in a `shard_map` instead): `run_where` then computes both
-for every environment and selects, as a plain `vmap` of `jnp.where` would.
-`shard_map` / `pmap` programs see their local batch and need nothing.
+devices.  Trace such programs inside `packing(False)`: `run_where` then
+computes both for every environment and selects, as a plain `vmap` of
+`jnp.where` would.  `shard_map` / `pmap` programs see their local batch and
+need nothing (the DQN trainer runs each device's runs in a `shard_map`).
 """
 
 from __future__ import annotations
