@@ -24,6 +24,14 @@ analysis of one compiled vmapped step (bytes accessed and FLOPs per env-step; XL
 counts a while loop's body once, so these are lower bounds where loops run), plus a
 summary of the compiled full step (while loops, gathers, scatters, fusions).
 
+Beside the stages, the same count for one vmapped step through each environment's
+public step at the same batch (`one_step_beside_references`): normjax's
+`make("cafe", norm).step` (all-layouts path and single-layout path) and, where
+the `[bench]` extra is installed, XLand-MiniGrid's Empty-8x8 and R1-9x9
+(`env.step`, one rule of its own for R1), with the bytes each environment's state
+takes.  Bytes per env-step mean little alone; beside a small reference environment
+counted the same way on the same install, they say how far apart the steps are.
+
     python benchmarks/stage_breakdown.py --batch 1024 --steps 20
 
 Results: benchmarks/results/stage_breakdown.json.
@@ -143,6 +151,48 @@ def one_step_cost(fn, states, joints, keys, params) -> dict:
     return cost[0] if isinstance(cost, (list, tuple)) else cost
 
 
+def _cost_row(cost: dict, batch: int, state) -> dict:
+    state_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state)) / batch
+    return dict(kb_accessed_per_env_step=round(cost.get("bytes accessed", 0.0) / batch / 1e3, 2),
+                flops_per_env_step=round(cost.get("flops", 0.0) / batch, 1),
+                state_kb_per_env=round(state_bytes / 1e3, 3))
+
+
+def public_step_cost(step, state, actions, batch: int) -> dict:
+    """XLA's count for one `jit(vmap(step))(state, actions)`, per env, and the state's size."""
+    cost = jax.jit(jax.vmap(step)).lower(state, actions).compile().cost_analysis()
+    return _cost_row(cost[0] if isinstance(cost, (list, tuple)) else cost, batch, state)
+
+
+def references(batch: int, norm: int = 0) -> dict:
+    """One vmapped step through each environment's public step, counted alike."""
+    from normjax import make
+
+    rows = {}
+    for name, static in (("normjax_full_step", False), ("normjax_full_step_single_layout", True)):
+        env = make("cafe", norm, static_layout=static)
+        keys = jax.random.split(jax.random.PRNGKey(0), batch)
+        _, state = jax.vmap(env.reset)(keys)
+        rows[name] = public_step_cost(lambda s, a, env=env: env.step(jax.random.PRNGKey(1), s, a),
+                                      state, jnp.zeros(batch, jnp.int32), batch)
+    try:
+        import xminigrid
+    except ImportError:
+        rows["xminigrid"] = 'not installed (pip install -e ".[bench]")'
+        return rows
+    from benchmarks.compare_programs import own_ruleset
+
+    for name, env_id in (("xminigrid_empty_8x8", "MiniGrid-Empty-8x8"), ("xminigrid_r1_9x9", "XLand-MiniGrid-R1-9x9")):
+        env, env_params = xminigrid.make(env_id)
+        if "XLand" in env_id:
+            env_params = env_params.replace(ruleset=own_ruleset()[0])
+        timestep = jax.vmap(env.reset, in_axes=(None, 0))(env_params, jax.random.split(jax.random.key(0), batch))
+        rows[name] = public_step_cost(lambda t, a, env=env, p=env_params: env.step(p, t, a),
+                                      timestep, jnp.zeros(batch, jnp.int32), batch)
+        rows[name]["version"] = xminigrid.__version__ if hasattr(xminigrid, "__version__") else None
+    return rows
+
+
 def hlo_summary(compiled) -> dict:
     text = compiled.as_text()
     return {
@@ -184,8 +234,13 @@ def main(argv=None):
     compiled = full_prog.lower(keys[0], s0, joints[0][0][:, 0], params).compile()
     summary = hlo_summary(compiled)
     print("compiled full step (one step, vmapped):", summary)
+    refs = references(args.batch)
+    for name, r in refs.items():
+        print(f"{name:<32} " + (r if isinstance(r, str) else
+                                f"{r['kb_accessed_per_env_step']:8.2f} KB  {r['flops_per_env_step']:>10,.0f} FLOP  "
+                                f"state {r['state_kb_per_env']:.2f} KB"))
     path = save(args.name, {"what": __doc__.split("\n\n")[0], "batch": args.batch, "steps": args.steps,
-                            "stages": rows, "full_step_hlo": summary})
+                            "stages": rows, "full_step_hlo": summary, "one_step_beside_references": refs})
     print(f"saved {path}")
 
 
