@@ -33,6 +33,7 @@ takes.  Bytes per env-step mean little alone; beside a small reference environme
 counted the same way on the same install, they say how far apart the steps are.
 
     python benchmarks/stage_breakdown.py --batch 1024 --steps 20
+    python benchmarks/stage_breakdown.py --references-only   # only the one-step counts
 
 Results: benchmarks/results/stage_breakdown.json.
 """
@@ -40,6 +41,7 @@ Results: benchmarks/results/stage_breakdown.json.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 from pathlib import Path
@@ -51,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import time  # noqa: E402
 
-from benchmarks.common import best_of, block, compile_timed, save  # noqa: E402
+from benchmarks.common import RESULTS, best_of, block, compile_timed, save  # noqa: E402
 from normjax import constants as C  # noqa: E402
 from normjax.env import community_actions, env_step, phase_params  # noqa: E402
 from normjax.layouts.tables import world_tables  # noqa: E402
@@ -164,33 +166,53 @@ def public_step_cost(step, state, actions, batch: int) -> dict:
     return _cost_row(cost[0] if isinstance(cost, (list, tuple)) else cost, batch, state)
 
 
-def references(batch: int, norm: int = 0) -> dict:
-    """One vmapped step through each environment's public step, counted alike."""
+def _reference_steps(norm: int):
+    """(name, make_state(batch), step(state, actions)) of each environment counted."""
     from normjax import make
 
-    rows = {}
     for name, static in (("normjax_full_step", False), ("normjax_full_step_single_layout", True)):
         env = make("cafe", norm, static_layout=static)
-        keys = jax.random.split(jax.random.PRNGKey(0), batch)
-        _, state = jax.vmap(env.reset)(keys)
-        rows[name] = public_step_cost(lambda s, a, env=env: env.step(jax.random.PRNGKey(1), s, a),
-                                      state, jnp.zeros(batch, jnp.int32), batch)
-    try:
-        import xminigrid
-    except ImportError:
-        rows["xminigrid"] = 'not installed (pip install -e ".[bench]")'
-        return rows
+        yield (name, lambda b, env=env: jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), b))[1],
+               lambda s, a, env=env: env.step(jax.random.PRNGKey(1), s, a))
+    import xminigrid
     from benchmarks.compare_programs import own_ruleset
 
     for name, env_id in (("xminigrid_empty_8x8", "MiniGrid-Empty-8x8"), ("xminigrid_r1_9x9", "XLand-MiniGrid-R1-9x9")):
-        env, env_params = xminigrid.make(env_id)
-        if "XLand" in env_id:
-            env_params = env_params.replace(ruleset=own_ruleset()[0])
-        timestep = jax.vmap(env.reset, in_axes=(None, 0))(env_params, jax.random.split(jax.random.key(0), batch))
-        rows[name] = public_step_cost(lambda t, a, env=env, p=env_params: env.step(p, t, a),
-                                      timestep, jnp.zeros(batch, jnp.int32), batch)
-        rows[name]["version"] = xminigrid.__version__ if hasattr(xminigrid, "__version__") else None
-    return rows
+        env, p = xminigrid.make(env_id)
+        p = p.replace(ruleset=own_ruleset()[0]) if "XLand" in env_id else p
+        yield (name, lambda b, env=env, p=p: jax.vmap(env.reset, in_axes=(None, 0))(p, jax.random.split(
+            jax.random.key(0), b)), lambda t, a, env=env, p=p: env.step(p, t, a))
+
+
+def references(batch: int, norm: int = 0) -> dict:
+    """One vmapped step through each environment's public step, counted alike at
+    `batch` and at 4x `batch`: the count per env-step at `batch`, and its split into
+    a part that grows with the batch (KB per environment) and a part that does not
+    (MB per call: XLA counts a whole table as read by an operation that reads
+    entries of it)."""
+    rows, steps = {}, _reference_steps(norm)
+    while True:
+        try:
+            name, make_state, step = next(steps)
+        except StopIteration:
+            return rows
+        except ImportError:
+            rows["xminigrid"] = 'not installed (pip install -e ".[bench]")'
+            return rows
+        small, big = (public_step_cost(step, make_state(b), jnp.zeros(b, jnp.int32), b) for b in (batch, 4 * batch))
+        per_env = (big["kb_accessed_per_env_step"] * 4 * batch - small["kb_accessed_per_env_step"] * batch) / (3 * batch)
+        rows[name] = dict(small, kb_per_env=round(per_env, 2),
+                          mb_per_call=round((small["kb_accessed_per_env_step"] - per_env) * batch / 1e3, 2))
+
+
+def report_references(batch: int) -> dict:
+    refs = references(batch)
+    for name, r in refs.items():
+        print(f"{name:<32} " + (r if isinstance(r, str) else
+                                f"{r['kb_accessed_per_env_step']:8.2f} KB  {r['flops_per_env_step']:>10,.0f} FLOP  "
+                                f"state {r['state_kb_per_env']:.2f} KB; {r['kb_per_env']:.2f} KB per env "
+                                f"+ {r['mb_per_call']:.2f} MB per call"), flush=True)
+    return refs
 
 
 def hlo_summary(compiled) -> dict:
@@ -208,7 +230,15 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--name", default="stage_breakdown")
+    ap.add_argument("--references-only", action="store_true",
+                    help="only the one-step counts beside the reference environments, replacing those of the "
+                         "saved results (stages kept)")
     args = ap.parse_args(argv)
+    if args.references_only:
+        saved = json.loads((RESULTS / f"{args.name}.json").read_text())
+        saved.pop("machine", None)
+        save(args.name, dict(saved, one_step_beside_references=report_references(args.batch)))
+        return
     states, joints, keys, params = record(args.batch, args.steps)
     n = args.batch * args.steps
     rows = {}
@@ -234,13 +264,9 @@ def main(argv=None):
     compiled = full_prog.lower(keys[0], s0, joints[0][0][:, 0], params).compile()
     summary = hlo_summary(compiled)
     print("compiled full step (one step, vmapped):", summary)
-    refs = references(args.batch)
-    for name, r in refs.items():
-        print(f"{name:<32} " + (r if isinstance(r, str) else
-                                f"{r['kb_accessed_per_env_step']:8.2f} KB  {r['flops_per_env_step']:>10,.0f} FLOP  "
-                                f"state {r['state_kb_per_env']:.2f} KB"))
     path = save(args.name, {"what": __doc__.split("\n\n")[0], "batch": args.batch, "steps": args.steps,
-                            "stages": rows, "full_step_hlo": summary, "one_step_beside_references": refs})
+                            "stages": rows, "full_step_hlo": summary,
+                            "one_step_beside_references": report_references(args.batch)})
     print(f"saved {path}")
 
 
