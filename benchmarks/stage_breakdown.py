@@ -145,43 +145,50 @@ def stage_program(fn):
     return run
 
 
+def vmapped_cost(fn, *args) -> dict:
+    """XLA's cost analysis of `jit(vmap(fn))(*args)`."""
+    cost = jax.jit(jax.vmap(fn)).lower(*args).compile().cost_analysis()
+    return cost[0] if isinstance(cost, (list, tuple)) else cost
+
+
 def one_step_cost(fn, states, joints, keys, params) -> dict:
     """XLA's cost analysis of ONE vmapped step (loops' bodies are counted once by
     XLA, so a scanned program would under-report)."""
     first = jax.tree.map(lambda x: x[0], (states, joints, keys))
-    cost = jax.jit(jax.vmap(fn)).lower(first[2], first[0], first[1], params).compile().cost_analysis()
-    return cost[0] if isinstance(cost, (list, tuple)) else cost
+    return vmapped_cost(fn, first[2], first[0], first[1], params)
 
 
-def _cost_row(cost: dict, batch: int, state) -> dict:
+def public_step_cost(step, state, actions, batch: int) -> dict:
+    """XLA's count for one `jit(vmap(step))(state, actions)`, per env, and the state's size."""
+    cost = vmapped_cost(step, state, actions)
     state_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state)) / batch
     return dict(kb_accessed_per_env_step=round(cost.get("bytes accessed", 0.0) / batch / 1e3, 2),
                 flops_per_env_step=round(cost.get("flops", 0.0) / batch, 1),
                 state_kb_per_env=round(state_bytes / 1e3, 3))
 
 
-def public_step_cost(step, state, actions, batch: int) -> dict:
-    """XLA's count for one `jit(vmap(step))(state, actions)`, per env, and the state's size."""
-    cost = jax.jit(jax.vmap(step)).lower(state, actions).compile().cost_analysis()
-    return _cost_row(cost[0] if isinstance(cost, (list, tuple)) else cost, batch, state)
-
-
-def _reference_steps(norm: int):
-    """(name, make_state(batch), step(state, actions)) of each environment counted."""
+def _normjax_steps(norm: int) -> list:
+    """(name, make_state(batch), step(state, actions)) of normjax's public step, both paths."""
     from normjax import make
 
-    for name, static in (("normjax_full_step", False), ("normjax_full_step_single_layout", True)):
-        env = make("cafe", norm, static_layout=static)
-        yield (name, lambda b, env=env: jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), b))[1],
-               lambda s, a, env=env: env.step(jax.random.PRNGKey(1), s, a))
+    envs = [(name, make("cafe", norm, static_layout=static))
+            for name, static in (("normjax_full_step", False), ("normjax_full_step_single_layout", True))]
+    return [(name, lambda b, env=env: jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), b))[1],
+             lambda s, a, env=env: env.step(jax.random.PRNGKey(1), s, a)) for name, env in envs]
+
+
+def _xland_steps() -> list:
+    """The same for XLand-MiniGrid's Empty-8x8 and R1-9x9; ImportError without the `[bench]` extra."""
     import xminigrid
     from benchmarks.compare_programs import own_ruleset
 
+    out = []
     for name, env_id in (("xminigrid_empty_8x8", "MiniGrid-Empty-8x8"), ("xminigrid_r1_9x9", "XLand-MiniGrid-R1-9x9")):
         env, p = xminigrid.make(env_id)
         p = p.replace(ruleset=own_ruleset()[0]) if "XLand" in env_id else p
-        yield (name, lambda b, env=env, p=p: jax.vmap(env.reset, in_axes=(None, 0))(p, jax.random.split(
-            jax.random.key(0), b)), lambda t, a, env=env, p=p: env.step(p, t, a))
+        out.append((name, lambda b, env=env, p=p: jax.vmap(env.reset, in_axes=(None, 0))(
+            p, jax.random.split(jax.random.key(0), b)), lambda t, a, env=env, p=p: env.step(p, t, a)))
+    return out
 
 
 def references(batch: int, norm: int = 0) -> dict:
@@ -190,19 +197,19 @@ def references(batch: int, norm: int = 0) -> dict:
     a part that grows with the batch (KB per environment) and a part that does not
     (MB per call: XLA counts a whole table as read by an operation that reads
     entries of it)."""
-    rows, steps = {}, _reference_steps(norm)
-    while True:
-        try:
-            name, make_state, step = next(steps)
-        except StopIteration:
-            return rows
-        except ImportError:
-            rows["xminigrid"] = 'not installed (pip install -e ".[bench]")'
-            return rows
+    try:
+        xland, missing = _xland_steps(), None
+    except ImportError:
+        xland, missing = [], 'not installed (pip install -e ".[bench]")'
+    rows = {}
+    for name, make_state, step in _normjax_steps(norm) + xland:
         small, big = (public_step_cost(step, make_state(b), jnp.zeros(b, jnp.int32), b) for b in (batch, 4 * batch))
-        per_env = (big["kb_accessed_per_env_step"] * 4 * batch - small["kb_accessed_per_env_step"] * batch) / (3 * batch)
+        per_env = (big["kb_accessed_per_env_step"] * 4 - small["kb_accessed_per_env_step"]) / 3
         rows[name] = dict(small, kb_per_env=round(per_env, 2),
                           mb_per_call=round((small["kb_accessed_per_env_step"] - per_env) * batch / 1e3, 2))
+    if missing:
+        rows["xminigrid"] = missing
+    return rows
 
 
 def report_references(batch: int) -> dict:
