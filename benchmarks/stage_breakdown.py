@@ -195,8 +195,8 @@ def references(batch: int, norm: int = 0) -> dict:
     """One vmapped step through each environment's public step, counted alike at
     `batch` and at 4x `batch`: the count per env-step at `batch`, and its split into
     a part that grows with the batch (KB per environment) and a part that does not
-    (MB per call: XLA counts a whole table as read by an operation that reads
-    entries of it)."""
+    (MB per call: XLA counts a whole table as read by a fused operation that
+    reads entries of it)."""
     try:
         xland, missing = _xland_steps(), None
     except ImportError:
