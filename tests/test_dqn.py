@@ -196,7 +196,7 @@ def test_config_errors_name_the_bad_value():
         make_config({"norms": ["queue_jumping"]})
     with pytest.raises(ValueError, match="reward_conditions='sparse'"):
         make_config({"reward_conditions": ["sparse"]})
-    with pytest.raises(ValueError, match="does not exist"):
+    with pytest.raises(ValueError, match="no_such_config.*does not exist.*cpu_default"):
         load_config("configs/no_such_config")
     cfg = load_config("configs/cpu_default", ["total_steps=40000", "arch=cnn"])
     assert cfg.total_steps == 40000 and cfg.arch == "cnn"
@@ -286,3 +286,14 @@ def test_train_cli_rejects_bad_options_before_compiling(tmp_path, capsys):
     assert main(["train", "--config", "configs/test_tiny", "--out", str(tmp_path), "gamm=0.9"]) == 2
     assert "unknown config key(s) gamm" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing was written, nothing trained
+
+
+def test_configs_resolve_from_any_working_directory(tmp_path, monkeypatch):
+    """A config name, `configs/NAME` or `configs/NAME.json` finds the project's configs/
+    wherever the process runs; a path to another file is read as given."""
+    monkeypatch.chdir(tmp_path)
+    want = load_config(Path(__file__).parents[1] / "configs" / "cpu_default.json")
+    for name in ("cpu_default", "configs/cpu_default", "configs/cpu_default.json"):
+        assert load_config(name) == want
+    (tmp_path / "mine.json").write_text('{"norms": ["forbidden_zone_q"], "total_steps": 1000, "validation_at": [1000]}')
+    assert load_config("mine").total_steps == 1000 and load_config(tmp_path / "mine.json").norms == ("forbidden_zone_q",)

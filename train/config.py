@@ -181,13 +181,29 @@ def make_config(values: dict) -> DQNConfig:
     return DQNConfig(**{k: _coerce(k, v, getattr(defaults, k)) for k, v in values.items()})
 
 
+# The project's configs/ folder, found from this module rather than the working directory.
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+
+
+def resolve_config(path: str | Path) -> Path:
+    """A config's file: `path` as given if it exists, else the same name in configs/.
+
+    "cpu_default", "configs/cpu_default" and "configs/cpu_default.json" all name
+    configs/cpu_default.json from any working directory; a path to another file works too.
+    """
+    given = Path(path)
+    candidates = [given, CONFIG_DIR / given.name] if given.suffix else \
+        [given.with_suffix(".json"), given, CONFIG_DIR / (given.name + ".json")]
+    for c in candidates:
+        if c.is_file():
+            return c
+    names = ", ".join(sorted(f.stem for f in CONFIG_DIR.glob("*.json")))
+    raise ValueError(f"config file {str(path)!r} does not exist; the configs in {CONFIG_DIR} are: {names}")
+
+
 def load_config(path: str | Path, overrides: list[str] | None = None) -> DQNConfig:
-    """Read a JSON config; `overrides` are 'key=value' strings."""
-    path = Path(path)
-    if not path.suffix:
-        path = path.with_suffix(".json")
-    if not path.exists():
-        raise ValueError(f"config file {str(path)!r} does not exist")
+    """Read a JSON config (a path, or a name in configs/); `overrides` are 'key=value' strings."""
+    path = resolve_config(path)
     values = json.loads(path.read_text())
     values.pop("_comment", None)
     for item in overrides or []:
