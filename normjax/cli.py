@@ -178,6 +178,12 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--max-retries", type=int, default=4)
     m.add_argument("--temperature", type=float, default=0.7)
     m.add_argument("--max-tokens", type=int, default=4048)
+    m.add_argument("--max-error-rate", type=float, default=0.2, metavar="R",
+                   help="stop the run (exit 3) once more than this share of the last --error-window requests "
+                        "failed")
+    m.add_argument("--error-window", type=int, default=100, metavar="N")
+    m.add_argument("--allow-mixed-endpoint", action="store_true",
+                   help="resume a run directory whose episodes came from another endpoint, model or sampling")
     m.add_argument("--judge-scores", default=None, metavar="FILE",
                    help="import LLM-judge scores (JSONL) for the run's judge_prompts.jsonl")
     m.add_argument("--out", required=True, help="run directory (transcripts, results.json); resumes if it exists")

@@ -224,13 +224,20 @@ def cmd_export(args) -> int:
 def cmd_llm_eval(args) -> int:
     norms = _norm_list(args.norms)  # before any tracing
     distractor = _distractor(args)
-    from normjax.llm.evaluate import llm_eval
+    from normjax.llm.client import EndpointError
+    from normjax.llm.evaluate import RunIncomplete, llm_eval
     from normjax.protocol import format_table
 
-    result = llm_eval(args.base_url, args.model, args.out, norms, text_only=args.text_only,
-                      known_norm=args.known_norm, concurrency=args.concurrency, timeout=args.timeout,
-                      max_retries=args.max_retries, temperature=args.temperature,
-                      max_tokens=args.max_tokens, judge_scores=args.judge_scores, **distractor)
+    try:
+        result = llm_eval(args.base_url, args.model, args.out, norms, text_only=args.text_only,
+                          known_norm=args.known_norm, concurrency=args.concurrency, timeout=args.timeout,
+                          max_retries=args.max_retries, temperature=args.temperature,
+                          max_tokens=args.max_tokens, max_error_rate=args.max_error_rate,
+                          error_window=args.error_window, allow_mixed_endpoint=args.allow_mixed_endpoint,
+                          judge_scores=args.judge_scores, **distractor)
+    except (EndpointError, RunIncomplete) as e:  # a failed endpoint is never a result
+        print(f"normjax: error: {e}", file=sys.stderr)
+        return 3
     print(format_table(result))
     print(f"llm: {json.dumps(result['llm'])}; wrote {Path(args.out) / 'results.json'}")
     return 0

@@ -84,7 +84,7 @@ def export_judge_prompts(out_dir) -> Path:
     lines = []
     for name in store.episodes():
         norm, episode = name.split("/")
-        if episode != "interaction":
+        if episode != "interaction" or store.load(name) is None:  # incomplete episodes are no beliefs
             continue
         nid = get_norm(norm).id
         by_belief: dict[str, list[int]] = {}
