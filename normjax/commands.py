@@ -239,5 +239,10 @@ def cmd_llm_eval(args) -> int:
         print(f"normjax: error: {e}", file=sys.stderr)
         return 3
     print(format_table(result))
+    judged = result.get("belief_accuracy")
+    if judged and judged["errors"]:
+        first = judged["errors"][0]
+        print(f"normjax: warning: {len(judged['errors'])} judge-score line(s) not imported (listed under "
+              f"belief_accuracy.errors; line {first['line']}: {first['error']})", file=sys.stderr)
     print(f"llm: {json.dumps(result['llm'])}; wrote {Path(args.out) / 'results.json'}")
     return 0

@@ -138,7 +138,7 @@ def llm_eval(base_url: str, model: str, out, norms=None, *, text_only: bool = Fa
                           wall_s_total=round(sum(r["wall_s"] for r in runs), 3))
     result["meta"]["judge_prompts"] = str(export_judge_prompts(out))
     if judge_scores is not None:
-        result["belief_accuracy"] = import_judge_scores(out, judge_scores)
+        result["belief_accuracy"] = import_judge_scores(out, judge_scores, norms=result["meta"]["norms"])
     Path(out, "results.json").write_text(json.dumps(result, indent=1))
     return result
 
