@@ -26,6 +26,7 @@ import sys
 
 from normjax.cli_names import (  # noqa: F401 (re-exported)
     CAPACITIES, DEFAULT_SHARE, DISTRACTORS, EVIDENCE_SOURCES, EXPORT_PHASES, OBSERVER_NAMES, POLICY_NAMES,
+    TOKEN_PARAMS,
 )
 from normjax.commands import (  # noqa: F401 (_norm_list re-exported)
     _norm_list, cmd_evaluate, cmd_export, cmd_identify, cmd_llm_eval, cmd_render, cmd_report, cmd_rollout,
@@ -178,6 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--max-retries", type=int, default=4)
     m.add_argument("--temperature", type=float, default=0.7)
     m.add_argument("--max-tokens", type=int, default=4048)
+    m.add_argument("--max-tokens-field", choices=TOKEN_PARAMS, default="max_tokens",
+                   help="the request field of the token limit (OpenAI reasoning models want max_completion_tokens)")
+    m.add_argument("--no-temperature", action="store_true",
+                   help="send no temperature (endpoints that refuse one; the server's default applies)")
+    m.add_argument("--extra-body", default=None, metavar="JSON",
+                   help="a JSON object of extra request fields, e.g. '{\"reasoning_effort\": \"low\"}'")
     m.add_argument("--max-error-rate", type=float, default=0.2, metavar="R",
                    help="stop the run (exit 3) once more than this share of the last --error-window requests "
                         "failed")

@@ -211,3 +211,35 @@ def test_import_without_httpx_names_the_extra():
             "try:\n    import normjax.llm.client\nexcept ImportError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert 'pip install "normjax[llm]"' in out.stdout, out.stderr
+
+
+def test_request_fields_for_any_endpoint():
+    with FakeOpenAI(lambda p, a: Reply("ok")) as srv:
+        chat(srv.base_url, MSG, token_param="max_completion_tokens", send_temperature=False, max_tokens=900,
+             extra_body={"reasoning_effort": "low", "top_p": 0.9})
+    p = srv.log[0]["payload"]
+    assert p["max_completion_tokens"] == 900 and "max_tokens" not in p and "temperature" not in p
+    assert p["reasoning_effort"] == "low" and p["top_p"] == 0.9 and p["model"] == "fake"
+    with pytest.raises(ValueError, match="token_param 'max_new_tokens' is invalid; allowed: max_tokens, "
+                                         "max_completion_tokens"):
+        ClientConfig(base_url="http://127.0.0.1:1/v1", model="m", token_param="max_new_tokens")
+    with pytest.raises(ValueError, match="extra_body may not set messages, temperature"):
+        ClientConfig(base_url="http://127.0.0.1:1/v1", model="m", extra_body={"temperature": 0, "messages": []})
+
+
+def test_cli_request_options_reach_the_endpoint(tmp_path, capsys):
+    from normjax.cli import main
+
+    base = ["llm-eval", "--model", "o-model", "--norms", "forbidden_zone_q", "--out", str(tmp_path / "run")]
+    with FakeOpenAI(lambda p, a: Reply(status=400)) as srv:  # the preflight shows the request, then stops the run
+        assert main(base + ["--base-url", srv.base_url, "--max-tokens-field", "max_completion_tokens",
+                            "--no-temperature", "--extra-body", '{"reasoning_effort": "high"}']) == 3
+    p = srv.log[0]["payload"]
+    assert "max_completion_tokens" in p and "max_tokens" not in p and "temperature" not in p
+    assert p["reasoning_effort"] == "high" and "HTTP 400" in capsys.readouterr().err
+    for bad, fragment in (("[1]", "is a JSON list; allowed: a JSON object"), ("{oops", "is not valid JSON")):
+        assert main(base + ["--base-url", "http://127.0.0.1:9/v1", "--extra-body", bad]) == 2
+        assert fragment in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(base + ["--base-url", "http://127.0.0.1:9/v1", "--max-tokens-field", "max_new_tokens"])
+    assert "invalid choice: 'max_new_tokens'" in capsys.readouterr().err

@@ -66,8 +66,9 @@ except ImportError as e:  # pragma: no cover - exercised by a subprocess test
         'normjax.llm.client needs httpx, an optional dependency: pip install "normjax[llm]"'
     ) from e
 
+from normjax.cli_names import TOKEN_PARAMS
+
 API_KEY_ENV = ("NORMJAX_LLM_API_KEY", "OPENAI_API_KEY")
-TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
 # Fields the client writes itself; extra_body may not replace them.
 OWN_FIELDS = ("model", "messages", "temperature") + TOKEN_PARAMS
 # Statuses that no retry or later request can fix: one stops the run at once.
