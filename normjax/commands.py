@@ -248,7 +248,8 @@ def cmd_llm_eval(args) -> int:
                           max_retries=args.max_retries, temperature=args.temperature,
                           max_tokens=args.max_tokens, token_param=args.max_tokens_field,
                           send_temperature=not args.no_temperature, extra_body=extra_body,
-                          max_error_rate=args.max_error_rate,
+                          max_error_rate=args.max_error_rate, seed=args.seed,
+                          interaction_steps=args.interaction_steps,
                           error_window=args.error_window, allow_mixed_endpoint=args.allow_mixed_endpoint,
                           judge_scores=args.judge_scores, **distractor)
     except (EndpointError, RunIncomplete) as e:  # a failed endpoint is never a result

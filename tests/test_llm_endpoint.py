@@ -29,6 +29,7 @@ from normjax.llm.agents import LLMAgent, StatePolicyAgent
 from normjax.llm.client import PREFLIGHT_PROMPT, ChatClient, ClientConfig, EndpointError
 from normjax.llm.runner import run_protocol, run_protocol_async
 from normjax.llm.transcripts import TranscriptStore
+from normjax.protocol.seeds import base_seed
 from tests.fake_openai import FakeOpenAI, Reply, chaos, navigator_text, prompt_text
 
 NORM = "forbidden_zone_q"
@@ -44,8 +45,9 @@ def _bounded():
 def _cli(url, out, *extra):
     from normjax.cli import main
 
-    return main(["llm-eval", "--base-url", url, "--model", "fake", "--norms", NORM, "--text-only",
-                 "--timeout", "5", "--max-retries", "2", "--concurrency", "8", "--out", str(out), *extra])
+    return main(["llm-eval", "--base-url", url, "--model", "fake", "--norms", NORM, "--text-only", "--timeout", "5",
+                 "--max-retries", "2", "--concurrency", "8", "--interaction-steps", "20", "--seed", "3",
+                 "--out", str(out), *extra])
 
 
 def _comparable(result):
@@ -70,13 +72,26 @@ def test_preflight_fails_loudly_and_a_fixed_rerun_equals_a_fresh_run(status, tmp
         assert "API key" in err
         return
     assert "--base-url" in err
-    for target in (out, tmp_path / "fresh"):  # a server each: the fake's replies depend on earlier requests
-        with FakeOpenAI(chaos(transport_errors=False)) as srv:
-            assert _cli(srv.base_url, target) == 0
-    resumed = json.loads((out / "results.json").read_text())
+    with FakeOpenAI(chaos(transport_errors=False)) as srv:
+        assert _cli(srv.base_url, out) == 0
+        resumed = json.loads((out / "results.json").read_text())
+        before = len(srv.log)
+        assert _cli(srv.base_url, out) == 0 and len(srv.log) == before  # all finished: no request
+        again = json.loads((out / "results.json").read_text())["meta"]
+    with FakeOpenAI(chaos(transport_errors=False)) as srv:  # a server each: the fake's replies depend on history
+        assert _cli(srv.base_url, tmp_path / "fresh") == 0
+        assert _cli(srv.base_url, out) == 2  # another endpoint does not mix into a finished run
+    assert "--allow-mixed-endpoint" in capsys.readouterr().err
     fresh = json.loads((tmp_path / "fresh" / "results.json").read_text())
     assert _comparable(resumed) == _comparable(fresh) and resumed["incomplete"] == []
-    assert [r["outcome"] for r in resumed["meta"]["invocations"]] == ["complete"]  # the failed start left nothing
+    meta = resumed["meta"]
+    assert [r["outcome"] for r in meta["invocations"]] == ["complete"]  # the failed start left nothing
+    assert (meta["interaction_steps"], meta["seed"]) == (20, 3)
+    assert resumed["interaction"][0]["seed"] == base_seed(0, 3) != base_seed(0, 0)  # norm 0: forbidden_zone_q
+    runs = again["invocations"]  # meta sums every invocation
+    assert [r["outcome"] for r in runs] == ["complete", "complete"] and runs[0] == meta["invocations"][0]
+    assert again["client"]["requests"] == runs[0]["client"]["requests"] + runs[1]["client"]["requests"] > 0
+    assert again["wall_s_total"] == pytest.approx(runs[0]["wall_s"] + runs[1]["wall_s"], abs=1e-3)
 
 
 def test_error_rate_limit_stops_the_run(tmp_path):
@@ -171,3 +186,14 @@ def test_progress_line_counts_episodes_and_requests(capsys):
     bar.close()
     err = capsys.readouterr().err
     assert "4/6" in err and "requests 40, errors 3, retries 2" in err
+
+
+def test_help_shows_the_defaults():
+    from normjax.cli import build_parser
+
+    text = " ".join(build_parser()._subparsers._group_actions[0].choices["llm-eval"].format_help().split())
+    for part in ("--seed SEED protocol seed (0 = canonical) (default: 0)", "(default: 200)", "(default: 64)",
+                 "(default: 0.2)", "(default: 100)", "(default: 4048)", "(default: 0.7)", "(default: max_tokens)",
+                 "(default: all 50)"):
+        assert part in text, part
+    assert "(default: None)" not in text and "(default: False)" not in text
