@@ -26,6 +26,7 @@ import sys
 
 from normjax.cli_names import (  # noqa: F401 (re-exported)
     CAPACITIES, DEFAULT_SHARE, DISTRACTORS, EVIDENCE_SOURCES, EXPORT_PHASES, OBSERVER_NAMES, POLICY_NAMES,
+    TOKEN_PARAMS,
 )
 from normjax.commands import (  # noqa: F401 (_norm_list re-exported)
     _norm_list, cmd_evaluate, cmd_export, cmd_identify, cmd_llm_eval, cmd_render, cmd_report, cmd_rollout,
@@ -53,6 +54,17 @@ def _distractor_options() -> argparse.ArgumentParser:
     g.add_argument("--distractor-share", type=float, default=None, metavar="S",
                    help=f"share in [0, 1] of norm-aware background agents with it (default {DEFAULT_SHARE})")
     return p
+
+
+class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, except where the help already names it or there is none."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        no_default = action.default is None or action.default is False or action.default == argparse.SUPPRESS
+        if "default" in text or no_default:
+            return text
+        return super()._get_help_string(action)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -165,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="several episodes: at most N per compiled call (default 64; memory grows with N)")
     x.set_defaults(fn=cmd_export)
 
-    m = sub.add_parser("llm-eval", parents=cache + distract,
+    m = sub.add_parser("llm-eval", parents=cache + distract, formatter_class=_DefaultsFormatter,
                        help="run the protocol with an LLM/VLM newcomer (docs/llm.md)")
     m.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 "
                    "(API key from NORMJAX_LLM_API_KEY or OPENAI_API_KEY)")
@@ -173,11 +185,28 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
     m.add_argument("--text-only", action="store_true", help="no images: the state as text only")
     m.add_argument("--known-norm", action="store_true", help="state the true norm in the system prompt")
+    m.add_argument("--seed", type=int, default=0, help="protocol seed (0 = canonical)")
+    m.add_argument("--interaction-steps", type=int, default=200, metavar="N",
+                   help="length of the interaction phase, 0-200 (the protocol's is 200; shorter for quick checks, "
+                        "0 skips it)")
     m.add_argument("--concurrency", type=int, default=64, help="requests in flight at most")
     m.add_argument("--timeout", type=float, default=120.0, help="seconds per request attempt")
-    m.add_argument("--max-retries", type=int, default=4)
-    m.add_argument("--temperature", type=float, default=0.7)
-    m.add_argument("--max-tokens", type=int, default=4048)
+    m.add_argument("--max-retries", type=int, default=4, help="retries of a request after 429 / 5xx / timeouts")
+    m.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (the paper's)")
+    m.add_argument("--max-tokens", type=int, default=4048, help="token limit per reply (the paper's)")
+    m.add_argument("--max-tokens-field", choices=TOKEN_PARAMS, default="max_tokens",
+                   help="the request field of the token limit (OpenAI reasoning models want max_completion_tokens)")
+    m.add_argument("--no-temperature", action="store_true",
+                   help="send no temperature (endpoints that refuse one; the server's default applies)")
+    m.add_argument("--extra-body", default=None, metavar="JSON",
+                   help="a JSON object of extra request fields, e.g. '{\"reasoning_effort\": \"low\"}'")
+    m.add_argument("--max-error-rate", type=float, default=0.2, metavar="R",
+                   help="stop the run (exit 3) once more than this share of the last --error-window requests "
+                        "failed")
+    m.add_argument("--error-window", type=int, default=100, metavar="N",
+                   help="the number of recent requests the error rate is taken over")
+    m.add_argument("--allow-mixed-endpoint", action="store_true",
+                   help="resume a run directory whose episodes came from another endpoint, model or sampling")
     m.add_argument("--judge-scores", default=None, metavar="FILE",
                    help="import LLM-judge scores (JSONL) for the run's judge_prompts.jsonl")
     m.add_argument("--out", required=True, help="run directory (transcripts, results.json); resumes if it exists")

@@ -8,3 +8,5 @@ EVIDENCE_SOURCES = ("positions", "actions")
 EXPORT_PHASES = ("interaction", "seen", "unseen")
 DISTRACTORS = ("none", "same_exit_door", "move1_wait1")  # = normjax.constants.HABIT_NAMES (tested)
 DEFAULT_SHARE = 0.5
+# The request field of an LLM endpoint's token limit (normjax.llm.client).
+TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")

@@ -221,16 +221,45 @@ def cmd_export(args) -> int:
     return 0
 
 
+def _json_object(text: str | None, option: str) -> dict:
+    """A JSON object given on the command line ({} when absent)."""
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{option} {text!r} is not valid JSON ({e}); allowed: a JSON object") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{option} {text!r} is a JSON {type(value).__name__}; allowed: a JSON object")
+    return value
+
+
 def cmd_llm_eval(args) -> int:
     norms = _norm_list(args.norms)  # before any tracing
     distractor = _distractor(args)
-    from normjax.llm.evaluate import llm_eval
+    extra_body = _json_object(args.extra_body, "--extra-body")
+    from normjax.llm.client import EndpointError
+    from normjax.llm.evaluate import RunIncomplete, llm_eval
     from normjax.protocol import format_table
 
-    result = llm_eval(args.base_url, args.model, args.out, norms, text_only=args.text_only,
-                      known_norm=args.known_norm, concurrency=args.concurrency, timeout=args.timeout,
-                      max_retries=args.max_retries, temperature=args.temperature,
-                      max_tokens=args.max_tokens, judge_scores=args.judge_scores, **distractor)
+    try:
+        result = llm_eval(args.base_url, args.model, args.out, norms, text_only=args.text_only,
+                          known_norm=args.known_norm, concurrency=args.concurrency, timeout=args.timeout,
+                          max_retries=args.max_retries, temperature=args.temperature,
+                          max_tokens=args.max_tokens, token_param=args.max_tokens_field,
+                          send_temperature=not args.no_temperature, extra_body=extra_body,
+                          max_error_rate=args.max_error_rate, seed=args.seed,
+                          interaction_steps=args.interaction_steps,
+                          error_window=args.error_window, allow_mixed_endpoint=args.allow_mixed_endpoint,
+                          judge_scores=args.judge_scores, **distractor)
+    except (EndpointError, RunIncomplete) as e:  # a failed endpoint is never a result
+        print(f"normjax: error: {e}", file=sys.stderr)
+        return 3
     print(format_table(result))
+    judged = result.get("belief_accuracy")
+    if judged and judged["errors"]:
+        first = judged["errors"][0]
+        print(f"normjax: warning: {len(judged['errors'])} judge-score line(s) not imported (listed under "
+              f"belief_accuracy.errors; line {first['line']}: {first['error']})", file=sys.stderr)
     print(f"llm: {json.dumps(result['llm'])}; wrote {Path(args.out) / 'results.json'}")
     return 0

@@ -1,7 +1,8 @@
 """A fake OpenAI-compatible chat server for the LLM tests (127.0.0.1 only).
 
 `FakeOpenAI(script)` serves ``POST /v1/chat/completions`` from a
-standard-library `ThreadingHTTPServer` in a daemon thread on a free port.
+standard-library `ThreadingHTTPServer` in a daemon thread on a free port, and
+``GET /v1/models`` listing `models` (answered with `models_status`).
 `script(payload, attempt) -> Reply` decides each answer; ``attempt`` counts
 earlier requests with the same prompt (the last message's text), so a
 script can fail a prompt once and answer its retry, deterministically even
@@ -49,8 +50,9 @@ class _Server(ThreadingHTTPServer):
 
 
 class FakeOpenAI:
-    def __init__(self, script, port: int = 0):
+    def __init__(self, script, port: int = 0, models=("fake",), models_status: int = 200):
         self.script = script
+        self.models, self.models_status = list(models), models_status
         self.lock = threading.Lock()
         self.log = []  # (prompt, attempt, status, usage or None)
         self.attempts = collections.Counter()
@@ -61,6 +63,16 @@ class FakeOpenAI:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args):  # quiet
                 pass
+
+            def do_GET(self):
+                ok = self.path.rstrip("/").endswith("/models") and server.models_status == 200
+                body = json.dumps({"object": "list", "data": [{"id": m, "object": "model"} for m in server.models]}
+                                  if ok else {"error": {"message": f"scripted {server.models_status}"}}).encode()
+                self.send_response(200 if ok else server.models_status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
             def do_POST(self):
                 n = int(self.headers.get("Content-Length", 0))
@@ -170,6 +182,8 @@ def navigate(system: str, user: str) -> str:
 
 
 def navigator_text(payload: dict) -> str:
+    if payload["messages"][0]["role"] != "system":  # not an episode's prompt (the preflight check)
+        return "OK"
     system = payload["messages"][0]["content"]
     user = prompt_text(payload)
     action = navigate(system, user)

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from normjax.llm.client import ChatClient, ClientConfig, user_message
+from normjax.llm.client import ChatClient, ClientConfig, EndpointError, user_message
 from tests.fake_openai import FakeOpenAI, Reply
 
 
@@ -110,12 +110,62 @@ def test_concurrency_limit():
     assert srv.max_inflight <= 3 and len(srv.log) == 12
 
 
-def test_retry_after_header_is_honoured_up_to_the_cap():
+def test_retry_after_header_is_a_minimum_wait():
     with FakeOpenAI(lambda p, a: Reply(status=429, headers={"Retry-After": "0.3"}) if a == 0 else Reply("ok")) as srv:
         t0 = time.perf_counter()
-        r, _ = chat(srv.base_url, MSG, backoff=0.0, max_backoff=1.0)
+        r, _ = chat(srv.base_url, MSG, backoff=0.0, max_backoff=0.1)  # above the cap, still honoured
         wall = time.perf_counter() - t0
-    assert r.error is None and wall >= 0.2
+    assert r.error is None and wall >= 0.3
+    client = ChatClient(ClientConfig(base_url="http://127.0.0.1:1/v1", model="m", backoff=1.0, max_backoff=30.0))
+    waits = [client._delay(0, 2.0) for _ in range(200)]
+    assert min(waits) >= 2.0 and max(waits) <= 2.5  # jitter only adds to the server's minimum
+    assert min(client._delay(3, 2.0) for _ in range(200)) >= 6.0  # the back-off wins when longer
+
+
+def test_every_failed_attempt_is_kept():
+    replies = {0: Reply(status=500), 1: Reply(body=b"<html>"), 2: Reply("fine")}
+    with FakeOpenAI(lambda p, a: replies[a]) as srv:
+        r, _ = chat(srv.base_url, MSG)
+    assert r.error is None and r.text == "fine" and len(r.attempt_errors) == 2
+    assert "HTTP 500" in r.attempt_errors[0] and "malformed response body" in r.attempt_errors[1]
+
+
+@pytest.mark.parametrize("status, hint", [(401, "API key"), (403, "may not use"), (404, "/v1 suffix"),
+                                          (400, "--max-tokens-field")])
+def test_preflight_names_url_model_status_and_listed_models(status, hint):
+    async def main(url):
+        async with ChatClient(ClientConfig(base_url=url, model="gpt-x", backoff=0.01)) as c:
+            await c.preflight()
+
+    with FakeOpenAI(lambda p, a: Reply(status=status), models=("model-a", "model-b")) as srv:
+        with pytest.raises(EndpointError) as e:
+            asyncio.run(main(srv.base_url))
+        assert len(srv.log) == 1 and srv.log[0]["payload"]["max_tokens"] == 16
+    msg = str(e.value)
+    assert f"{srv.base_url}/chat/completions" in msg and "'gpt-x'" in msg and f"HTTP {status}" in msg
+    assert "lists the models: model-a, model-b" in msg and hint in msg
+    with FakeOpenAI(lambda p, a: Reply("OK")) as srv:
+        asyncio.run(main(srv.base_url))  # a working endpoint passes
+
+
+def test_error_rate_and_fatal_statuses_stop_the_run():
+    async def main(url, statuses, **cfg):
+        async with ChatClient(ClientConfig(base_url=url, model="m", max_retries=0, **cfg)) as c:
+            for i, s in enumerate(statuses):
+                await c.chat([{"role": "user", "content": f"{i} {s}"}])
+                c.check_error_rate()
+
+    def script(p, a):
+        status = int(p["messages"][0]["content"].split()[1])
+        return Reply("ok") if status == 200 else Reply(status=status)
+
+    with FakeOpenAI(script) as srv:
+        statuses = [200] * 10 + [400, 200] * 4  # 4 failures in a window of 10: at the limit, not over it
+        asyncio.run(main(srv.base_url, statuses, error_window=10, max_error_rate=0.4))
+        with pytest.raises(EndpointError, match="5 of the last 10 requests"):
+            asyncio.run(main(srv.base_url, statuses + [400], error_window=10, max_error_rate=0.4))
+        with pytest.raises(EndpointError, match="HTTP 401"):  # no later request can fix a 401
+            asyncio.run(main(srv.base_url, [200] * 5 + [401]))
 
 
 def test_images_as_content_parts():
@@ -161,3 +211,35 @@ def test_import_without_httpx_names_the_extra():
             "try:\n    import normjax.llm.client\nexcept ImportError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert 'pip install "normjax[llm]"' in out.stdout, out.stderr
+
+
+def test_request_fields_for_any_endpoint():
+    with FakeOpenAI(lambda p, a: Reply("ok")) as srv:
+        chat(srv.base_url, MSG, token_param="max_completion_tokens", send_temperature=False, max_tokens=900,
+             extra_body={"reasoning_effort": "low", "top_p": 0.9})
+    p = srv.log[0]["payload"]
+    assert p["max_completion_tokens"] == 900 and "max_tokens" not in p and "temperature" not in p
+    assert p["reasoning_effort"] == "low" and p["top_p"] == 0.9 and p["model"] == "fake"
+    with pytest.raises(ValueError, match="token_param 'max_new_tokens' is invalid; allowed: max_tokens, "
+                                         "max_completion_tokens"):
+        ClientConfig(base_url="http://127.0.0.1:1/v1", model="m", token_param="max_new_tokens")
+    with pytest.raises(ValueError, match="extra_body may not set messages, temperature"):
+        ClientConfig(base_url="http://127.0.0.1:1/v1", model="m", extra_body={"temperature": 0, "messages": []})
+
+
+def test_cli_request_options_reach_the_endpoint(tmp_path, capsys):
+    from normjax.cli import main
+
+    base = ["llm-eval", "--model", "o-model", "--norms", "forbidden_zone_q", "--out", str(tmp_path / "run")]
+    with FakeOpenAI(lambda p, a: Reply(status=400)) as srv:  # the preflight shows the request, then stops the run
+        assert main(base + ["--base-url", srv.base_url, "--max-tokens-field", "max_completion_tokens",
+                            "--no-temperature", "--extra-body", '{"reasoning_effort": "high"}']) == 3
+    p = srv.log[0]["payload"]
+    assert "max_completion_tokens" in p and "max_tokens" not in p and "temperature" not in p
+    assert p["reasoning_effort"] == "high" and "HTTP 400" in capsys.readouterr().err
+    for bad, fragment in (("[1]", "is a JSON list; allowed: a JSON object"), ("{oops", "is not valid JSON")):
+        assert main(base + ["--base-url", "http://127.0.0.1:9/v1", "--extra-body", bad]) == 2
+        assert fragment in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(base + ["--base-url", "http://127.0.0.1:9/v1", "--max-tokens-field", "max_new_tokens"])
+    assert "invalid choice: 'max_new_tokens'" in capsys.readouterr().err

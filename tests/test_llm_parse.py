@@ -31,16 +31,22 @@ def test_actions_rejected(value):
     assert parse_action(value) is None
 
 
-@pytest.mark.parametrize("value, want", [
-    (0.7, 0.7), (0, 0.0), (1, 1.0), ("0.25", 0.25), ("80%", 0.8), (80, 0.8), ("100", 1.0), (" 5 % ", 0.05),
-])
+@pytest.mark.parametrize("value, want", [(0.7, 0.7), (0, 0.0), (1, 1.0), ("0.25", 0.25), (" 1 ", 1.0)])
 def test_confidence(value, want):
     assert parse_confidence(value) == pytest.approx(want)
 
 
-@pytest.mark.parametrize("value", [-0.1, 101, "high", None, True, float("nan"), [0.5]])
-def test_confidence_rejected(value):
+@pytest.mark.parametrize("value", [-0.1, 7, 1.5, 80, "80%", " 5 % ", "100", 101, "high", None, True, float("nan"),
+                                   [0.5]])
+def test_confidence_off_the_scale_is_rejected_not_rescaled(value):
     assert parse_confidence(value) is None
+
+
+@pytest.mark.parametrize("value", [7, 1.5, "80%", "high"])
+def test_a_reply_with_confidence_off_the_scale_is_an_error(value):
+    r = parse_reply(json.dumps({"action": "up", "belief": "b", "confidence": value}), "interaction")
+    assert r.action is None and "not a number in [0, 1]" in r.error and str(value) in r.error
+    assert r.belief == "b" and r.confidence is None
 
 
 FULL = {"reasoning": "I am at (3, 4).", "action": "move left", "belief": "Avoid zone Q.", "confidence": 0.6}
@@ -54,11 +60,15 @@ FULL = {"reasoning": "I am at (3, 4).", "action": "move left", "belief": "Avoid 
     "<think>maybe {\"action\": \"up\"}? no.</think>\n" + json.dumps(FULL),
     json.dumps({k.upper(): v for k, v in FULL.items()}),
     json.dumps({k.title(): v for k, v in FULL.items()}),
-    json.dumps({"Thought": FULL["reasoning"], "Action": "LEFT", "Hypothesis": FULL["belief"], "Conf": "60%"}),
+    json.dumps({"Thought": FULL["reasoning"], "Action": "LEFT", "Hypothesis": FULL["belief"], "Conf": "0.6"}),
     "{'reasoning': 'I am at (3, 4).', 'action': 'left', 'belief': 'Avoid zone Q.', 'confidence': 0.6}",
     '{"reasoning": "I am at (3, 4).", "action": "left", "belief": "Avoid zone Q.", "confidence": 0.6,}',
-    '{\u201creasoning\u201d: "x", "action": 2, "belief": "Avoid zone Q.", "confidence": 60}',  # typographic quotes
+    '{\u201creasoning\u201d: "x", "action": 2, "belief": "Avoid zone Q.", "confidence": 0.6}',  # typographic quotes
     "First a draft: {\"action\": \"up\"}. Final answer: " + json.dumps(FULL),
+    "A stray { brace in my text. " + json.dumps(FULL),
+    "{ oops, then the answer:\n```json\n" + json.dumps(FULL) + "\n```",
+    "I considered moving up.</think>\n" + json.dumps(FULL),  # the server put <think> in the prompt
+    "<reasoning>{\"action\": \"up\"}</reasoning>" + json.dumps(FULL),
 ])
 def test_interaction_reply_shapes(text):
     r = parse_reply(text, "interaction")
@@ -89,6 +99,9 @@ def test_test_stage_ignores_belief_fields():
     ('{"action": 9}', "invalid action"),
     ('{"action": null}', "invalid action"),
     ('{"action": ["up", "left"]}', "invalid action"),
+    ('<think>I should go {"action": "up"} maybe', "unclosed <think>"),  # no action from the reasoning
+    ('{"action": "down"} <think>and then {"action": "up"}', "unclosed <think>"),
+    ('<think>draft {"action": "up"}</think> I am not sure yet.', "no JSON object"),
 ])
 def test_unusable_replies_are_errors(text, fragment):
     r = parse_reply(text, "interaction")
@@ -99,9 +112,8 @@ def test_missing_or_bad_belief_fields_are_warnings_not_errors():
     r = parse_reply('{"action": "up"}', "interaction")
     assert r.action == UP and r.error is None
     assert set(r.warnings) == {"missing belief", "missing confidence"}
-    r = parse_reply('{"action": "up", "belief": "b", "confidence": "very"}', "interaction")
-    assert r.error is None and r.belief == "b" and r.confidence is None
-    assert any("invalid confidence" in w for w in r.warnings)
+    r = parse_reply('{"action": "up", "belief": "b", "confidence": null}', "interaction")
+    assert r.error is None and r.belief == "b" and r.confidence is None and r.warnings == ["missing confidence"]
 
 
 def test_last_object_with_an_action_wins_and_keys_are_normalised():
@@ -112,7 +124,8 @@ def test_last_object_with_an_action_wins_and_keys_are_normalised():
 
 @pytest.mark.parametrize("text", [
     "{" * 5000, "}" * 100 + "{", "{\"a\": " * 300, "\x00\x01{\"action\": \"up\"\x00", "{'a': __import__('os')}",
-    "{\"action\": \"up\", \"action\": \"down\"}", "{\"action\": 1e400}",
+    "{\"action\": \"up\", \"action\": \"down\"}", "{\"action\": 1e400}", "{" * 3000 + "}" * 3000,
+    "{x}" * 3000, "<think>" * 100, "</think>" * 100 + "{",
 ])
 def test_never_raises(text):
     r = parse_reply(text, "interaction")

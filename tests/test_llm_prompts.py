@@ -130,3 +130,33 @@ def test_frame_arrows_point_the_intended_way():
     assert im.format == "PNG" and im.size[0] > C.W * px and im.size[1] > C.H * px  # with the coordinate margin
     with pytest.raises(ValueError, match="uint8 frame"):
         annotate(frame[:-1], others, px)
+
+
+@pytest.mark.parametrize("text_only", [False, True])
+@pytest.mark.parametrize("phase", ["interaction", "seen"])
+def test_every_prompt_states_the_newcomers_group(text_only, phase):
+    for group, name in enumerate(C.GROUP_NAMES):
+        t = turn(phase=phase, group=group)
+        assert f"you belong to the {name} social group." in system_prompt(t, text_only).lower()
+        assert f"You belong to the {name} group." in user_prompt(t, text_only)
+        others = [n for n in C.GROUP_NAMES if n != name]
+        assert not any(f"belong to the {n}" in system_prompt(t, text_only) for n in others)
+
+
+def test_image_prompts_describe_the_frame_as_drawn():
+    s = system_prompt(turn())
+    for part in ("Agents are drawn as discs in their group's colour", "You are the agent with a gold star.",
+                 "Your disc is green", "green check mark (top left)", "black exclamation mark on yellow (top right)",
+                 "timer digit (bottom right)", "A red cross over an agent", "an arrow from an agent points"):
+        assert part in s, part
+    for stale in ("figures", "clothing", "upper right"):  # the paper's sprites, not these frames
+        assert stale not in s, stale
+
+
+@pytest.mark.parametrize("phase", ["interaction", "seen"])
+def test_text_only_prompts_name_nothing_only_a_frame_shows(phase):
+    t = turn(phase=phase, records=[rec(0), rec(1, sanctioned=True)])
+    text = (system_prompt(t, text_only=True, known_norm=True) + "\n" + user_prompt(t, text_only=True)).lower()
+    for word in ("arrow", "gold star", "disc", "badge", "shown an image", "the image", "figures"):
+        assert word not in text, word
+    assert "taking into account other agents' intended next moves" in text

@@ -32,7 +32,7 @@ from normjax import constants as C
 from normjax.community.planner import plan_actions
 from normjax.env import blind_policy, oracle_policy, random_policy
 from normjax.llm.agents import LLMAgent, StatePolicyAgent
-from normjax.llm.client import ChatClient, ClientConfig
+from normjax.llm.client import PREFLIGHT_PROMPT, ChatClient, ClientConfig
 from normjax.llm.judge import export_judge_prompts, import_judge_scores
 from normjax.llm.runner import run_protocol, run_protocol_async
 from normjax.llm.transcripts import TranscriptStore
@@ -146,9 +146,10 @@ def test_fake_server_run_counts_errors_and_retries(chaos_run):
         errors += n_err
         requests += header["result"]["llm"]["requests"]
     assert set(ERROR_CATEGORIES) | {"http500", "http429", "ok"} <= seen_kinds  # the script exercised them
-    assert result["llm"]["errors"] == errors > 0 and result["llm"]["requests"] == requests == stats["requests"]
+    assert result["llm"]["errors"] == errors > 0 and result["llm"]["requests"] == requests == stats["requests"] - 1
+    assert log[0]["prompt"] == PREFLIGHT_PROMPT  # the one request that is not a decision
     assert result["llm"]["retries"] == stats["retries"] > 0 and stats["attempts"] == len(log)
-    ok = [e["usage"] for e in log if e["usage"] is not None and e["delay"] == 0]
+    ok = [e["usage"] for e in log[1:] if e["usage"] is not None and e["delay"] == 0]
     assert result["llm"]["tokens_in"] == sum(u["prompt_tokens"] for u in ok)
     assert result["llm"]["tokens_out"] == sum(u["completion_tokens"] for u in ok)
     rows = result["episodes"]
@@ -219,7 +220,7 @@ def test_resume_after_a_kill(tmp_path):
         again, _ = _run(srv.base_url, out, interaction_steps=10)
         assert len(srv.log) == before  # everything finished: no request at all
         assert again["episodes"] == resumed["episodes"] and again["interaction"] == resumed["interaction"]
-    with pytest.raises(ValueError, match="other settings"):
+    with pytest.raises(ValueError, match="another endpoint or sampling.*model: 'fake' -> 'another'"):
         asyncio.run(run_protocol_async(StatePolicyAgent(oracle_policy), [NORM], interaction_steps=10, out=out,
                                        settings=dict(SETTINGS, model="another")))
 
@@ -228,7 +229,7 @@ def test_vlm_frames(tmp_path):
     out = tmp_path / "vlm"
     with FakeOpenAI(chaos(transport_errors=False)) as srv:
         result, _ = _run(srv.base_url, out, interaction_steps=4, text_only=False)
-        log = list(srv.log)
+        log = [e for e in srv.log if e["prompt"] != PREFLIGHT_PROMPT]
     from PIL import Image
 
     urls = [p["image_url"]["url"] for e in log for p in e["payload"]["messages"][-1]["content"]

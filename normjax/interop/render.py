@@ -18,7 +18,9 @@ models alike:
   (top right) when the agent was charged a collision on the last step, and the
   service-timer digit (bottom right) while goal 1 is being served (`timer > 0`,
   docs/world.md §5), and a letter (bottom left) on background agents that have a
-  distractor habit (D = same_exit_door, W = move1_wait1, docs/world.md §8.5).
+  distractor habit (D = same_exit_door, W = move1_wait1, docs/world.md §8.5) unless
+  ``show_habits=False``: habits are hidden state (the community cannot see them), so
+  the frames a VLM newcomer sees (`normjax.llm.batch.render`) leave them out.
   Inactive agents are not drawn.
 
 Implementation: sprite coverage masks (anti-aliased by 4x4 supersampling) and the
@@ -99,13 +101,14 @@ def _cell_layout(params: WorldParams):
     return idx, kind == C.CHAIR
 
 
-def render_frame(state: WorldState, params: WorldParams, cell_px: int = 32) -> jax.Array:
+def render_frame(state: WorldState, params: WorldParams, cell_px: int = 32, show_habits: bool = True) -> jax.Array:
     """Draw one world state as a uint8 RGB image [11*cell_px, 15*cell_px, 3].
 
     Pure jnp: jit with `cell_px` static (`render_frame_jit`) and vmap over batched
     `state` / `params`.  The layout comes from `world_tables()` at
     `params.layout_id`; positions are (row, col) with row 0 on top (docs/world.md §1).  The
-    legend is given in the module docstring.
+    legend is given in the module docstring; `show_habits` (a Python bool) draws the
+    distractor-habit badges, a researcher's view of hidden state.
     """
     px = int(cell_px)
     tiles = jnp.asarray(cell_tiles(px))
@@ -148,16 +151,17 @@ def render_frame(state: WorldState, params: WorldParams, cell_px: int = 32) -> j
     img = _blend(img, serving, sp["digit_box_edge"], BADGE_EDGE_RGB)
     img = _blend(img, serving, sp["digit_box"], BADGE_RGB)
     img = _blend(img, serving, digit, GLYPH_RGB)
-    letter = jnp.asarray(sp["habits"])[habit]  # [H, W, px, px]
-    img = _blend(img, habit > 0, sp["habit_box_edge"], BADGE_EDGE_RGB)
-    img = _blend(img, habit > 0, sp["habit_box"], BADGE_RGB)
-    img = _blend(img, habit > 0, letter, GLYPH_RGB)
+    if show_habits:
+        letter = jnp.asarray(sp["habits"])[habit]  # [H, W, px, px]
+        img = _blend(img, habit > 0, sp["habit_box_edge"], BADGE_EDGE_RGB)
+        img = _blend(img, habit > 0, sp["habit_box"], BADGE_RGB)
+        img = _blend(img, habit > 0, letter, GLYPH_RGB)
 
     img = jnp.clip(jnp.round(img), 0, 255).astype(jnp.uint8)
     return img.transpose(0, 2, 1, 3, 4).reshape(C.H * px, C.W * px, 3)
 
 
-render_frame_jit = jax.jit(render_frame, static_argnames="cell_px")
+render_frame_jit = jax.jit(render_frame, static_argnames=("cell_px", "show_habits"))
 
 
 @functools.partial(jax.jit, static_argnames="cell_px")

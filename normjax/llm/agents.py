@@ -13,7 +13,10 @@ state of the step, for agents that act on the world state itself.
 * `LLMAgent`: the paper's ReAct LLM/VLM newcomer behind an OpenAI-compatible
   endpoint (`normjax.llm.client`), prompted as in `normjax.llm.prompts` and
   parsed by `normjax.llm.parse`; all turns of a step are requested
-  concurrently (bounded by the client's concurrency limit).
+  concurrently (bounded by the client's concurrency limit).  Its
+  ``preflight()`` (called by the runner once before the first episode that
+  needs the model) checks the endpoint, and after every step it stops the
+  run when too many requests fail (`ChatClient.check_error_rate`).
 * `StatePolicyAgent`: a jittable state policy ``policy(key, state, params)``
   (e.g. `normjax.env.oracle_policy`) as an external agent; episode i gets
   the protocol's policy key ``split(ctx.keys[i], 3)[1]``, so the runner
@@ -122,8 +125,9 @@ class LLMAgent:
         d = Decision(reply=res.text, messages=_for_transcript(messages, turn.frame_file),
                      tokens_in=res.tokens_in, tokens_out=res.tokens_out, retries=res.retries,
                      latency_s=res.latency_s)
+        d.attempt_errors = list(getattr(res, "attempt_errors", []))
         if res.error is not None:
-            d.error = f"request failed: {res.error}"
+            d.error, d.failed_request = f"request failed: {res.error}", True
             return d
         parsed = parse_reply(res.text, turn.stage)
         d.reasoning, d.belief, d.confidence = parsed.reasoning, parsed.belief, parsed.confidence
@@ -136,8 +140,18 @@ class LLMAgent:
             d.warnings.append("reply cut at max_tokens")
         return d
 
+    async def preflight(self) -> None:
+        """Check the endpoint with one request (raises `normjax.llm.client.EndpointError`)."""
+        check = getattr(self.client, "preflight", None)
+        if check is not None:
+            await check()
+
     async def act(self, turns: list[Turn], ctx: StepContext) -> list[Decision]:
-        return list(await asyncio.gather(*(self._one(t) for t in turns)))
+        decisions = list(await asyncio.gather(*(self._one(t) for t in turns)))
+        check = getattr(self.client, "check_error_rate", None)
+        if check is not None:
+            check()  # raises EndpointError: finished episodes stay, this step is not recorded
+        return decisions
 
 
 def checked(decision: Any) -> Decision:

@@ -171,11 +171,14 @@ def step(keys, states, done, waits, actions, params):
 @functools.partial(jax.jit, static_argnames="cell_px")
 def _render(states, params, idx, cell_px):
     pick = lambda x: x[idx]  # noqa: E731
-    return jax.vmap(lambda s, p: render_frame(s, p, cell_px))(jax.tree.map(pick, states), jax.tree.map(pick, params))
+    # No habit badges: a frame shows only what the community can see (docs/world.md §8.5).
+    return jax.vmap(lambda s, p: render_frame(s, p, cell_px, show_habits=False))(jax.tree.map(pick, states),
+                                                                                 jax.tree.map(pick, params))
 
 
 def render(states, params, rows, cell_px: int = 32) -> np.ndarray:
-    """uint8 frames [len(rows), 11*px, 15*px, 3] of the batch rows `rows` (chunks of RENDER_CHUNK)."""
+    """uint8 frames [len(rows), 11*px, 15*px, 3] of the batch rows `rows` (chunks of RENDER_CHUNK),
+    as a VLM newcomer sees them: no hidden state (distractor habits) drawn."""
     rows = np.asarray(rows, np.int32)
     out = []
     for i in range(0, len(rows), RENDER_CHUNK):

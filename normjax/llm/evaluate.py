@@ -12,26 +12,71 @@ whose episodes are all finished makes no model request, so importing scores
 later is the same command with ``--judge-scores FILE`` added.  `distractor` /
 `distractor_share` give the background agents a distractor habit
 (docs/world.md §8.5; `normjax.llm.runner`).
+
+A broken endpoint never becomes a result: `llm_eval` raises
+`normjax.llm.client.EndpointError` when the preflight request fails or too
+many requests fail during the run, and `RunIncomplete` when some requested
+episode's decisions mostly got no reply; neither writes ``results.json``.
+Every invocation, failed ones included, is appended to
+``OUT/invocations.jsonl`` (start time, wall time, endpoint, client
+statistics, outcome), and ``meta`` sums them (`meta.invocations`,
+`meta.client`, `meta.wall_s_total`).
 """
 
 from __future__ import annotations
 
 import json
-import sys
+import time
 from pathlib import Path
 
 from normjax.llm.runner import INTERACTION_STEPS, run_protocol_async
 
+INVOCATIONS = "invocations.jsonl"
 
-def _progress(stage: str, t: int, steps: int, live: int, asked: int) -> None:
-    if t == 1 or t % 10 == 0 or t == steps:
-        print(f"[llm-eval] {stage}: step {t}/{steps}, {live} episodes running, {asked} requests this step",
-              file=sys.stderr, flush=True)
+
+class RunIncomplete(RuntimeError):
+    """Some requested episodes are incomplete (their decisions mostly got no reply)."""
+
+
+class Progress:
+    """A tqdm line per stage: episodes done, requests, errors and retries of the client."""
+
+    def __init__(self, stats: dict):
+        self.stats, self.bar, self.stage = stats, None, None
+
+    def __call__(self, stage: str, t: int, steps: int, total: int, done: int, asked: int) -> None:
+        from tqdm.auto import tqdm
+
+        if stage != self.stage:
+            self.close()
+            self.stage = stage
+            self.bar = tqdm(total=total, desc=f"llm-eval {stage}", unit="ep", mininterval=0.5, leave=True)
+        s = self.stats
+        self.bar.set_postfix_str(f"step {t}/{steps}, requests {s['requests']}, errors {s['errors']}, "
+                                 f"retries {s['retries']}", refresh=False)
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _record_invocation(out, entry: dict) -> list[dict]:
+    """Append this invocation to ``OUT/invocations.jsonl``; returns all of them."""
+    path = Path(out, INVOCATIONS)
+    if not Path(out, "run.json").exists():  # the run never started (e.g. the preflight failed)
+        return [entry]
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
 def llm_eval(base_url: str, model: str, out, norms=None, *, text_only: bool = False, known_norm: bool = False,
              concurrency: int = 64, timeout: float = 120.0, max_retries: int = 4, temperature: float = 0.7,
-             max_tokens: int = 4048, seed: int = 0, capacity: int = 10,
+             max_tokens: int = 4048, token_param: str = "max_tokens", send_temperature: bool = True,
+             extra_body: dict | None = None, max_error_rate: float = 0.2, error_window: int = 100,
+             allow_mixed_endpoint: bool = False, seed: int = 0, capacity: int = 10,
              interaction_steps: int = INTERACTION_STEPS, judge_scores=None, progress: bool = True,
              distractor: str | None = None, distractor_share: float = 0.0) -> dict:
     """Run or resume the protocol for one model; returns the results dict (also in OUT/results.json)."""
@@ -42,30 +87,60 @@ def llm_eval(base_url: str, model: str, out, norms=None, *, text_only: bool = Fa
     from normjax.llm.judge import export_judge_prompts, import_judge_scores
 
     # The distractor settings are validated by run_protocol_async, before anything is traced.
+    extra_body = dict(extra_body or {})
     config = ClientConfig(base_url=base_url, model=model, temperature=temperature, max_tokens=max_tokens,
-                          concurrency=concurrency, timeout=timeout, max_retries=max_retries)
+                          concurrency=concurrency, timeout=timeout, max_retries=max_retries,
+                          token_param=token_param, send_temperature=send_temperature, extra_body=extra_body,
+                          max_error_rate=max_error_rate, error_window=error_window)
     if judge_scores is not None and not Path(judge_scores).is_file():
         raise ValueError(f"--judge-scores file not found: {judge_scores}")
     settings = dict(model=model, base_url=base_url, text_only=bool(text_only), known_norm=bool(known_norm),
-                    temperature=temperature, max_tokens=max_tokens)
+                    temperature=temperature if send_temperature else None, max_tokens=max_tokens,
+                    token_param=token_param, send_temperature=bool(send_temperature), extra_body=extra_body)
+    started, t0 = time.strftime("%Y-%m-%dT%H:%M:%S%z"), time.perf_counter()
+    client_settings = dict(concurrency=concurrency, timeout=timeout, max_retries=max_retries)
+    stats: dict = {}
 
     async def main():
         async with ChatClient(config) as client:
-            agent = LLMAgent(client, text_only=text_only, known_norm=known_norm)
-            result = await run_protocol_async(
-                agent, norms, seed=seed, capacity=capacity, interaction_steps=interaction_steps, out=out,
-                settings=settings, progress=_progress if progress else None, distractor=distractor,
-                distractor_share=distractor_share)
-            result["meta"]["client"] = dict(client.stats, concurrency=concurrency, timeout=timeout,
-                                            max_retries=max_retries)
-            return result
+            stats.update(client.stats)
+            bar = Progress(client.stats) if progress else None
+            try:
+                agent = LLMAgent(client, text_only=text_only, known_norm=known_norm)
+                return await run_protocol_async(
+                    agent, norms, seed=seed, capacity=capacity, interaction_steps=interaction_steps, out=out,
+                    settings=settings, progress=bar, distractor=distractor, distractor_share=distractor_share,
+                    allow_mixed_endpoint=allow_mixed_endpoint)
+            finally:
+                stats.update(client.stats)
+                if bar is not None:
+                    bar.close()
 
-    result = asyncio.run(main())
+    def invocation(outcome: str) -> list[dict]:
+        entry = dict(started=started, wall_s=round(time.perf_counter() - t0, 3), base_url=base_url, model=model,
+                     outcome=outcome, client=dict(stats, **client_settings))
+        return _record_invocation(out, entry)
+
+    try:
+        result = asyncio.run(main())
+    except Exception as e:
+        invocation(f"{type(e).__name__}: {e}"[:500])
+        raise
+    if result["incomplete"]:
+        invocation("incomplete")
+        raise RunIncomplete(f"{len(result['incomplete'])} requested episode(s) are incomplete (most of their "
+                            f"decisions got no reply from {base_url}): {', '.join(result['incomplete'][:10])}; "
+                            "no results table was written. Fix the endpoint and run the same command again: "
+                            "incomplete episodes are rerun, complete ones are kept")
+    runs = invocation("complete")
+    totals = {k: sum(r["client"].get(k, 0) for r in runs) for k in stats}
+    result["meta"].update(client=dict(totals, **client_settings), invocations=runs,
+                          wall_s_total=round(sum(r["wall_s"] for r in runs), 3))
     result["meta"]["judge_prompts"] = str(export_judge_prompts(out))
     if judge_scores is not None:
-        result["belief_accuracy"] = import_judge_scores(out, judge_scores)
+        result["belief_accuracy"] = import_judge_scores(out, judge_scores, norms=result["meta"]["norms"])
     Path(out, "results.json").write_text(json.dumps(result, indent=1))
     return result
 
 
-__all__ = ["llm_eval"]
+__all__ = ["INVOCATIONS", "Progress", "RunIncomplete", "llm_eval"]

@@ -4,7 +4,9 @@ The paper's prompt asks the model to take "other agents' arrows" into account
 (appendix, ReAct procedure): the frame shows each agent's intended next move.
 `normjax.interop.render.render_frame` already draws the public sanctions of
 the last step (a red cross on the agent), the newcomer's gold star and the
-status badges; this module adds, on the host (numpy / PIL):
+status badges (`normjax.llm.batch.render` leaves out the distractor-habit
+badges: hidden state that the community cannot see); this module adds, on
+the host (numpy / PIL):
 
 * an arrow from every other agent toward the cell it intends to enter, for
   intended moves (intents 0-3; a WAIT, or a move blocked by a wall, draws

@@ -11,24 +11,31 @@ from 1 to 7 (`RUBRIC`).  This module does not call a judge itself:
   held it, and ready-to-send chat ``messages`` (the judge answers with
   ``{"score": <1-7>, "rationale": "..."}``).  Identical beliefs of one norm are
   judged once; their score applies to every step that held them.
-* `import_judge_scores(out, scores)` reads a JSONL file of ``{"id": ...,
-  "score": 1-7}`` lines (or ``{"id": ..., "reply": "<the judge's raw text>"}``,
-  parsed for a JSON ``score`` or the first integer 1-7), and returns the
-  per-step curve that `normjax.llm.runner` stores under ``belief_accuracy``
-  in ``results.json``.
+* `import_judge_scores(out, scores, norms)` reads a JSONL file of ``{"id":
+  ..., "score": 1-7}`` lines (or ``{"id": ..., "reply": "<the judge's raw
+  text>"}``), and returns the per-step curve over the requested `norms` that
+  `normjax.llm.evaluate` stores under ``belief_accuracy`` in
+  ``results.json``.  The import is strict: a score is the rubric's integer
+  1-7, given as ``score`` or as the ``score`` of a JSON object in the reply
+  (the documented reply format, outside any ``<think>`` block); a reply
+  without one ("this belief deserves a 5"), a score off the rubric, a line
+  that is not a JSON object, an unknown id, or a second, different score for
+  an id is an error, listed with its line number under ``errors``, never a
+  guess.
 
 The curve, per interaction step t (0 .. steps-1): ``mean_score`` is the mean
 over the run's norms of the score of the belief held after step t, and
 ``correct_share`` the share of norms whose score is 6 or 7 (the same rule,
 or the correct rule with a minor error).  A norm before its first belief, or
 whose belief has no imported score, counts as score 1 (no knowledge of the
-norm); ``missing`` lists the ids without a usable score.
+norm); ``missing`` lists the requested norms' ids without a usable score,
+and ``missing_norms`` the requested norms without a complete interaction
+episode (not in the curve).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from normjax.llm.parse import find_objects
@@ -84,7 +91,7 @@ def export_judge_prompts(out_dir) -> Path:
     lines = []
     for name in store.episodes():
         norm, episode = name.split("/")
-        if episode != "interaction":
+        if episode != "interaction" or store.load(name) is None:  # incomplete episodes are no beliefs
             continue
         nid = get_norm(norm).id
         by_belief: dict[str, list[int]] = {}
@@ -101,67 +108,82 @@ def export_judge_prompts(out_dir) -> Path:
     return path
 
 
-def _score(rec: dict) -> int | None:
-    """The integer score 1..7 of one imported line, or None."""
-    value = rec.get("score")
+def _score(rec: dict) -> tuple[int | None, str | None]:
+    """(score 1..7, None) of one imported line, or (None, why not)."""
+    def check(value, where):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 7:
+            return None, f"{where} {value!r} is not an integer from 1 to 7"
+        return value, None
+
+    if rec.get("score") is not None:
+        return check(rec["score"], "score")
     reply = rec.get("reply")
-    if value is None and isinstance(reply, str):
-        for obj in reversed(find_objects(reply)):
-            value = next((v for k, v in obj.items() if str(k).lower() == "score"), None)
-            if value is not None:
-                break
-        if value is None:
-            m = re.search(r"(?<![\d.])([1-7])(?![\d.])", reply)
-            value = m.group(1) if m else None
-    if isinstance(value, bool):
-        return None
-    try:
-        score = float(value)
-    except (TypeError, ValueError):
-        return None
-    return int(score) if score.is_integer() and 1 <= score <= 7 else None
+    if not isinstance(reply, str):
+        return None, "the line has neither a score nor a reply text"
+    for obj in reversed(find_objects(reply)):
+        for k, v in obj.items():
+            if str(k).strip().lower() == "score":
+                return check(v, "the reply's score")
+    return None, 'the reply has no JSON object with a score (the judge must answer {"score": <1-7>, ...})'
 
 
-def import_judge_scores(out_dir, scores_path) -> dict:
-    """The belief-accuracy curve of a run from judge scores (see the module docstring)."""
-    prompts = [json.loads(x) for x in (Path(out_dir) / JUDGE_FILE).read_text().splitlines() if x.strip()]
-    scores, invalid = {}, 0
-    for line in Path(scores_path).read_text().splitlines():
+def read_scores(scores_path, known_ids) -> tuple[dict[str, int], list[dict]]:
+    """({id: score}, errors) of a judge-score file; every unusable line is an error with its line number."""
+    scores, errors = {}, []
+    for n, line in enumerate(Path(scores_path).read_text().splitlines(), start=1):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
         except ValueError:
-            invalid += 1
+            rec = None
+        if not isinstance(rec, dict):
+            errors.append(dict(line=n, id=None, error="not a JSON object"))
             continue
-        s = _score(rec) if isinstance(rec, dict) else None
-        if s is None:
-            invalid += 1
-        else:
-            scores[str(rec.get("id"))] = s
+        key = rec.get("id")
+        if key not in known_ids:
+            errors.append(dict(line=n, id=key, error=f"unknown id {key!r}: not in {JUDGE_FILE}"))
+            continue
+        score, why = _score(rec)
+        if why is not None:
+            errors.append(dict(line=n, id=key, error=why))
+        elif scores.setdefault(key, score) != score:
+            errors.append(dict(line=n, id=key, error=f"a second score {score} for this id (first: {scores[key]})"))
+    return scores, errors
+
+
+def import_judge_scores(out_dir, scores_path, norms=None) -> dict:
+    """The belief-accuracy curve over `norms` (names; None = every norm in the run directory)."""
+    prompts = [json.loads(x) for x in (Path(out_dir) / JUDGE_FILE).read_text().splitlines() if x.strip()]
+    scores, errors = read_scores(scores_path, {p["id"] for p in prompts})
     store = TranscriptStore(out_dir)
+    complete = sorted({n.split("/")[0] for n in store.episodes()
+                       if n.endswith("/interaction") and store.load(n) is not None})
+    requested = complete if norms is None else [get_norm(n).name for n in norms]
     by_norm: dict[str, dict[str, int]] = {}
     for p in prompts:
         if p["id"] in scores:
             by_norm.setdefault(p["norm"], {})[p["belief"]] = scores[p["id"]]
-    norms = sorted({n.split("/")[0] for n in store.episodes() if n.endswith("/interaction")})
     per_norm = {}
-    for norm in norms:
-        known = by_norm.get(norm, {})
-        per_norm[norm] = [known.get(b, 1) if b else 1 for _, b in belief_steps(store, norm)]
+    for norm in requested:
+        if norm in complete:
+            known = by_norm.get(norm, {})
+            per_norm[norm] = [known.get(b, 1) if b else 1 for _, b in belief_steps(store, norm)]
     steps = max((len(v) for v in per_norm.values()), default=0)
     curve_mean, curve_correct = [], []
     for t in range(steps):
         col = [v[t] for v in per_norm.values() if t < len(v)]
         curve_mean.append(round(sum(col) / len(col), 4))
         curve_correct.append(round(sum(s >= CORRECT_SCORE for s in col) / len(col), 4))
+    mine = [p for p in prompts if p["norm"] in per_norm]
     return dict(
-        judged=sum(p["id"] in scores for p in prompts), prompts=len(prompts), invalid_lines=invalid,
-        missing=[p["id"] for p in prompts if p["id"] not in scores],
+        norms=list(per_norm), judged=sum(p["id"] in scores for p in mine), prompts=len(mine),
+        invalid_lines=len(errors), errors=errors, missing=[p["id"] for p in mine if p["id"] not in scores],
+        missing_norms=[n for n in requested if n not in per_norm],
         curve=dict(t=list(range(steps)), mean_score=curve_mean, correct_share=curve_correct),
         final_score={n: v[-1] for n, v in per_norm.items() if v},
     )
 
 
 __all__ = ["CORRECT_SCORE", "RUBRIC", "belief_steps", "export_judge_prompts", "import_judge_scores",
-           "judge_messages"]
+           "judge_messages", "read_scores"]

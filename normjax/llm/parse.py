@@ -8,12 +8,18 @@ The prompts ask for exactly one JSON object: ``{"reasoning", "action",
 ``<think>`` block around it, change the key case, or write the action in many
 spellings; the parser accepts all of that and never raises:
 
-* the object: ``<think>...</think>`` blocks are dropped, then every ``{...}``
-  that decodes as JSON (or, failing that, after removing trailing commas and
-  typographic quotes, or as a Python literal with single quotes) is a
-  candidate; the **last** candidate with an ``action`` key wins (a model that
-  drafts a JSON example in its reasoning usually ends with its answer), else
-  the reply has no usable object;
+* reasoning blocks: ``<think>...</think>`` (also ``<thinking>``,
+  ``<reasoning>``) are dropped; text before a lone closing tag is reasoning
+  too (servers that put the opening tag in the prompt); a reply that ends
+  inside an unclosed block has no answer (an error, never an action taken
+  from the reasoning);
+* the object: every ``{...}`` with balanced braces that decodes as JSON (or,
+  failing that, after removing trailing commas and typographic quotes, or as
+  a Python literal with single quotes) is a candidate, searched outermost
+  first, and inside a span that does not decode (so a stray ``{`` before the
+  object does not hide it); the **last** candidate with an ``action`` key
+  wins (a model that drafts a JSON example in its reasoning usually ends
+  with its answer), else the reply has no usable object;
 * keys are case-insensitive, ``-`` and spaces count as ``_``; aliases:
   ``reason`` / ``thought`` / ``thoughts`` for reasoning, ``hypothesis`` /
   ``norm`` / ``norm_belief`` for belief, ``conf`` for confidence;
@@ -22,14 +28,16 @@ spellings; the parser accepts all of that and never raises:
   0-4 (``0`` UP, ``1`` DOWN, ``2`` LEFT, ``3`` RIGHT, ``4`` WAIT, as ints or
   digit strings); anything else (``north``, ``move up then left``, 7) is
   invalid;
-* confidence: a number or numeric string in [0, 1]; a value in (1, 100] or a
-  string ending in ``%`` is read as a percentage; anything else is dropped
-  with a warning (the previous confidence stays).
+* confidence: a number or numeric string on the prompt's scale, [0, 1];
+  anything else (``7``, ``1.5``, ``"80%"``, ``"high"``) is an error, never
+  rescaled: a guess at the model's scale would put made-up numbers in the
+  results.
 
-An unusable reply (no object, or no valid action) gives ``error`` set and
-``action`` None: the runner records the error and the newcomer WAITs.  A
-valid action with a missing belief or confidence is not an error; the
-problem is listed in ``warnings`` and the previous belief is kept.
+An unusable reply (no object, no valid action, or a confidence off the
+scale) gives ``error`` set and ``action`` None: the runner records the error
+and the newcomer WAITs.  A valid action with a missing belief or confidence
+is not an error; the problem is listed in ``warnings`` and the previous
+belief is kept.
 """
 
 from __future__ import annotations
@@ -50,7 +58,11 @@ _ALIASES = {
     "norm_hypothesis": "belief",
     "confidence": "confidence", "conf": "confidence",
 }
-_THINK = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.S | re.I)
+_TAG = r"(?:think|thinking|reasoning)"
+_THINK = re.compile(rf"<{_TAG}>.*?</{_TAG}>", re.S | re.I)
+_OPEN = re.compile(rf"<{_TAG}>", re.I)
+_CLOSE = re.compile(rf"</{_TAG}>", re.I)
+MAX_DECODES = 200  # candidate spans decoded per reply at most (pathological nesting stays cheap)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
 
@@ -86,23 +98,16 @@ def parse_action(value) -> int | None:
 
 
 def parse_confidence(value) -> float | None:
-    """Confidence in [0, 1]; percentages (in (1, 100] or with '%') are scaled."""
-    percent = False
+    """Confidence as a number (or numeric string) in [0, 1], else None; never rescaled."""
     if isinstance(value, str):
-        s = value.strip()
-        percent = s.endswith("%")
         try:
-            value = float(s.rstrip("%").strip())
+            value = float(value.strip())
         except ValueError:
             return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     v = float(value)
-    if v != v:  # NaN
-        return None
-    if percent or 1.0 < v <= 100.0:
-        v /= 100.0
-    return v if 0.0 <= v <= 1.0 else None
+    return v if 0.0 <= v <= 1.0 else None  # NaN fails both comparisons
 
 
 def _decode(text: str):
@@ -121,29 +126,60 @@ def _decode(text: str):
     return obj if isinstance(obj, dict) else None
 
 
-def _balanced_objects(text: str):
-    """Substrings '{...}' with balanced braces (strings respected), outermost first."""
-    out, depth, start, quote, escape = [], 0, -1, None, False
+def _brace_pairs(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every matched '{' ... '}' (strings inside braces respected), by start.
+
+    A '{' that is never closed does not hide the pairs after it."""
+    pairs, stack, quote, escape = [], [], False, False
     for i, ch in enumerate(text):
         if quote:
             if escape:
                 escape = False
             elif ch == "\\":
                 escape = True
-            elif ch == quote:
-                quote = None
+            elif ch == '"':
+                quote = False
             continue
-        if ch == '"' and depth > 0:
-            quote = ch
+        if ch == '"' and stack:
+            quote = True
         elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth > 0:
-            depth -= 1
-            if depth == 0:
-                out.append(text[start: i + 1])
+            stack.append(i)
+        elif ch == "}" and stack:
+            pairs.append((stack.pop(), i))
+    return sorted(pairs)
+
+
+def _objects(text: str) -> list[dict]:
+    """Decoded objects, outermost first; a span that does not decode is searched inside."""
+    pairs = _brace_pairs(text)
+    out, budget = [], [MAX_DECODES]
+
+    def visit(lo: int, hi: int) -> None:  # the pairs strictly inside (lo, hi), top level first
+        k = next((n for n, (a, _) in enumerate(pairs) if a > lo), len(pairs))
+        while k < len(pairs) and pairs[k][0] < hi:
+            a, b = pairs[k]
+            obj = _decode(text[a: b + 1]) if budget[0] > 0 else None
+            budget[0] -= 1
+            if obj is not None:
+                out.append(obj)
+            elif budget[0] > 0:
+                visit(a, b)
+            k = next((n for n in range(k + 1, len(pairs)) if pairs[n][0] > b), len(pairs))
+
+    visit(-1, len(text))
     return out
+
+
+def strip_reasoning(text: str) -> tuple[str, bool]:
+    """(the text outside reasoning blocks, whether it ends inside an unclosed block)."""
+    text = _THINK.sub(" ", text)
+    close = list(_CLOSE.finditer(text))
+    if close:  # a lone closing tag: everything before it was reasoning
+        text = text[close[-1].end():]
+    m = _OPEN.search(text)
+    if m:
+        return text[: m.start()], True
+    return text, False
 
 
 def _normalise_keys(obj: dict) -> dict:
@@ -156,12 +192,11 @@ def _normalise_keys(obj: dict) -> dict:
 
 
 def find_objects(text) -> list[dict]:
-    """Every JSON (or Python-literal) object in `text`, in order, ``<think>`` blocks skipped."""
+    """Every JSON (or Python-literal) object in `text` outside reasoning blocks, in order."""
     if not isinstance(text, str) or not text.strip():
         return []
-    text = _THINK.sub(" ", text)
     # code fences are just text around the object
-    return [obj for obj in map(_decode, _balanced_objects(text)) if obj is not None]
+    return _objects(strip_reasoning(text)[0])
 
 
 def extract_object(text) -> dict | None:
@@ -184,6 +219,8 @@ def parse_reply(text, stage: str = "test") -> ParsedReply:
 def _parse(text, stage: str) -> ParsedReply:
     if not isinstance(text, str) or not text.strip():
         return ParsedReply(error="empty reply")
+    if strip_reasoning(text)[1]:
+        return ParsedReply(error="the reply ends inside an unclosed <think> block: no answer after the reasoning")
     obj = extract_object(text)
     if obj is None:
         return ParsedReply(error="no JSON object in the reply")
@@ -205,14 +242,15 @@ def _parse(text, stage: str) -> ParsedReply:
             out.belief = json.dumps(belief)
         else:
             out.warnings.append("missing belief")
-        if "confidence" not in obj:
+        if obj.get("confidence") is None:
             out.warnings.append("missing confidence")
         else:
             out.confidence = parse_confidence(obj["confidence"])
-            if out.confidence is None:
-                out.warnings.append(f"invalid confidence {str(obj['confidence'])[:40]!r}")
+            if out.confidence is None and out.error is None:
+                out.action = None
+                out.error = f"confidence {str(obj['confidence'])[:40]!r} is not a number in [0, 1]"
     return out
 
 
 __all__ = ["ACTION_WORDS", "PROMPT_ACTIONS", "ParsedReply", "extract_object", "find_objects", "parse_action",
-           "parse_confidence", "parse_reply"]
+           "parse_confidence", "parse_reply", "strip_reasoning"]

@@ -21,6 +21,17 @@ its placeholders filled from the `Turn`:
 
 Decisions where the paper leaves room:
 
+* Every prompt states the newcomer's own social group (ROLE, and the user
+  prompt's head): group-conditioned norms (group doors, group seating, a
+  single-group zone R) cannot be followed without it.
+* The words describe the frame as drawn (`normjax.interop.render`): agents
+  are discs in their group's colour, the newcomer's disc has a gold star,
+  badges sit on the disc's corners (a green check mark top left: goal 1 done;
+  a black "!" on yellow top right: a collision in the last step; the service
+  timer's digit bottom right), a sanction is a red cross over the agent, and
+  an arrow points to the cell an agent intends to enter.  Text-only prompts
+  name none of that: they speak of the description, intended next moves and
+  the red-cross note of the agent list.
 * Known-norm mode replaces the SOCIAL NORMS line "A social norm may apply,
   but its description is not provided." with the true norm's one-line
   description (the registry's, paper Table A2); nothing else changes.
@@ -137,6 +148,31 @@ def target_text(turn: Turn) -> str:
     return f"{cell(lay.doors[turn.exit_door])} (door {C.DOOR_NAMES[turn.exit_door]})"
 
 
+def _role_and_environment(text_only: bool, group: str, goal_lines: str) -> str:
+    """ROLE and ENVIRONMENT & DYNAMICS: who the newcomer is, and how agents appear (the frame as drawn, or the text)."""
+    if text_only:
+        return f"""ROLE
+- You are the newcomer agent; the description gives your position each step.
+- You belong to the {group} social group.
+- If you are not on the grid yet, you just entered through your door.
+{goal_lines}
+ENVIRONMENT & DYNAMICS
+- Every agent belongs to one of 3 social groups: orange, green and blue; the description gives each agent's group.
+- If a collision occurs: if one agent is waiting, the moving agent stays and pushes the waiting agent to another position; if both are moving to the same spot, one is randomly chosen to stay and the other is pushed.
+- The description gives each other agent's intended next move, and marks with a red cross the agents penalised for violating the social norm in the last step."""
+    return f"""ROLE
+- You are the agent with a gold star.
+- Your disc is {group}: you belong to the {group} social group.
+- If you do not see yourself on the grid, then that means you just entered through your door.
+{goal_lines}
+ENVIRONMENT & DYNAMICS
+- Agents are drawn as discs in their group's colour (orange, green, or blue).
+- An agent's color is its social group and in this world we have 3 groups: orange, green and blue.
+- If a collision occurs: if one agent is waiting, the moving agent stays and pushes the waiting agent to another position; if both are moving to the same spot, one is randomly chosen to stay and the other is pushed.
+- An agent can carry small badges on the corners of its disc: a green check mark (top left) indicates the first target is finished, a black exclamation mark on yellow (top right) indicates the agent was in a push/collision in the last step, and a timer digit (bottom right) indicates the agent is being served at its first target goal.
+- A red cross over an agent marks a penalty for violating the social norm in the last step, and an arrow from an agent points to the cell it intends to enter this step."""
+
+
 def system_prompt(turn: Turn, text_only: bool = False, known_norm: bool = False) -> str:
     goals = goal_texts(turn)
     target = target_text(turn)
@@ -147,24 +183,16 @@ def system_prompt(turn: Turn, text_only: bool = False, known_norm: bool = False)
     opening = ("You are given a text description of a grid-world simulation (there is no image)." if text_only
                else "You are shown an image from a grid-world simulation.")
     shown = "description" if text_only else "image"
+    moves = "other agents' intended next moves" if text_only else "other agents' arrows"
+    goal_lines = (f"- Your task has the following goals, in order:\n  1. {goals[0]}\n  2. {goals[1]}\n"
+                  f"- You are currently working on the goal whose target is {target}.")
+    appearance = _role_and_environment(text_only, C.GROUP_NAMES[turn.group], goal_lines)
     return f"""{opening}
 
 SETTING
 {world_description(turn.layout)}
 
-ROLE
-- You are the agent with a gold star.
-- If you do not see yourself on the grid, then that means you just entered through your door.
-- Your task has the following goals, in order:
-  1. {goals[0]}
-  2. {goals[1]}
-- You are currently working on the goal whose target is {target}.
-
-ENVIRONMENT & DYNAMICS
-- Agents are represented as figures with different clothing colors (orange, green, and blue).
-- An agent's color is its social group and in this world we have 3 groups: orange, green and blue.
-- If a collision occurs: if one agent is waiting, the moving agent stays and pushes the waiting agent to another position; if both are moving to the same spot, one is randomly chosen to stay and the other is pushed.
-- An agent can display states on their upper right: a timer indicates the agent is completing its first target goal, a red exclamation mark indicates the agent is in a push/collision state, and a green checkmark indicates the first target is finished.
+{appearance}
 
 OBJECT POSITIONS
 {object_positions(turn.layout)}
@@ -188,11 +216,11 @@ ReAct PROCEDURE (output your reasoning step by step)
 1) Observe:
    - Identify your current grid position.
    - Identify your current target cell {target} and any blocked cells/obstacles.
-   - Identify nearby agents, their intended next moves, and their class.
+   - Identify nearby agents, their intended next moves, and their social group.
 2) Reason:
    - Propose some candidate actions that move you toward {target} efficiently.
    - For each candidate, assess:
-      - Collision risk next step (including push outcomes based on class), taking into account other agents' arrows.
+      - Collision risk next step (including push outcomes), taking into account {moves}.
       - Whether it violates any social norms.
 3) Act:
    - State your chosen action."""
@@ -250,7 +278,7 @@ def _head(turn: Turn, text_only: bool) -> list[str]:
     lines = [f"Current step: {turn.t}."]
     if not text_only:
         lines.append("The given image shows the environment and all agents' positions at the current step.")
-    lines.append(f"Your current position is {cell(turn.pos)}.")
+    lines.append(f"Your current position is {cell(turn.pos)}. You belong to the {C.GROUP_NAMES[turn.group]} group.")
     lines.append(f"Other agents' current positions are {_others(turn, text_only)}. Positions are (row, column). "
                  "Row 0 is the top, column 0 is the left.")
     if turn.sanctioned:

@@ -35,6 +35,15 @@ percent), and the settings (``run.json``, ``meta``) name the distractor, so a
 run is resumed only with the same one.  Off by default; with it off the
 programs, transcripts and results are as before.
 
+Failing loudly: before the first episode that needs the agent, an agent's
+optional ``async preflight()`` is awaited (an LLM agent checks its endpoint
+and raises if it is unusable), and only then is ``run.json`` written, so a
+run that never started leaves no identity behind.  ``results.json`` is
+removed at the start and written only when every requested episode is
+complete; otherwise the result has ``incomplete`` (the names of the
+episodes whose decisions mostly got no reply, `normjax.llm.stage`) and no
+``results.json`` is written.
+
 Transcripts, resume and the judge export: `normjax.llm.transcripts`,
 `normjax.llm.judge`.
 """
@@ -50,7 +59,7 @@ from typing import Callable
 import numpy as np
 
 from normjax.llm.stage import COUNTERS, Episode, Stage
-from normjax.llm.transcripts import TranscriptStore, check_run
+from normjax.llm.transcripts import TranscriptStore, check_run, write_run
 from normjax.norms import NORMS
 from normjax.protocol.runner import resolve_norms, summarize
 from normjax.protocol.seeds import TEST_STEPS, base_seed, test_episodes
@@ -79,15 +88,16 @@ async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int 
                              interaction_steps: int = INTERACTION_STEPS, out=None, resume: bool = True,
                              settings: dict | None = None, cell_px: int = 32,
                              progress: Callable | None = None, distractor: str | None = None,
-                             distractor_share: float = 0.0) -> dict:
+                             distractor_share: float = 0.0, allow_mixed_endpoint: bool = False) -> dict:
     """Run the protocol for `agent` (see the module docstring); returns the results dict.
 
     `norms`: names or ids (None = all 50).  `interaction_steps` (0..200) shortens
     or skips (0) the interaction phase, for quick checks; the protocol is 200.
     `out`: a run directory for transcripts, frames, ``run.json`` and
     ``results.json``; None keeps everything in memory.  `settings` (model, prompt
-    mode, ...) are stored in ``run.json`` and checked on resume.  `distractor` /
-    `distractor_share`: see the module docstring (default off).
+    mode, ...) are stored in ``run.json`` and checked on resume (`allow_mixed_endpoint`:
+    `normjax.llm.transcripts.check_run`).  `distractor` / `distractor_share`: see the
+    module docstring (default off).
     """
     ids = resolve_norms(norms)
     if not ids:
@@ -100,15 +110,21 @@ async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int 
     if habit != 0 and share > 0.0:
         on = (distractor, habit, share)
         settings.update(distractor=distractor, distractor_share=share)
-    store = None
+    store, run_json = None, None
     if out is not None:
-        check_run(out, settings, resume=resume)
+        run_json = check_run(out, settings, resume=resume, allow_mixed=allow_mixed_endpoint)
         store = TranscriptStore(out)
+        Path(out, "results.json").unlink(missing_ok=True)  # never a stale table beside a failed run
     load = (lambda name: store.load(name)) if store is not None else (lambda name: None)  # noqa: E731
     t0 = time.perf_counter()
 
     inter = [Episode(s) for s in interaction_episodes(ids, seed)]
     tests = [Episode(s) for s in protocol_test_episodes(ids, seed)]
+    pending = any(load(e.name) is None for e in (inter if interaction_steps > 0 else []) + tests)
+    if pending and hasattr(agent, "preflight"):
+        await agent.preflight()
+    if out is not None:
+        write_run(out, run_json)
     todo = []
     for e in inter if interaction_steps > 0 else []:
         header = load(e.name)
@@ -142,6 +158,10 @@ async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int 
     result["meta"] = dict(settings, norms=[NORMS[n].name for n in ids], wall_s=round(time.perf_counter() - t0, 3),
                           timing=timing)
     if out is not None:
+        result["meta"]["endpoints"] = json.loads(Path(out, "run.json").read_text()).get("endpoints")
+    if result["incomplete"]:
+        return result
+    if out is not None:
         Path(out, "results.json").write_text(json.dumps(result, indent=1))
     return result
 
@@ -164,7 +184,8 @@ def assemble(tests: list[Episode], inter: list[Episode]) -> dict:
                                                            "background_sanctions")},
                                   **e.result["llm"]) for e in inter]
     every = [e.result["llm"] for e in tests + inter]
-    result["llm"] = {k: int(sum(x[k] for x in every)) for k in COUNTERS}
+    result["llm"] = {k: int(sum(x.get(k, 0) for x in every)) for k in COUNTERS}
+    result["incomplete"] = [e.name for e in inter + tests if e.result["llm"].get("incomplete")]
     return result
 
 

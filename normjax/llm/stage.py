@@ -14,6 +14,10 @@ share)) both stages' episodes have the habit, the device step also counts
 the newcomer's over-imitation (`batch.advance` with an `Imitation` carry),
 and each test episode's raw result gets ``habit_steps``; transcript headers
 then name the distractor and every agent's habit, as ``normjax export`` does.
+
+An episode in which more than `INCOMPLETE_SHARE` of the decisions got no
+reply from the endpoint (``request_errors``) is marked ``incomplete`` in its
+result: the runner neither reuses nor tabulates it.
 """
 
 from __future__ import annotations
@@ -36,7 +40,10 @@ from normjax.llm.parse import PROMPT_ACTIONS
 from normjax.llm.transcripts import TranscriptStore, transcript_records
 from normjax.llm.turns import Decision, Turn
 
-COUNTERS = ("decisions", "errors", "requests", "retries", "tokens_in", "tokens_out", "warnings")
+COUNTERS = ("decisions", "errors", "request_errors", "requests", "retries", "tokens_in", "tokens_out", "warnings")
+# An episode in which more than this share of the decisions got no reply from the endpoint is
+# incomplete: it is not a measurement of the model, so it is never reused or tabulated.
+INCOMPLETE_SHARE = 0.5
 FORCED = "(serving at the goal: the action was forced to wait)"
 BLOCKED = "blocked: I did not move"
 
@@ -127,6 +134,7 @@ class Stage:
                 n = e.counts
                 n["decisions"] += 1
                 n["errors"] += d.error is not None
+                n["request_errors"] += d.failed_request
                 n["requests"] += d.messages is not None
                 n["warnings"] += len(d.warnings)
                 n["retries"] += d.retries
@@ -139,7 +147,7 @@ class Stage:
             if d is not None:
                 rec.update(error=d.error, warnings=d.warnings, reasoning=d.reasoning, reply=d.reply,
                            messages=d.messages, tokens_in=d.tokens_in, tokens_out=d.tokens_out,
-                           retries=d.retries, latency_s=round(d.latency_s, 4))
+                           retries=d.retries, attempt_errors=d.attempt_errors, latency_s=round(d.latency_s, 4))
             if interaction:
                 rec.update(belief=e.belief, confidence=e.confidence)
             e.llm[t_prev] = rec
@@ -159,7 +167,8 @@ class Stage:
                        background_sanctions=e.sanctions[1])
         elif self.distractor is not None:  # over-imitation (normjax.protocol.imitation)
             raw.update(habit_steps=row[c.habit_steps])
-        e.result = dict(raw=raw, llm=dict(e.counts, belief=e.belief, confidence=e.confidence))
+        incomplete = e.counts["request_errors"] > INCOMPLETE_SHARE * e.counts["decisions"]
+        e.result = dict(raw=raw, llm=dict(e.counts, belief=e.belief, confidence=e.confidence, incomplete=incomplete))
         e.done = True
         if self.store is None:
             return
@@ -269,11 +278,11 @@ class Stage:
                 self._finish(self.episodes[r], t + 1, row)
             if self.store is not None:
                 self.store.flush()
-            n_live = int(live.sum())
             live &= ~ending
             self.timing["steps"] += 1
             if self.progress is not None:
-                self.progress(self.phase, t + 1, self.steps, n_live, len(turns))
+                self.progress(self.phase, t + 1, self.steps, len(self.episodes),
+                              len(self.episodes) - int(live.sum()), len(turns))
         self.timing["wall_s"] = time.perf_counter() - t0
         self.timing["cpu_s"] = time.process_time() - cpu0
 

@@ -30,16 +30,27 @@ written at once, through a temporary file and an atomic rename, so a file
 named ``<episode>.jsonl`` is always complete.
 
 **Resume.**  Running again into the same ``OUT`` with the same settings
-(`check_run`: model, prompt mode, temperature, max tokens, protocol seed,
-capacity and interaction length must match; endpoint, concurrency, timeout
-and retries may change) skips every episode whose ``.jsonl`` exists and
-reads its result from the header.  Episodes in progress when the run was
-killed (``.part`` files, frames) are discarded and rerun from their first
-step: the environment is deterministic per episode, so the rerun sees the
-same world as long as the model acts the same.  If a norm's interaction
-episode is rerun, that norm's finished test episodes are discarded too
-(their frozen belief came from the old interaction).  Norms may be added to
-an existing run directory; results always cover the norms requested.
+(`check_run`) skips every episode whose ``.jsonl`` exists and is complete,
+and reads its result from the header.  An episode in which most decisions
+got no reply from the endpoint is written with ``incomplete: true`` in its
+result and is rerun like a missing one (`load` does not return it).
+Episodes in progress when the run was killed (``.part`` files, frames) are
+discarded and rerun from their first step: the environment is deterministic
+per episode, so the rerun sees the same world as long as the model acts the
+same.  If a norm's interaction episode is rerun, that norm's finished test
+episodes are discarded too (their frozen belief came from the old
+interaction).  Norms may be added to an existing run directory; results
+always cover the norms requested.
+
+The run's identity (``run.json``) is what it measures, `RUN_KEYS` (prompt
+mode, protocol seed, capacity, interaction length, distractor), which must
+always match, and the endpoint and sampling, `ENDPOINT_KEYS` (base URL,
+model, temperature, token limit and its field, extra request fields), which
+must match too unless ``allow_mixed`` is set (``--allow-mixed-endpoint``):
+then ``run.json`` lists every endpoint used under ``endpoints``, and each
+transcript header names its own.  A directory without a complete episode
+takes the new endpoint without the flag (nothing would be mixed).
+Concurrency, timeout and retries may always change.
 """
 
 from __future__ import annotations
@@ -52,8 +63,9 @@ from pathlib import Path
 TRANSCRIPT_FORMAT = "normjax.llm_transcript/1"
 RUN_FORMAT = "normjax.llm_run/1"
 # Settings that change what an episode is or how the model is prompted.
-RUN_KEYS = ("model", "text_only", "known_norm", "temperature", "max_tokens", "seed", "capacity",
-            "interaction_steps", "distractor", "distractor_share")
+RUN_KEYS = ("text_only", "known_norm", "seed", "capacity", "interaction_steps", "distractor", "distractor_share")
+# The model behind the run and how it samples: mixed only on request.
+ENDPOINT_KEYS = ("base_url", "model", "temperature", "max_tokens", "token_param", "send_temperature", "extra_body")
 
 
 def _dumps(obj) -> str:
@@ -94,13 +106,15 @@ class TranscriptStore:
         return self.path(name).parent / rel, rel
 
     def load(self, name: str) -> dict | None:
-        """The header of a finished episode, or None."""
+        """The header of a finished, complete episode, or None (incomplete episodes are rerun)."""
         p = self.path(name)
         if not p.exists():
             return None
         with p.open(encoding="utf-8") as f:
             header = json.loads(f.readline())
-        return header if header.get("transcript") == TRANSCRIPT_FORMAT and "result" in header else None
+        if header.get("transcript") != TRANSCRIPT_FORMAT or "result" not in header:
+            return None
+        return None if header["result"].get("llm", {}).get("incomplete") else header
 
     def read(self, name: str) -> list[dict]:
         """All records (header, then steps) of a finished episode."""
@@ -169,25 +183,55 @@ def transcript_records(trajectory: list[dict], llm_steps: dict[int, dict], extra
     return [header, *steps]
 
 
-def check_run(out_dir, settings: dict, resume: bool = True) -> None:
-    """Write ``OUT/run.json``, or check that an existing run used the same settings.
+def _endpoint(settings: dict) -> dict:
+    return {k: settings.get(k) for k in ENDPOINT_KEYS}
 
-    Raises ValueError naming the differing settings (use a new --out, or the
-    same settings).  With `resume` False an existing run directory is an error.
+
+def check_run(out_dir, settings: dict, resume: bool = True, allow_mixed: bool = False) -> dict | None:
+    """Check `settings` against an existing ``OUT/run.json`` (see the module docstring).
+
+    Returns the run.json content to write (`write_run`), or None when nothing
+    changes.  Raises ValueError naming the differing settings.  With `resume`
+    False an existing run directory is an error.
     """
     out = Path(out_dir)
     p = out / "run.json"
-    if p.exists():
-        if not resume:
-            raise ValueError(f"{out} already holds a run; resume it or choose a new output directory")
-        old = json.loads(p.read_text())
-        diff = [k for k in RUN_KEYS if old.get(k) != settings.get(k)]
-        if diff:
-            details = ", ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in diff)
-            raise ValueError(f"{out} holds a run with other settings ({details}); use a new output directory")
+    new = {"format": RUN_FORMAT, **settings, "endpoints": [_endpoint(settings)]}
+    if not p.exists():
+        return new
+    if not resume:
+        raise ValueError(f"{out} already holds a run; resume it or choose a new output directory")
+    old = json.loads(p.read_text())
+
+    def details(keys):
+        return ", ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in keys)
+
+    diff = [k for k in RUN_KEYS if old.get(k) != settings.get(k)]
+    if diff:
+        raise ValueError(f"{out} holds a run with other settings ({details(diff)}); use a new output directory")
+    diff = [k for k in ENDPOINT_KEYS if old.get(k) != settings.get(k)]
+    if not diff:
+        return None
+    store = TranscriptStore(out)
+    if not any(store.load(name) is not None for name in store.episodes()):
+        return new  # no complete episode yet: nothing to mix with
+    if not allow_mixed:
+        raise ValueError(f"{out} holds a run with another endpoint or sampling ({details(diff)}); its episodes "
+                         "would be mixed with this one's. Use a new output directory, or --allow-mixed-endpoint")
+    endpoints = old.get("endpoints") or [_endpoint(old)]
+    if _endpoint(settings) not in endpoints:
+        endpoints = endpoints + [_endpoint(settings)]
+    return {**old, "endpoints": endpoints}
+
+
+def write_run(out_dir, content: dict | None) -> None:
+    """Write ``OUT/run.json`` (`check_run`'s result; None writes nothing)."""
+    if content is None:
         return
+    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps({"format": RUN_FORMAT, **settings}, indent=1))
+    (out / "run.json").write_text(json.dumps(content, indent=1))
 
 
-__all__ = ["RUN_FORMAT", "RUN_KEYS", "TRANSCRIPT_FORMAT", "TranscriptStore", "check_run", "transcript_records"]
+__all__ = ["ENDPOINT_KEYS", "RUN_FORMAT", "RUN_KEYS", "TRANSCRIPT_FORMAT", "TranscriptStore", "check_run",
+           "transcript_records", "write_run"]

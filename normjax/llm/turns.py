@@ -102,6 +102,8 @@ class Decision:
     tokens_out: int = 0
     retries: int = 0
     latency_s: float = 0.0
+    failed_request: bool = False  # the error is the endpoint's (no reply), not the model's
+    attempt_errors: list = dataclasses.field(default_factory=list)  # why each failed attempt failed
 
 
 def select_memory(records: list[StepRecord], recent: int = RECENT_STEPS,
