@@ -1,10 +1,26 @@
-"""Test-session setup: a persistent JAX compilation cache shared across runs."""
+"""Test-session setup: the two tiers and a persistent JAX compilation cache.
+
+Tiers: `pytest -q` runs the default tier; `pytest -q -m slow` the slow tier.  A
+test marked with one of NEEDS_SLOW_TIER (what it needs: training, several
+processes, a notebook kernel, a benchmark script, the whole protocol) is put into
+the slow tier here, so a need marker alone is enough and cannot be forgotten.
+"""
 
 import os
 from pathlib import Path
 
 import jax
+import pytest
+
+NEEDS_SLOW_TIER = ("training", "distributed", "notebook", "benchmark", "full_protocol")
 
 _cache = Path(os.environ.get("NORMJAX_TEST_CACHE", Path(__file__).resolve().parents[1] / ".jax_cache"))
 jax.config.update("jax_compilation_cache_dir", str(_cache))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(item.get_closest_marker(m) for m in NEEDS_SLOW_TIER) and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)
