@@ -3,9 +3,12 @@
 import builtins
 import json
 
+import pytest
+
 from benchmarks import compare
 
 
+@pytest.mark.benchmark
 def test_compare_harness_normjax_only(tmp_path):
     # One normjax program keeps the test to one small compile; the structure is what is checked.
     payload = compare.main(["--only", "normjax", "--envs", "normjax-world", "--batches", "8", "--steps", "4",

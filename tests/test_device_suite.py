@@ -32,17 +32,3 @@ def test_throughput_row_picks_the_population(tmp_path):
 def test_no_checkpoints_flag():
     args = build_parser().parse_args(["train", "--config", "c", "--no-checkpoints"])
     assert args.no_checkpoints
-
-
-def test_train_population_without_checkpoints(tmp_path):
-    from train.config import load_config
-    from train.run import train_population
-
-    cfg = load_config(ROOT / "configs/test_tiny.json",
-                      ["total_steps=8", "buffer_size=8", "learning_starts=4", "batch_size=4", "target_update=4",
-                       "episode_steps=8", "validation_at=", "progress_every=4", "probe_states=0"])
-    out = tmp_path / "run"
-    result = train_population(cfg, out, progress=False, final_test=False, checkpoint_every=None, log=lambda *_: None)
-    assert int(result["carry"][0][0].step[0]) == 8
-    assert not (out / "checkpoints").exists()
-    assert (out / "metrics.jsonl").read_text().strip()

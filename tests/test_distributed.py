@@ -111,6 +111,7 @@ def test_distributed_flags(capsys):
     assert "--process-id=2 is invalid" in capsys.readouterr().err
 
 
+@pytest.mark.distributed
 def test_two_processes_equal_one_process(tmp_path):
     port = _port()
     two = _launch(lambda i: [sys.executable, "-c", WORKER, str(i), "2", str(port), str(tmp_path / "two"), *TINY],
@@ -127,7 +128,7 @@ def test_two_processes_equal_one_process(tmp_path):
     assert sorted(p.name for p in (tmp_path / "two" / "checkpoints").iterdir() if p.name.isdigit()) == ["8"]
 
 
-@pytest.mark.slow
+@pytest.mark.distributed
 def test_two_processes_resume_a_killed_run(tmp_path):
     """Stopped after the first block and started again, two processes end as one uninterrupted process."""
     tiny = [a for a in TINY if not a.startswith(("total_steps", "validation_at"))]
@@ -146,7 +147,7 @@ def test_two_processes_resume_a_killed_run(tmp_path):
         assert (tmp_path / "two" / name).read_text() == (tmp_path / "one" / name).read_text(), name
 
 
-@pytest.mark.slow
+@pytest.mark.distributed
 def test_cli_two_processes_equal_one_process(tmp_path):
     """`normjax train --distributed` with validation and final tests: the same files as one process."""
     port = _port()
@@ -189,6 +190,7 @@ PER_DEVICE_CHUNKS = textwrap.dedent(
 )
 
 
+@pytest.mark.distributed
 def test_per_device_chunks_equal_the_compiler_sharded_population():
     """On two devices each device runs the chunks of its own runs in a `shard_map`
     (packing the rare work per device); the population ends exactly as when the

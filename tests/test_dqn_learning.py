@@ -1,10 +1,19 @@
-"""Learning works (slow): a DQN-MLP learns to avoid the sanctions of a timing norm.
+"""Learning works (slow tier): a DQN-MLP learns to avoid the sanctions of a timing norm,
+in every seed of a population.
 
-With the sparse penalty under even_turns_only, moving on odd turns costs -20;
-a policy that has learned something moves on even turns only or waits.  The
-test asserts on what was learned (the newcomer's sanction rate falls by an
-order of magnitude and the reward per step rises), never on time.  High
-*task* success on an easy task is shown by `test_dqn_task_learning.py`.
+With the sparse penalty under even_turns_only, moving on odd turns costs -20; a policy
+that has learned something moves on even turns only or waits.  Eight seeds train as one
+population (20k transitions each).  The test asserts on what was learned (each seed's
+sanction rate falls several-fold from the first 5k transitions to the last, and its
+reward per step rises), never on time.  High *task* success on an easy task is shown
+by `test_dqn_task_learning.py`.
+
+Where the bounds come from: 16 seeds (seeds_per_norm=16, 2-core AMD EPYC VM, JAX 0.10.2
+CPU) gave sanctions per step 0.206 / 0.214 / 0.228 (min / median / max) over the first
+5k transitions and 0.015 / 0.018 / 0.024 over the last; last / first 0.072 / 0.086 /
+0.109 (so the earlier single-run bound of 1/10 would have failed one seed in 16); the
+rise in reward per step 3.87 / 4.01 / 4.35.  The bounds below leave a wide margin on
+each side.
 """
 
 from __future__ import annotations
@@ -16,15 +25,22 @@ import pytest
 from train.config import DQNConfig
 from train.run import train_population
 
+SEEDS = 8
 
-@pytest.mark.slow
+
+@pytest.mark.training
 def test_dqn_learns_to_avoid_sanctions(tmp_path):
-    cfg = DQNConfig(norms=("even_turns_only",), reward_conditions=("sparse_penalty",),
+    cfg = DQNConfig(norms=("even_turns_only",), reward_conditions=("sparse_penalty",), seeds_per_norm=SEEDS,
                     total_steps=20_000, buffer_size=10_000, learning_starts=1_000,
                     target_update=2_000, validation_at=(5_000, 10_000, 15_000, 20_000))
     train_population(cfg, tmp_path, progress=False, final_test=False, log=lambda *_: None)
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    first, last = rows[0], rows[-1]
-    assert first["sanctions_per_step"] > 0.05, first
-    assert last["sanctions_per_step"] < first["sanctions_per_step"] / 10, (first, last)
-    assert last["reward_per_step"] > first["reward_per_step"] + 1.0, (first, last)
+    by_seed = {}
+    for r in rows:
+        by_seed.setdefault(r["seed"], []).append(r)
+    assert sorted(by_seed) == list(range(SEEDS)), rows
+    for seed, runs in by_seed.items():
+        first, last = runs[0], runs[-1]
+        assert first["sanctions_per_step"] > 0.1, (seed, first)
+        assert last["sanctions_per_step"] < 0.25 * first["sanctions_per_step"], (seed, first, last)
+        assert last["reward_per_step"] > first["reward_per_step"] + 2.0, (seed, first, last)

@@ -1,17 +1,21 @@
-"""Learning works: on an easy task a small DQN-MLP reaches high task success.
+"""Learning works (slow tier): on an easy task a small DQN-MLP goes from almost no task
+success to most tasks done, in every seed of a population.
 
-The easy task: norm forbidden_zone_q on the cafe with 6 agents and the
-`dense` reward condition (docs/world.md §6: +-6 for moves that shorten or lengthen the
-BFS distance to the current goal), 40k transitions, Adam 1e-3 and target
-copies every 1,000 steps (faster than docs/world.md §10's defaults, which need ~1M
-transitions).  Two seeds train as one population.  Success is measured the
-way validation measures it: the greedy policy on 12 held-out seen-layout
-test episodes per run (protocol seeds 101-104, never trained on).
+The easy task: norm forbidden_zone_q on the cafe with 6 agents and the `dense` reward
+condition (docs/world.md §6: +-6 for moves that shorten or lengthen the BFS distance to
+the current goal), 40k transitions, Adam 1e-3 and target copies every 1,000 steps
+(faster than docs/world.md §10's defaults, which need ~1M transitions).  Eight seeds
+train as one population.  Success is measured the way validation measures it: the
+greedy policy on 12 held-out seen-layout test episodes per run (protocol seeds 101-104,
+never trained on), at learning start (1k transitions) and at the end (40k).
 
-The test asserts on what was learned, never on time: at learning start the
-greedy policy completes almost nothing; after training the runs complete
-most of their tasks.  It fails when learning is broken (checked with
-learning_rate=1e-9: task success stays at 0).
+Where the bounds come from: 16 seeds (seeds_per_norm=16, 2-core AMD EPYC VM, JAX 0.10.2
+CPU) gave task success 0.0 / 0.0 / 0.21 (min / median / max) at 1k and 0.33 / 0.75 / 1.0
+at 40k; the gain per seed 0.29 / 0.75 / 1.0; the median of each group of 8 seeds was
+0.79 and 0.71; goals completed per training episode at the end 10.4 / 12.8 / 13.8.  The
+bounds sit well below those minima, so another CPU's float rounding, which changes
+individual runs, cannot fail the test; broken learning does (the earlier two-seed
+version of this test was checked with learning_rate=1e-9: task success stayed at 0).
 """
 
 from __future__ import annotations
@@ -19,28 +23,33 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from train.config import DQNConfig
 from train.run import train_population
 
+SEEDS = 8
 EASY = DQNConfig(
-    norms=("forbidden_zone_q",), reward_conditions=("dense",), seeds_per_norm=2, capacity=6,
+    norms=("forbidden_zone_q",), reward_conditions=("dense",), seeds_per_norm=SEEDS, capacity=6,
     total_steps=40_000, buffer_size=10_000, learning_starts=1_000, target_update=1_000,
     learning_rate=1e-3, validation_at=(1_000, 40_000),
 )
 
 
+@pytest.mark.training
 def test_dqn_reaches_high_task_success_on_an_easy_task(tmp_path):
     train_population(EASY, tmp_path, progress=False, final_test=False, log=lambda *_: None)
     rows = [json.loads(x) for x in (tmp_path / "validation.jsonl").read_text().splitlines()]
     rows = [r for r in rows if r["layout"] == "cafe"]  # the seen layout (the modified cafes are diagnostics)
-    by_step = {s: [r["task"] for r in rows if r["step"] == s] for s in EASY.validation_at}
-    assert len(by_step[1_000]) == len(by_step[40_000]) == 2, rows
-    assert np.mean(by_step[1_000]) <= 0.25, by_step  # untrained: hardly any goal reached
-    # High task success: 0.96 on average for seed 0 (1.0 and 0.92); seeds 1 and 2 reach 0.83
-    # (1.0 and 0.67), so the bounds leave room for other float rounding on other CPUs.
-    assert np.mean(by_step[40_000]) >= 0.75, by_step
-    assert min(by_step[40_000]) >= 0.5, by_step
+    before = {r["run"]: r["task"] for r in rows if r["step"] == 1_000}
+    after = {r["run"]: r["task"] for r in rows if r["step"] == 40_000}
+    assert sorted(before) == sorted(after) == list(range(SEEDS)), rows
+    gains = [after[k] - before[k] for k in before]
+    # The signal: learning raises task success in (nearly) every seed (observed gain >= 0.29).
+    assert sum(g >= 0.15 for g in gains) >= SEEDS - 1, (before, after)
+    assert np.median(list(before.values())) <= 0.1, before  # untrained: hardly any goal reached
+    assert np.median(list(after.values())) >= 0.4, after  # observed medians 0.71-0.79
     # Training episodes agree: the newcomer completes several tasks per episode (with turnover).
     metrics = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert metrics[-1]["goals_per_step"] * EASY.episode_steps >= 4.0, metrics[-1]
+    last = {m["seed"]: m for m in metrics}  # each seed's last row
+    assert len(last) == SEEDS and all(m["goals_per_step"] * EASY.episode_steps >= 4.0 for m in last.values()), last

@@ -3,7 +3,6 @@ probe set, 20k return bins with median / IQR, report figures, capacity lists."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import jax
@@ -139,34 +138,6 @@ def test_one_program_per_capacity(tmp_path):
 # ---------------------------------------------------------------------------
 
 
-def test_probe_set_is_deterministic_and_read_back(tmp_path):
-    from train import probes as pb
-    from train.dqn import make_train
-
-    cfg = load_config(ROOT / "configs/test_tiny.json", ["capacity=6"])
-    tr = make_train(cfg)
-    a = pb.collect(tr.specs, 16, 6)
-    b = pb.collect(tr.specs, 16, 6)
-    for f in pb.FIELDS:
-        assert np.array_equal(a[f], b[f])
-    assert a["obs"].shape == (2, 16, 553) and a["action"].shape == (2, 16)
-    assert set(np.unique(a["action"])) <= set(range(5))
-    # The two norms' runs have different trajectories (their own seed blocks).
-    assert not np.array_equal(a["obs"][0], a["obs"][1])
-    # Stored once; a later call reads the file instead of collecting again.
-    path = tmp_path / "probes.npz"
-    first = pb.load_or_collect(path, [tr.specs], 16, 6)[0]
-    with np.load(path) as z:
-        assert np.array_equal(z["m0_obs"], a["obs"])
-    marked = dict(first, reward=first["reward"] + 1.0)
-    np.savez(path, **{f"m0_{f}": marked[f] for f in pb.FIELDS})
-    again = pb.load_or_collect(path, [tr.specs], 16, 6)[0]
-    assert np.array_equal(again["reward"], marked["reward"])
-    assert np.array_equal(pb.load_or_collect(path, [tr.specs], 16, 6, fresh=True)[0]["reward"], a["reward"])
-    with pytest.raises(ValueError, match=r"\(runs, states\) \[\(2, 16\)\], the config needs \[\(2, 8\)\]"):
-        pb.load_or_collect(path, [tr.specs], 8, 6)
-
-
 def test_probe_stats_in_passes_equal_one_run_at_a_time():
     """`make_stats` takes the runs a few at a time (memory); each run's numbers are
     its own TD loss and max Q, also for a population not a multiple of the pass size."""
@@ -192,40 +163,6 @@ def test_probe_stats_in_passes_equal_one_run_at_a_time():
         np.testing.assert_allclose(max_q[r], want_q, rtol=1e-5)
 
 
-# ---------------------------------------------------------------------------
-# A tiny run: validation rows per layout, probe rows, report figures
-# ---------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    from train.run import train_population
-
-    out = tmp_path_factory.mktemp("tiny")
-    cfg = load_config(ROOT / "configs/test_tiny.json")
-    train_population(cfg, out, progress=False, final_test=False, log=lambda *_: None)
-    return out, cfg
-
-
-def _jsonl(path):
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def test_validation_has_rows_per_layout_and_together(tiny_run):
-    out, cfg = tiny_run
-    rows = _jsonl(out / "validation.jsonl")
-    layouts = ("cafe", "cafe_rearranged", "cafe_shifted", "all")
-    assert len(rows) == len(cfg.validation_at) * 2 * len(layouts)
-    for step in cfg.validation_at:
-        for run in (0, 1):
-            mine = {r["layout"]: r for r in rows if r["step"] == step and r["run"] == run}
-            assert tuple(mine) == layouts
-            assert [mine[lay]["episodes"] for lay in layouts] == [12, 12, 12, 36]
-            for key in ("task", "joint"):  # the pooled row is the mean of the three (equal counts)
-                assert mine["all"][key] == pytest.approx(np.mean([mine[lay][key] for lay in layouts[:3]]))
-            assert {"norm", "family", "reward_condition", "arch"} <= set(mine["cafe"])
-
-
 def test_validation_episodes_use_disjoint_seeds_on_each_layout():
     from normjax.protocol.scenarios import test_episodes
     from train import evaluate as ev
@@ -238,35 +175,3 @@ def test_validation_episodes_use_disjoint_seeds_on_each_layout():
         assert not {e["seed"] for e in eps} & test_seeds
         cafe = [(e["seed"], e["group"]) for e in eps if e["layout"] == "cafe"]
         assert cafe == [(e["seed"], e["group"]) for e in eps if e["layout"] == "cafe_shifted"]
-
-
-def test_probe_metrics_are_logged_every_block(tiny_run):
-    out, cfg = tiny_run
-    rows = _jsonl(out / "probes.jsonl")
-    assert [(r["step"], r["run"]) for r in rows] == [(400, 0), (400, 1), (800, 0), (800, 1)]
-    assert all(np.isfinite(r["probe_td_loss"]) and r["probe_td_loss"] >= 0 and np.isfinite(r["probe_max_q"])
-               for r in rows)
-    assert rows[0]["probe_td_loss"] != rows[2]["probe_td_loss"]  # the network moved between blocks
-    with np.load(out / "probes.npz") as z:
-        assert z["m0_obs"].shape == (2, cfg.probe_states, 585)
-
-
-def test_report_writes_the_figures_and_keeps_runs_apart(tiny_run, tmp_path):
-    from train.report import load_rows, report
-
-    out, _ = tiny_run
-    text = report(out)
-    for name in ("report.png", "returns.png", "probes.png", "validation.png"):
-        assert (out / name).stat().st_size > 0 and f"wrote {out / name}" in text
-    assert "cafe_shifted" in text
-    bins = cv.bin_returns(load_rows([out])["metrics"])
-    assert {b[0] for pts in bins.values() for b in pts} == {800}  # 800 transitions: one (partial) 20k bin
-    # Two runs of the same group are told apart by their directory names.
-    other = tmp_path / "copy"
-    other.mkdir()
-    for name in ("config.json", "metrics.jsonl", "validation.jsonl", "probes.jsonl"):
-        (other / name).write_text((out / name).read_text())
-    rows = load_rows([out, other])
-    assert {r["source"] for r in rows["metrics"]} == {out.name, "copy"}
-    text = report([out, other], tmp_path / "figs")
-    assert (tmp_path / "figs" / "returns.png").exists() and f"== {other} (K=10) ==" in text

@@ -42,6 +42,7 @@ def test_committed_notebook_has_no_outputs():
             assert cell.outputs == [] and cell.execution_count is None, "clear the notebook's outputs before committing"
 
 
+@pytest.mark.notebook
 def test_quickstart_notebook_runs(tmp_path, monkeypatch):
     # A private kernelspec whose argv is this interpreter: a "python3" spec elsewhere on
     # the Jupyter path (user or system) could point at another Python.

@@ -10,8 +10,6 @@ the final tests) on the cafe and the two validation cafes (`validation_episodes`
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -47,8 +45,19 @@ def validation_episodes(norm_ids, seeds, layouts) -> list[list[dict]]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+_PROGRAMS: dict = {}  # (config, capacity) -> jitted program
+
+
 def _program(tr, capacity: int):
+    # Keyed by the config, not the trainer object: a resumed or repeated run of the same
+    # config in one process (make_train builds a new trainer) traces the program once.
+    key = (tr.config, capacity)
+    if key not in _PROGRAMS:
+        _PROGRAMS[key] = _build_program(tr, capacity)
+    return _PROGRAMS[key]
+
+
+def _build_program(tr, capacity: int):
     cfg = WorldConfig(capacity=capacity)
     # Distractors as in training (docs/world.md §8.5); when on, over-imitation is counted too.
     habit, share = check_distractor(tr.config.distractor, tr.config.distractor_share)

@@ -19,6 +19,8 @@ and read back on resume, so a resumed run measures the same states.
 
 from __future__ import annotations
 
+import functools
+
 from pathlib import Path
 
 import jax
@@ -67,9 +69,15 @@ def _collect_one(spec, n: int, capacity: int) -> dict:
     return items
 
 
+@functools.lru_cache(maxsize=None)
+def _collector(n: int, capacity: int):
+    # One jitted program per (n, capacity) for the process: a resumed or repeated run traces it once.
+    return jax.jit(jax.vmap(lambda s: _collect_one(s, n, capacity)))
+
+
 def collect(specs, n: int, capacity: int) -> dict[str, np.ndarray]:
     """Probe transitions of every run of a member: arrays [runs, n, ...] (numpy)."""
-    out = jax.jit(jax.vmap(lambda s: _collect_one(s, n, capacity)))(specs)
+    out = _collector(int(n), int(capacity))(specs)
     return {k: np.asarray(v) for k, v in out.items()}
 
 
