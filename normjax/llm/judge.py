@@ -152,38 +152,59 @@ def read_scores(scores_path, known_ids) -> tuple[dict[str, int], list[dict]]:
     return scores, errors
 
 
-def import_judge_scores(out_dir, scores_path, norms=None) -> dict:
-    """The belief-accuracy curve over `norms` (names; None = every norm in the run directory)."""
-    prompts = [json.loads(x) for x in (Path(out_dir) / JUDGE_FILE).read_text().splitlines() if x.strip()]
-    scores, errors = read_scores(scores_path, {p["id"] for p in prompts})
-    store = TranscriptStore(out_dir)
-    complete = sorted({n.split("/")[0] for n in store.episodes()
-                       if n.endswith("/interaction") and store.load(n) is not None})
-    requested = complete if norms is None else [get_norm(n).name for n in norms]
+def read_prompts(out_dir) -> list[dict]:
+    """The lines of ``OUT/judge_prompts.jsonl``."""
+    return [json.loads(x) for x in (Path(out_dir) / JUDGE_FILE).read_text().splitlines() if x.strip()]
+
+
+def complete_norms(store: TranscriptStore) -> list[str]:
+    """The norms of the run directory with a complete interaction episode."""
+    return sorted({n.split("/")[0] for n in store.episodes()
+                   if n.endswith("/interaction") and store.load(n) is not None})
+
+
+def scored_beliefs(prompts: list[dict], scores: dict[str, int]) -> dict[str, dict[str, int]]:
+    """{norm: {belief: score}} of the prompts with a usable score."""
     by_norm: dict[str, dict[str, int]] = {}
     for p in prompts:
         if p["id"] in scores:
             by_norm.setdefault(p["norm"], {})[p["belief"]] = scores[p["id"]]
-    per_norm = {}
-    for norm in requested:
-        if norm in complete:
-            known = by_norm.get(norm, {})
-            per_norm[norm] = [known.get(b, 1) if b else 1 for _, b in belief_steps(store, norm)]
+    return by_norm
+
+
+def step_scores(store: TranscriptStore, norm: str, known: dict[str, int]) -> list[int]:
+    """The score of the belief held after each interaction step (no belief, or no score: 1)."""
+    return [known.get(b, 1) if b else 1 for _, b in belief_steps(store, norm)]
+
+
+def curve(per_norm: dict[str, list[int]]) -> dict:
+    """Per step: ``mean_score`` and ``correct_share`` (score >= CORRECT_SCORE) over the norms."""
     steps = max((len(v) for v in per_norm.values()), default=0)
-    curve_mean, curve_correct = [], []
+    mean, correct = [], []
     for t in range(steps):
         col = [v[t] for v in per_norm.values() if t < len(v)]
-        curve_mean.append(round(sum(col) / len(col), 4))
-        curve_correct.append(round(sum(s >= CORRECT_SCORE for s in col) / len(col), 4))
+        mean.append(round(sum(col) / len(col), 4))
+        correct.append(round(sum(s >= CORRECT_SCORE for s in col) / len(col), 4))
+    return dict(t=list(range(steps)), mean_score=mean, correct_share=correct)
+
+
+def import_judge_scores(out_dir, scores_path, norms=None) -> dict:
+    """The belief-accuracy curve over `norms` (names; None = every norm in the run directory)."""
+    prompts = read_prompts(out_dir)
+    scores, errors = read_scores(scores_path, {p["id"] for p in prompts})
+    store = TranscriptStore(out_dir)
+    complete = complete_norms(store)
+    requested = complete if norms is None else [get_norm(n).name for n in norms]
+    by_norm = scored_beliefs(prompts, scores)
+    per_norm = {norm: step_scores(store, norm, by_norm.get(norm, {})) for norm in requested if norm in complete}
     mine = [p for p in prompts if p["norm"] in per_norm]
     return dict(
         norms=list(per_norm), judged=sum(p["id"] in scores for p in mine), prompts=len(mine),
         invalid_lines=len(errors), errors=errors, missing=[p["id"] for p in mine if p["id"] not in scores],
-        missing_norms=[n for n in requested if n not in per_norm],
-        curve=dict(t=list(range(steps)), mean_score=curve_mean, correct_share=curve_correct),
+        missing_norms=[n for n in requested if n not in per_norm], curve=curve(per_norm),
         final_score={n: v[-1] for n, v in per_norm.items() if v},
     )
 
 
-__all__ = ["CORRECT_SCORE", "RUBRIC", "belief_steps", "export_judge_prompts", "import_judge_scores",
-           "judge_messages", "read_scores"]
+__all__ = ["CORRECT_SCORE", "JUDGE_FILE", "RUBRIC", "belief_steps", "complete_norms", "curve", "export_judge_prompts",
+           "import_judge_scores", "judge_messages", "read_prompts", "read_scores", "scored_beliefs", "step_scores"]
