@@ -7,6 +7,7 @@
     normjax export   --norm bend_right_1 --phase seen --seed 0 --policy blind --out ep.jsonl
     normjax export   --norms all --phases interaction seen unseen --episodes 0 --out episodes/
     normjax llm-eval --base-url http://127.0.0.1:8000/v1 --model NAME --out runs/llm/NAME
+    normjax llm-judge --run runs/llm/NAME --base-url http://127.0.0.1:8001/v1 --model JUDGE
     normjax identify --out results/identify
     normjax rollout  --layout cafe --norm forbidden_zone_q --steps 60 --gif out.gif
     normjax render   --layout bank --out bank.png
@@ -29,8 +30,8 @@ from normjax.cli_names import (  # noqa: F401 (re-exported)
     TOKEN_PARAMS,
 )
 from normjax.commands import (  # noqa: F401 (_norm_list re-exported)
-    _norm_list, cmd_evaluate, cmd_export, cmd_identify, cmd_llm_eval, cmd_render, cmd_report, cmd_rollout,
-    cmd_train,
+    _norm_list, cmd_evaluate, cmd_export, cmd_identify, cmd_llm_eval, cmd_llm_judge, cmd_render,
+    cmd_report, cmd_rollout, cmd_train,
 )
 
 
@@ -53,6 +54,32 @@ def _distractor_options() -> argparse.ArgumentParser:
     g.add_argument("--distractor", default=None, choices=DISTRACTORS, help="the habit (default: none)")
     g.add_argument("--distractor-share", type=float, default=None, metavar="S",
                    help=f"share in [0, 1] of norm-aware background agents with it (default {DEFAULT_SHARE})")
+    return p
+
+
+def _client_options(temperature: float = 0.7, temperature_help: str = "sampling temperature (the paper's)",
+                    ) -> argparse.ArgumentParser:
+    """The endpoint and request options of normjax.llm.client.ClientConfig, for llm-eval and llm-judge."""
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("endpoint and requests (normjax.llm.client)")
+    g.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 "
+                   "(API key from NORMJAX_LLM_API_KEY or OPENAI_API_KEY)")
+    g.add_argument("--model", required=True)
+    g.add_argument("--concurrency", type=int, default=64, help="requests in flight at most")
+    g.add_argument("--timeout", type=float, default=120.0, help="seconds per request attempt")
+    g.add_argument("--max-retries", type=int, default=4, help="retries of a request after 429 / 5xx / timeouts")
+    g.add_argument("--temperature", type=float, default=temperature, help=temperature_help)
+    g.add_argument("--max-tokens", type=int, default=4048, help="token limit per reply (the paper's for the newcomer)")
+    g.add_argument("--max-tokens-field", choices=TOKEN_PARAMS, default="max_tokens",
+                   help="the request field of the token limit (OpenAI reasoning models want max_completion_tokens)")
+    g.add_argument("--no-temperature", action="store_true",
+                   help="send no temperature (endpoints that refuse one; the server's default applies)")
+    g.add_argument("--extra-body", default=None, metavar="JSON",
+                   help="a JSON object of extra request fields, e.g. '{\"reasoning_effort\": \"low\"}'")
+    g.add_argument("--max-error-rate", type=float, default=0.2, metavar="R",
+                   help="stop (exit 3) once more than this share of the last --error-window requests failed")
+    g.add_argument("--error-window", type=int, default=100, metavar="N",
+                   help="the number of recent requests the error rate is taken over")
     return p
 
 
@@ -177,11 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="several episodes: at most N per compiled call (default 64; memory grows with N)")
     x.set_defaults(fn=cmd_export)
 
-    m = sub.add_parser("llm-eval", parents=cache + distract, formatter_class=_DefaultsFormatter,
+    m = sub.add_parser("llm-eval", parents=cache + distract + [_client_options()], formatter_class=_DefaultsFormatter,
                        help="run the protocol with an LLM/VLM newcomer (docs/llm.md)")
-    m.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 "
-                   "(API key from NORMJAX_LLM_API_KEY or OPENAI_API_KEY)")
-    m.add_argument("--model", required=True)
     m.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
     m.add_argument("--text-only", action="store_true", help="no images: the state as text only")
     m.add_argument("--known-norm", action="store_true", help="state the true norm in the system prompt")
@@ -189,28 +213,20 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--interaction-steps", type=int, default=200, metavar="N",
                    help="length of the interaction phase, 0-200 (the protocol's is 200; shorter for quick checks, "
                         "0 skips it)")
-    m.add_argument("--concurrency", type=int, default=64, help="requests in flight at most")
-    m.add_argument("--timeout", type=float, default=120.0, help="seconds per request attempt")
-    m.add_argument("--max-retries", type=int, default=4, help="retries of a request after 429 / 5xx / timeouts")
-    m.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (the paper's)")
-    m.add_argument("--max-tokens", type=int, default=4048, help="token limit per reply (the paper's)")
-    m.add_argument("--max-tokens-field", choices=TOKEN_PARAMS, default="max_tokens",
-                   help="the request field of the token limit (OpenAI reasoning models want max_completion_tokens)")
-    m.add_argument("--no-temperature", action="store_true",
-                   help="send no temperature (endpoints that refuse one; the server's default applies)")
-    m.add_argument("--extra-body", default=None, metavar="JSON",
-                   help="a JSON object of extra request fields, e.g. '{\"reasoning_effort\": \"low\"}'")
-    m.add_argument("--max-error-rate", type=float, default=0.2, metavar="R",
-                   help="stop the run (exit 3) once more than this share of the last --error-window requests "
-                        "failed")
-    m.add_argument("--error-window", type=int, default=100, metavar="N",
-                   help="the number of recent requests the error rate is taken over")
     m.add_argument("--allow-mixed-endpoint", action="store_true",
                    help="resume a run directory whose episodes came from another endpoint, model or sampling")
     m.add_argument("--judge-scores", default=None, metavar="FILE",
                    help="import LLM-judge scores (JSONL) for the run's judge_prompts.jsonl")
     m.add_argument("--out", required=True, help="run directory (transcripts, results.json); resumes if it exists")
     m.set_defaults(fn=cmd_llm_eval)
+
+    judge_client = _client_options(0.0, "sampling temperature of the judge (0: its most likely score)")
+    j = sub.add_parser("llm-judge", parents=cache + [judge_client], formatter_class=_DefaultsFormatter,
+                       help="score a run's interaction beliefs with an LLM judge (docs/llm.md)")
+    j.add_argument("--run", required=True, metavar="DIR", help="an llm-eval run directory")
+    j.add_argument("--out", default=None, metavar="FILE",
+                   help="the judge's replies, JSON Lines; resumed if it exists (default: DIR/judge_scores.jsonl)")
+    j.set_defaults(fn=cmd_llm_judge)
     return ap
 
 

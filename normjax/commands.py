@@ -234,24 +234,27 @@ def _json_object(text: str | None, option: str) -> dict:
     return value
 
 
+def _client_settings(args) -> dict:
+    """The ClientConfig fields of the endpoint options (cli._client_options), validated before any request."""
+    return dict(concurrency=args.concurrency, timeout=args.timeout, max_retries=args.max_retries,
+                temperature=args.temperature, max_tokens=args.max_tokens, token_param=args.max_tokens_field,
+                send_temperature=not args.no_temperature, extra_body=_json_object(args.extra_body, "--extra-body"),
+                max_error_rate=args.max_error_rate, error_window=args.error_window)
+
+
 def cmd_llm_eval(args) -> int:
     norms = _norm_list(args.norms)  # before any tracing
     distractor = _distractor(args)
-    extra_body = _json_object(args.extra_body, "--extra-body")
+    client = _client_settings(args)
     from normjax.llm.client import EndpointError
     from normjax.llm.evaluate import RunIncomplete, llm_eval
     from normjax.protocol import format_table
 
     try:
         result = llm_eval(args.base_url, args.model, args.out, norms, text_only=args.text_only,
-                          known_norm=args.known_norm, concurrency=args.concurrency, timeout=args.timeout,
-                          max_retries=args.max_retries, temperature=args.temperature,
-                          max_tokens=args.max_tokens, token_param=args.max_tokens_field,
-                          send_temperature=not args.no_temperature, extra_body=extra_body,
-                          max_error_rate=args.max_error_rate, seed=args.seed,
-                          interaction_steps=args.interaction_steps,
-                          error_window=args.error_window, allow_mixed_endpoint=args.allow_mixed_endpoint,
-                          judge_scores=args.judge_scores, **distractor)
+                          known_norm=args.known_norm, seed=args.seed, interaction_steps=args.interaction_steps,
+                          allow_mixed_endpoint=args.allow_mixed_endpoint, judge_scores=args.judge_scores,
+                          **client, **distractor)
     except (EndpointError, RunIncomplete) as e:  # a failed endpoint is never a result
         print(f"normjax: error: {e}", file=sys.stderr)
         return 3
@@ -263,3 +266,33 @@ def cmd_llm_eval(args) -> int:
               f"belief_accuracy.errors; line {first['line']}: {first['error']})", file=sys.stderr)
     print(f"llm: {json.dumps(result['llm'])}; wrote {Path(args.out) / 'results.json'}")
     return 0
+
+
+def cmd_llm_judge(args) -> int:
+    """Exit 0: every belief scored; 1: some judge replies unusable; 3: the endpoint failed."""
+    from normjax.llm.client import ClientConfig, EndpointError
+    from normjax.llm.judge_run import JudgeIncomplete, judge_run
+
+    config = ClientConfig(base_url=args.base_url, model=args.model, **_client_settings(args))
+    try:
+        summary = judge_run(args.run, config, args.out)
+    except EndpointError as e:
+        print(f"normjax: error: {e}", file=sys.stderr)
+        return 3
+    except JudgeIncomplete as e:
+        for err in e.summary["errors"][:10]:
+            print(f"normjax: {e.summary['scores']} line {err['line']} ({err['id']}): {err['error']}", file=sys.stderr)
+        print(f"normjax: error: {e}", file=sys.stderr)
+        return 1
+    acc = summary["belief_accuracy"]
+    print(f"judged {summary['requested']} belief(s) now, {summary['skipped']} already scored; {summary['usable']} of "
+          f"{summary['prompts']} usable; final mean score {_mean(acc['final_score'].values())} over "
+          f"{len(acc['norms'])} norm(s)")
+    where = summary["results"] or "no results.json in the run: not stored"
+    print(f"wrote {summary['scores']}; belief_accuracy: {where}")
+    return 0
+
+
+def _mean(values) -> str:
+    values = list(values)
+    return f"{sum(values) / len(values):.2f}" if values else "n/a"
