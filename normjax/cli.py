@@ -8,6 +8,7 @@
     normjax export   --norms all --phases interaction seen unseen --episodes 0 --out episodes/
     normjax llm-eval --base-url http://127.0.0.1:8000/v1 --model NAME --out runs/llm/NAME
     normjax llm-judge --run runs/llm/NAME --base-url http://127.0.0.1:8001/v1 --model JUDGE
+    normjax llm-beliefs --run runs/llm/NAME
     normjax identify --out results/identify
     normjax rollout  --layout cafe --norm forbidden_zone_q --steps 60 --gif out.gif
     normjax render   --layout bank --out bank.png
@@ -30,7 +31,7 @@ from normjax.cli_names import (  # noqa: F401 (re-exported)
     TOKEN_PARAMS,
 )
 from normjax.commands import (  # noqa: F401 (_norm_list re-exported)
-    _norm_list, cmd_evaluate, cmd_export, cmd_identify, cmd_llm_eval, cmd_llm_judge, cmd_render,
+    _norm_list, cmd_evaluate, cmd_export, cmd_identify, cmd_llm_beliefs, cmd_llm_eval, cmd_llm_judge, cmd_render,
     cmd_report, cmd_rollout, cmd_train,
 )
 
@@ -227,6 +228,20 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--out", default=None, metavar="FILE",
                    help="the judge's replies, JSON Lines; resumed if it exists (default: DIR/judge_scores.jsonl)")
     j.set_defaults(fn=cmd_llm_judge)
+
+    b = sub.add_parser("llm-beliefs", parents=cache, formatter_class=_DefaultsFormatter,
+                       help="belief correctness over the interaction and belief change after events (paper "
+                            "Figure 4b, 4c; docs/llm.md)")
+    b.add_argument("--run", required=True, metavar="DIR", help="an llm-eval run directory")
+    b.add_argument("--scores", default=None, metavar="FILE",
+                   help="judge scores or replies, JSON Lines (default: DIR/judge_scores.jsonl, from llm-judge)")
+    b.add_argument("--out", default=None, metavar="DIR", help="where beliefs.json and the figures go "
+                                                               "(default: DIR/beliefs)")
+    b.add_argument("--replies-after", type=int, default=1, metavar="N",
+                   help="compare the belief before an event with the one after the N-th reply that follows it")
+    b.add_argument("--allow-missing", action="store_true",
+                   help="analyse although some beliefs have no usable score (they are listed; see docs/llm.md)")
+    b.set_defaults(fn=cmd_llm_beliefs)
     return ap
 
 

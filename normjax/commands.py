@@ -296,3 +296,14 @@ def cmd_llm_judge(args) -> int:
 def _mean(values) -> str:
     values = list(values)
     return f"{sum(values) / len(values):.2f}" if values else "n/a"
+
+
+def cmd_llm_beliefs(args) -> int:
+    from normjax.llm.belief_analysis import analyse_beliefs, format_summary
+
+    out = Path(args.out) if args.out else Path(args.run) / "beliefs"
+    result = analyse_beliefs(args.run, args.scores, out, replies_after=args.replies_after,
+                             allow_missing=args.allow_missing)
+    print(format_summary(result))
+    print(f"wrote {out / 'beliefs.json'} and {', '.join(result['figures'])}")
+    return 0

@@ -152,4 +152,5 @@ def test_help_shows_defaults_and_shares_the_client_options():
         group, = [g for g in parser._action_groups if g.title.startswith("endpoint and requests")]
         return [a.dest for a in group._group_actions]
 
-    assert client_options(sub["llm-judge"]) == client_options(sub["llm-eval"]) and len(client_options(sub["llm-eval"])) == 12
+    assert client_options(sub["llm-judge"]) == client_options(sub["llm-eval"])
+    assert len(client_options(sub["llm-eval"])) == 12

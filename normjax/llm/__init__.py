@@ -9,7 +9,10 @@
 * `parse`: the tolerant reply parser; `client`: the async OpenAI-compatible
   client (needs ``pip install "normjax[llm]"``);
 * `transcripts`: per-episode transcripts and resume; `judge`: belief-accuracy
-  judge prompts and scores; `evaluate`: the ``normjax llm-eval`` pipeline.
+  judge prompts and scores; `evaluate`: the ``normjax llm-eval`` pipeline;
+* `judge_run`: ``normjax llm-judge`` (the judge through the client);
+  `belief_analysis` / `belief_figures`: ``normjax llm-beliefs`` (paper
+  Figure 4b, 4c).
 
 Submodules are imported on demand, so that `normjax.llm.parse` and
 `normjax.llm.prompts` work without the optional HTTP client.

@@ -3,7 +3,8 @@ during Learning", Figure 4b, and appendix "LLM Judge and Human Agreement").
 
 The paper's judge receives, for every interaction step, the agent's current
 belief and the ground-truth norm's description, and returns an integer score
-from 1 to 7 (`RUBRIC`).  This module does not call a judge itself:
+from 1 to 7 (`RUBRIC`).  This module does not call a judge itself
+(``normjax llm-judge``, `normjax.llm.judge_run`, does):
 
 * `export_judge_prompts(out)` reads a run's interaction transcripts and writes
   ``OUT/judge_prompts.jsonl``: one line per distinct belief of a norm, with an
@@ -60,6 +61,7 @@ FAMILY_GLOSS = {
 }
 CORRECT_SCORE = 6
 JUDGE_FILE = "judge_prompts.jsonl"
+SCORES_FILE = "judge_scores.jsonl"  # what normjax llm-judge writes (normjax.llm.judge_run)
 
 
 def judge_messages(norm_id: int, belief: str) -> list[dict]:
@@ -152,6 +154,19 @@ def read_scores(scores_path, known_ids) -> tuple[dict[str, int], list[dict]]:
     return scores, errors
 
 
+def check_run_dir(run_dir) -> Path:
+    """The run directory, if it holds a finished interaction episode (ValueError otherwise)."""
+    run = Path(run_dir)
+    store = TranscriptStore(run)
+    if not store.root.is_dir():
+        raise ValueError(f"{run} is not an llm-eval run directory (no transcripts/ in it); allowed: the --out "
+                         "directory of normjax llm-eval")
+    if not any(n.endswith("/interaction") and store.load(n) is not None for n in store.episodes()):
+        raise ValueError(f"{run} has no finished interaction episode, so no beliefs to judge; run normjax llm-eval "
+                         "with --interaction-steps > 0 first")
+    return run
+
+
 def read_prompts(out_dir) -> list[dict]:
     """The lines of ``OUT/judge_prompts.jsonl``."""
     return [json.loads(x) for x in (Path(out_dir) / JUDGE_FILE).read_text().splitlines() if x.strip()]
@@ -206,5 +221,6 @@ def import_judge_scores(out_dir, scores_path, norms=None) -> dict:
     )
 
 
-__all__ = ["CORRECT_SCORE", "JUDGE_FILE", "RUBRIC", "belief_steps", "complete_norms", "curve", "export_judge_prompts",
-           "import_judge_scores", "judge_messages", "read_prompts", "read_scores", "scored_beliefs", "step_scores"]
+__all__ = ["CORRECT_SCORE", "JUDGE_FILE", "RUBRIC", "SCORES_FILE", "belief_steps", "check_run_dir", "complete_norms",
+           "curve", "export_judge_prompts", "import_judge_scores", "judge_messages", "read_prompts", "read_scores",
+           "scored_beliefs", "step_scores"]

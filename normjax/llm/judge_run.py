@@ -36,10 +36,9 @@ import json
 from pathlib import Path
 
 from normjax.llm.client import ChatClient, ClientConfig, EndpointError
-from normjax.llm.judge import JUDGE_FILE, export_judge_prompts, import_judge_scores, read_scores
-from normjax.llm.transcripts import TranscriptStore
+from normjax.llm.judge import (JUDGE_FILE, SCORES_FILE, check_run_dir, export_judge_prompts, import_judge_scores,
+                               read_scores)
 
-SCORES_FILE = "judge_scores.jsonl"
 LINE_FIELDS = ("id", "reply", "norm", "belief", "model")
 
 
@@ -49,19 +48,6 @@ class JudgeIncomplete(RuntimeError):
     def __init__(self, message: str, summary: dict):
         super().__init__(message)
         self.summary = summary
-
-
-def check_run_dir(run_dir) -> Path:
-    """The run directory, if it holds a finished interaction episode (ValueError otherwise)."""
-    run = Path(run_dir)
-    store = TranscriptStore(run)
-    if not store.root.is_dir():
-        raise ValueError(f"{run} is not an llm-eval run directory (no transcripts/ in it); allowed: the --out "
-                         "directory of normjax llm-eval")
-    if not any(n.endswith("/interaction") and store.load(n) is not None for n in store.episodes()):
-        raise ValueError(f"{run} has no finished interaction episode, so no beliefs to judge; run normjax llm-eval "
-                         "with --interaction-steps > 0 first")
-    return run
 
 
 def scored_ids(path: Path, prompts: list[dict], model: str) -> set[str]:
@@ -170,4 +156,4 @@ def judge_run(run_dir, config: ClientConfig, scores_path=None, progress: bool = 
     return summary
 
 
-__all__ = ["JudgeIncomplete", "LINE_FIELDS", "SCORES_FILE", "check_run_dir", "judge_run", "scored_ids"]
+__all__ = ["JudgeIncomplete", "LINE_FIELDS", "judge_run", "scored_ids"]

@@ -1,0 +1,87 @@
+"""Figures of the belief analysis (`normjax.llm.belief_analysis`), in the style of train/report.py.
+
+* `correctness_figure`: paper Figure 4b: per interaction step, the mean judge
+  score (shaded: one standard error across norms), the share of norms whose
+  belief scores 6 or 7, and the newcomer's mean cumulative violations; the run's
+  norms together and per norm family.
+* `change_figure`: paper Figure 4c: the mean change in judge score and in
+  stated confidence after each class of event (error bars: one standard
+  error), each bar labelled with its number of events.
+
+Matplotlib's object API (`matplotlib.figure.Figure`), so no display backend is needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from normjax.llm.belief_analysis import EVENT_TYPES
+
+EVENT_LABELS = {"own_violation": "own violation", "others_violation": "others' violation",
+                "compliant_move": "observed compliant move"}
+
+
+def _finish(fig, axes, path) -> Path:
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return Path(path)
+
+
+def correctness_figure(result: dict, path) -> Path:
+    from matplotlib.figure import Figure
+
+    curves = {"all norms": result["correctness"]["overall"],
+              **{f: c for f, c in result["correctness"]["by_family"].items()}}
+    fig = Figure(figsize=(14, 4))
+    axes = fig.subplots(1, 3)
+    for label, c in curves.items():
+        overall = label == "all norms"
+        style = dict(lw=2.0 if overall else 1.0, color="black" if overall else None,
+                     label=f"{label} ({c['norms']})")
+        axes[0].plot(c["t"], c["mean_score"], **style)
+        if overall and c["se_score"] and all(s is not None for s in c["se_score"]):
+            lo = [m - s for m, s in zip(c["mean_score"], c["se_score"])]
+            hi = [m + s for m, s in zip(c["mean_score"], c["se_score"])]
+            axes[0].fill_between(c["t"], lo, hi, alpha=0.2, color="black")
+        axes[1].plot(c["t"], [100 * x for x in c["correct_share"]], **style)
+        axes[2].plot(c["t"], c["violations"], **style)
+    axes[0].set_ylim(1, 7)
+    axes[1].set_ylim(0, 100)
+    for ax, title in zip(axes, ("mean judge score of the held belief (1-7)", "beliefs scoring 6 or 7 (%)",
+                                "cumulative own violations (mean per norm)")):
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("interaction step")
+    fig.suptitle(f"belief correctness over the interaction ({len(result['norms'])} norms)")
+    return _finish(fig, axes, path)
+
+
+def change_figure(result: dict, path) -> Path:
+    from matplotlib.figure import Figure
+
+    stats = result["change"]["overall"]
+    fig = Figure(figsize=(11, 4))
+    axes = fig.subplots(1, 2)
+    x = list(range(len(EVENT_TYPES)))
+    for ax, key, title in ((axes[0], "score", "change in judge score"),
+                           (axes[1], "confidence", "change in stated confidence")):
+        means = [stats[k][f"mean_{key}_change"] for k in EVENT_TYPES]
+        errs = [stats[k][f"se_{key}_change"] for k in EVENT_TYPES]
+        ax.bar(x, [m or 0.0 for m in means], yerr=[e or 0.0 for e in errs], capsize=4,
+               color=["tab:red", "tab:orange", "tab:green"])
+        for i, k in enumerate(EVENT_TYPES):
+            ax.annotate(f"n={stats[k]['n']}", (i, 0), textcoords="offset points", xytext=(0, 4), ha="center",
+                        fontsize=8)
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xticks(x, [EVENT_LABELS[k] for k in EVENT_TYPES], fontsize=8)
+        n = result["replies_after"]
+        after = "the next reply" if n == 1 else f"{n} replies later"
+        ax.set_title(f"{title} (belief after {after})", fontsize=10)
+    fig.suptitle("belief change after social evidence (mean, one standard error)")
+    return _finish(fig, axes, path)
+
+
+__all__ = ["change_figure", "correctness_figure"]
