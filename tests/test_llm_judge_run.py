@@ -57,6 +57,18 @@ def test_judge_scores_every_belief_and_stores_the_curve(run, capsys):
     assert "3 of 3 usable" in capsys.readouterr().out
 
 
+def test_request_options_reach_the_judge(run):
+    with FakeOpenAI(judge_script(REPLIES)) as srv:
+        assert _judge(srv.base_url, run, "--max-tokens-field", "max_completion_tokens", "--no-temperature",
+                      "--max-tokens", "300", "--extra-body", '{"reasoning_effort": "low"}') == 0
+    for entry in srv.log:  # the preflight included
+        p = entry["payload"]
+        assert "temperature" not in p and "max_tokens" not in p and p["reasoning_effort"] == "low", p
+        assert p["max_completion_tokens"] == (16 if judge_belief(p) is None else 300)
+    judge = json.loads((run / "results.json").read_text())["belief_accuracy"]["judge"]
+    assert judge["temperature"] is None and judge["extra_body"] == {"reasoning_effort": "low"}
+
+
 def test_a_rerun_requests_nothing_twice(run, tmp_path):
     scores = tmp_path / "scores.jsonl"
     flaky = dict(REPLIES, **{"walk in circles": "I would give this a 3"})  # prose: no usable score
