@@ -116,14 +116,14 @@ def norm_events(records: list[dict], known: dict[str, int], replies_after: int =
     asked = [i for i, h in enumerate(held) if h["queried"]]
 
     def score(belief):
-        return 1 if belief is None else known.get(belief)  # no belief yet: 1, as the import counts it
+        return known.get(belief) if belief else 1  # no belief yet: 1, as the import counts it
 
     events = []
     for i, ev in enumerate(evidence):
         if ev["event"] is None:
             continue
         later = [j for j in asked if j > i]
-        row = dict(ev, before_t=ev["t"], reply_t=None, score_before=score(held[i]["belief"]), score_after=None,
+        row = dict(ev, reply_t=None, score_before=score(held[i]["belief"]), score_after=None,
                    confidence_before=held[i]["confidence"] or 0.0, confidence_after=None, belief_changed=None)
         if len(later) >= replies_after:
             j = later[replies_after - 1]
