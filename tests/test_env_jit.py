@@ -10,13 +10,16 @@ from normjax.env import environment as env_module
 from normjax.env.step import env_step
 from normjax.world.observation import observe
 from normjax.world.rare import packing
-from normjax.world.step import reset_world
+from tests.helpers import jitted
+from tests.world_helpers import RESET
 
-ENV = normjax.make(layout="cafe", norm="clockwise_circulation", capacity=6)
+# The environment of test_planner's API test and test_gymnasium's single env:
+# NormGymEnv's own jitted reset / step programs are shared across those files.
+ENV = normjax.make(layout="cafe", norm="clockwise_circulation", phase="test")
 
 # The composed reference, jitted (run eagerly, op by op, it took longer than compiling).
-REF_RESET = jax.jit(reset_world, static_argnums=2)
-REF_STEP = jax.jit(env_step)
+REF_RESET = RESET  # tests.world_helpers' reset program
+REF_STEP = jitted(env_step)
 REF_OBSERVE = jax.jit(observe)
 
 
