@@ -12,11 +12,15 @@ from normjax import constants as C
 from normjax.env import env_step, phase_params
 from normjax.layouts.tables import world_tables
 from normjax.world.draws_at import bits_at, randint_at
-from normjax.world.state import make_params
+from normjax.world.state import WorldConfig, make_params
 from normjax.world.step import reset_world
 from normjax.world.turnover import enter, refill, turnover
+from tests.world_helpers import RESET
 
 KEYS = st.integers(0, 2**32 - 1)
+# Jitted once (a program per index length, and per n for the library's draw).
+BITS_AT = jax.jit(bits_at)
+LIB_BITS = jax.jit(lambda key, idx, n: jax.random.bits(key, (n,), jnp.uint32)[idx], static_argnums=2)
 
 
 def _indices(data, n):
@@ -28,11 +32,11 @@ def _indices(data, n):
 def test_bits_at_equals_library_bits(seed, n, data):
     idx = jnp.asarray(_indices(data, n))
     key = jax.random.PRNGKey(seed)
-    want = jax.random.bits(key, (n,), jnp.uint32)[idx]
-    assert np.array_equal(bits_at(key, idx), want)
+    want = LIB_BITS(key, idx, n)
+    assert np.array_equal(BITS_AT(key, idx), want)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)  # eager: each example dispatches ~30 ops
 @given(KEYS, st.integers(1, 12), st.integers(-200, 200), st.integers(-200, 400), st.booleans(), st.data())
 def test_randint_at_equals_library_randint(seed, n, lo, hi, typed, data):
     """Any bounds, including empty ranges (maxval <= minval gives minval) and
@@ -54,6 +58,15 @@ def test_randint_at_under_jit_and_vmap_with_traced_bounds():
     assert np.array_equal(got, want)
 
 
+def _refill(key, state, slots, p, max_slots):
+    """The step's refill at t = 4 on the episode's (traced) layout."""
+    return refill(key, state, slots, world_tables().at(p.layout), p, jnp.int32(4), max_slots=max_slots)
+
+
+# One program each for the layout and norm traced (eager calls compiled every op per layout).
+REFILL = jax.jit(_refill, static_argnums=4)
+
+
 @settings(max_examples=60, deadline=None)
 @given(KEYS, st.integers(0, len(world_tables().kind) - 1), st.integers(0, 49),
        st.lists(st.integers(0, 9), max_size=C.N_DOORS, unique=True))
@@ -62,12 +75,11 @@ def test_refill_of_at_most_n_doors_slots_equals_drawing_for_all(seed, layout, no
     emptied slots; with that many or fewer, every field equals the refill that
     draws for all K slots."""
     p = make_params(layout, norm, turnover_delay=(1, 9))
-    lt = world_tables().at(layout)
-    state = reset_world(jax.random.PRNGKey(seed // 2), p)
+    state = RESET(jax.random.PRNGKey(seed // 2), p, WorldConfig())
     slots = jnp.zeros(10, bool).at[jnp.asarray(chosen, jnp.int32)].set(True)
     key = jax.random.PRNGKey(seed)
-    full = refill(key, state, slots, lt, p, jnp.int32(4))
-    few = refill(key, state, slots, lt, p, jnp.int32(4), max_slots=C.N_DOORS)
+    full = REFILL(key, state, slots, p, None)
+    few = REFILL(key, state, slots, p, C.N_DOORS)
     same = jax.tree.map(lambda a, b: bool(np.array_equal(a, b)), full, few)
     assert all(jax.tree.leaves(same)), same.agents
 
@@ -83,15 +95,19 @@ def test_vmapped_turnover_with_none_to_three_exits_equals_refilling_all():
     exits = [[], [4], [], [0, 7], [2, 5, 9], [], [1], [3, 8], [], [0], [6, 1, 2], []]
     states, keys, masks = [], [], []
     for b, chosen in enumerate(exits):
-        states.append(reset_world(jax.random.PRNGKey(100 + b), p))
+        states.append(RESET(jax.random.PRNGKey(100 + b), p, WorldConfig()))
         keys.append(jax.random.PRNGKey(b))
         masks.append(jnp.zeros(10, bool).at[jnp.asarray(chosen, jnp.int32)].set(True))
     stack = lambda xs: jax.tree.map(lambda *a: jnp.stack(a), *xs)  # noqa: E731
     batched = jax.jit(jax.vmap(lambda k, s, m: turnover(k, s, m, lt, p)))(stack(keys), stack(states), stack(masks))
-    for b, (key, state, mask) in enumerate(zip(keys, states, masks)):
+    @jax.jit
+    def refill_all_then_enter(key, state, mask):
         want = refill(key, state, mask, lt, p, state.t + 1)  # draws for all K slots
         want, entered = enter(want, lt, state.t + 1)
-        want = want.replace(t=state.t + 1)
+        return want.replace(t=state.t + 1), entered
+
+    for b, (key, state, mask) in enumerate(zip(keys, states, masks)):
+        want, entered = refill_all_then_enter(key, state, mask)
         got = jax.tree.map(lambda x: x[b], batched)
         same = jax.tree.map(lambda a, w: bool(np.array_equal(a, w)), (got[0], got[1]), (want, entered))
         assert all(jax.tree.leaves(same)), (b, exits[b], same)
@@ -116,10 +132,10 @@ def test_each_door_has_one_standable_neighbour(layout):
 
 
 def test_exits_per_step_stay_within_n_doors_in_rollouts():
-    b, t = 120, 150
+    b, t = 50, 100  # every layout, every norm
     ps = [phase_params("train", i % 10, i % 50) for i in range(b)]
     p = jax.tree.map(lambda *x: jnp.stack(x), *ps)
-    s = jax.vmap(reset_world)(jax.random.split(jax.random.PRNGKey(11), b), p)
+    s = jax.jit(jax.vmap(reset_world))(jax.random.split(jax.random.PRNGKey(11), b), p)
 
     @jax.jit
     def run(s, key):

@@ -10,21 +10,29 @@ from normjax.env import environment as env_module
 from normjax.env.step import env_step
 from normjax.world.observation import observe
 from normjax.world.rare import packing
-from normjax.world.step import reset_world
+from tests.helpers import jitted
+from tests.world_helpers import RESET
 
-ENV = normjax.make(layout="cafe", norm="clockwise_circulation", capacity=6)
+# The environment of test_planner's API test and test_gymnasium's single env:
+# NormGymEnv's own jitted reset / step programs are shared across those files.
+ENV = normjax.make(layout="cafe", norm="clockwise_circulation", phase="test")
+
+# The composed reference, jitted (run eagerly, op by op, it took longer than compiling).
+REF_RESET = RESET  # tests.world_helpers' reset program
+REF_STEP = jitted(env_step)
+REF_OBSERVE = jax.jit(observe)
 
 
 def test_methods_equal_the_composed_step():
     params = ENV.default_params
     obs, state = ENV.reset(jax.random.PRNGKey(3), params)
-    ref_state = reset_world(jax.random.PRNGKey(3), params, ENV.config)
-    np.testing.assert_array_equal(obs, observe(ref_state, params).flat())
+    ref_state = REF_RESET(jax.random.PRNGKey(3), params, ENV.config)
+    np.testing.assert_array_equal(obs, REF_OBSERVE(ref_state, params).flat())
     for t in range(3):
         key = jax.random.PRNGKey(10 + t)
         obs, state, reward, term, trunc, _ = ENV.step(key, state, t % 5, params)
         k_comm, k_world = jax.random.split(key)
-        ref_obs, ref_state, info = env_step(k_comm, k_world, ref_state, jnp.int32(t % 5), params)
+        ref_obs, ref_state, info = REF_STEP(k_comm, k_world, ref_state, jnp.int32(t % 5), params)
         np.testing.assert_array_equal(obs, ref_obs.flat())
         assert float(reward) == float(info.reward[0])
         for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(ref_state)):
@@ -54,11 +62,11 @@ def test_packing_setting_is_part_of_the_compiled_program():
         with packing(False):
             return batched(k, s, p)
 
-    texts = {}
+    lowered = {}  # a fresh outer jit each time: only ENV.step's own cache is shared
     for name, f in (("packed", batched), ("unpacked", unpacked), ("packed again", batched)):
-        texts[name] = jax.jit(f).lower(keys, states, params).as_text()
-    loops = {name: text.count("stablehlo.while") for name, text in texts.items()}
+        lowered[name] = jax.jit(f).lower(keys, states, params)
+    loops = {name: low.as_text().count("stablehlo.while") for name, low in lowered.items()}
     # Unpacked, the chunk loops of the step's rare work are gone (other loops stay).
     assert loops["packed"] == loops["packed again"] > loops["unpacked"], loops
-    out = {name: jax.jit(f)(keys, states, params)[0] for name, f in (("packed", batched), ("unpacked", unpacked))}
+    out = {name: lowered[name].compile()(keys, states, params)[0] for name in ("packed", "unpacked")}
     np.testing.assert_array_equal(out["packed"], out["unpacked"])

@@ -30,6 +30,7 @@ from normjax.norms import (
 from normjax.norms import registry as reg
 from normjax.layouts.tables import world_tables
 from tests import norm_cases as NC
+from tests.helpers import jitted
 
 PERMISSIBLE = jax.jit(permissible)
 PER_ACTION = jax.jit(permissible_per_action)
@@ -338,6 +339,12 @@ def test_sanctions_select_the_episode_norm():
     assert not np.asarray(SANCTIONS(jnp.int32(7), per)[:, C.WAIT]).any()
 
 
+def _first_free_traced(lid, pos, active):
+    from normjax.norms.predicates import first_free_chairs
+
+    return first_free_chairs(world_tables().at(lid), pos, active)
+
+
 @pytest.mark.parametrize("lid", range(len(ALL_LAYOUTS)))
 def test_first_free_chair_on_the_single_layout_path(lid):
     """With every chair of a seat order taken but its last, that last chair is the
@@ -347,12 +354,16 @@ def test_first_free_chair_on_the_single_layout_path(lid):
 
     tables = world_tables()
     order = np.asarray(tables.seat_order[lid])  # [2, 48, 2]
+    traced_path = jitted(_first_free_traced)
     for sigma in range(2):
         chairs = order[sigma][order[sigma][:, 0] >= 0]
         for taken, want in ((chairs[:-1], chairs[-1]), (chairs, [-1, -1])):
-            pos, active = jnp.asarray(taken), jnp.ones(len(taken), bool)
+            # Padded with inactive agents to one length: one traced program for all.
+            n = len(taken)
+            pos = jnp.asarray(np.concatenate([taken, np.ones((48 - n, 2), np.int32)]), jnp.int32)
+            active = jnp.arange(48) < n
             static = first_free_chairs(tables.at(lid), pos, active)
-            traced = jax.jit(lambda i: first_free_chairs(tables.at(i), pos, active))(jnp.int32(lid))
+            traced = traced_path(jnp.int32(lid), pos, active)
             assert tables.at(lid).static_index == lid
             np.testing.assert_array_equal(np.asarray(static), np.asarray(traced))
             np.testing.assert_array_equal(np.asarray(static)[sigma], want)

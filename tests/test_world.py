@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -11,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from normjax import constants as C
-from normjax.layouts import LAYOUTS
 from normjax.world.observation import obs_size, observe
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, WorldConfig, make_params
 from normjax.layouts.tables import host_tables, world_tables
@@ -38,6 +39,7 @@ def rollout(key, p, n_steps):
 
 ROLLOUT = jax.jit(rollout, static_argnums=2)
 N_STEPS = 60
+OBSERVE = jax.jit(observe)
 
 
 def check_invariants(layout, states, infos):
@@ -73,20 +75,27 @@ def test_fixed_key_replays_bit_for_bit():
     assert not np.array_equal(np.asarray(a[0].agents.pos), np.asarray(c[0].agents.pos))
 
 
+# One batch mixing layouts, norms (none included) and reward conditions, rolled
+# out under jit(vmap) and env by env with ROLLOUT: one program shared by the
+# vmap == unbatched test and the mixed-reward test.
+MIXED = [(0, 0, "sparse_penalty"), (4, 23, "no_penalty"), (7, 48, "dense"),
+         (9, -1, "sparse_penalty"), (1, 30, "no_penalty"), (5, 12, "dense")]
+
+
+@functools.lru_cache(maxsize=None)
+def _mixed_rollouts():
+    ps = [make_params(lay, norm, reward_condition=c) for lay, norm, c in MIXED]
+    keys = jax.random.split(jax.random.PRNGKey(3), len(ps))
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *ps)
+    batched = jax.jit(jax.vmap(lambda k, p: rollout(k, p, N_STEPS)))(keys, stacked)
+    return batched, [ROLLOUT(keys[i], p, N_STEPS) for i, p in enumerate(ps)]
+
+
 def test_jit_vmap_step_equals_unbatched_step():
-    keys = jax.random.split(jax.random.PRNGKey(0), 4)
-    ps = [make_params(l, n) for l, n in [(0, 0), (4, 23), (7, 48), (9, -1)]]
-    pb = jax.tree.map(lambda *x: jnp.stack(x), *ps)
-    states = jax.vmap(reset_world)(keys, pb)
-    vstep = jax.jit(jax.vmap(step_world))
-    # advance a few steps so agents are inside and moving
-    for i in range(5):
-        acts = jax.random.randint(jax.random.PRNGKey(100 + i), (4, K), 0, 5)
-        states, _ = vstep(keys, states, acts, pb)
-    acts = jax.random.randint(jax.random.PRNGKey(9), (4, K), 0, 5)
-    batched = vstep(keys, states, acts, pb)
-    for b in range(4):
-        single = STEP(keys[b], jax.tree.map(lambda x: x[b], states), acts[b], ps[b])
+    """jit(vmap(step)) in a scan: every state and step record of every
+    environment equals its unbatched rollout's, step by step."""
+    batched, alone = _mixed_rollouts()
+    for b, single in enumerate(alone):
         chex.assert_trees_all_equal(jax.tree.map(lambda x: x[b], batched), single)
 
 
@@ -97,8 +106,9 @@ def test_step_does_not_retrace_across_norms_and_layouts():
         return step_world(key, state, a, p)
 
     state = RESET(jax.random.PRNGKey(0), make_params(0, 0), WorldConfig())
+    # Tracing goes through jit's trace cache, as a call does, without compiling.
     for layout, norm in [(0, 0), (1, 30), (5, -1), (9, 49)]:
-        step(jax.random.PRNGKey(1), state, actions(), make_params(layout, norm))
+        step.trace(jax.random.PRNGKey(1), state, actions(), make_params(layout, norm))
 
 
 def test_reset_agents_enter_staggered_on_door_cells():
@@ -215,15 +225,11 @@ def test_vmapped_rewards_equal_unbatched_for_mixed_reward_conditions():
     """Under vmap only the environments under the dense condition compute the
     shaping term (`run_where`); a batch mixing the three conditions still gives
     every environment the rewards of its unbatched rollout, shaping included."""
-    conds = ["sparse_penalty", "no_penalty", "dense"] * 2
-    ps = [params(i % len(LAYOUTS), i, reward_condition=c) for i, c in enumerate(conds)]
-    keys = jax.random.split(jax.random.PRNGKey(3), len(ps))
-    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *ps)
-    _, infos = jax.jit(jax.vmap(lambda k, p: rollout(k, p, 30)))(keys, stacked)
-    for i, p in enumerate(ps):
-        _, alone = ROLLOUT(keys[i], p, 30)
-        np.testing.assert_array_equal(np.asarray(infos.reward[i]), np.asarray(alone.reward))
-    assert np.isclose(np.asarray(infos.reward[2::3]), 6.0 - 0.1).any()  # a step closer under dense
+    (_, infos), alone = _mixed_rollouts()
+    for i, (_, single) in enumerate(alone):
+        np.testing.assert_array_equal(np.asarray(infos.reward[i]), np.asarray(single.reward))
+    dense = [i for i, row in enumerate(MIXED) if row[2] == "dense"]
+    assert np.isclose(np.asarray(infos.reward)[dense], 6.0 - 0.1).any()  # a step closer under dense
 
 
 # --- Entry and turnover (docs/world.md §2) ---------------------------------------------
@@ -259,8 +265,9 @@ def test_turnover_refills_exited_background_slot_with_new_uid():
 def test_observation_sizes(k, size):
     assert obs_size(k) == size
     p = make_params(0, 5)
-    s = RESET(jax.random.PRNGKey(0), p, WorldConfig(capacity=k))
-    o = jax.jit(observe)(s, p)
+    # A hand-placed state (no reset program per capacity): first and last slot in use.
+    s = put(put(blank(k), 0, (6, 1), goal=(1, 7)), k - 1, (6, 3), group=2)
+    o = OBSERVE(s, p)
     assert o.flat().shape == (size,)
     assert o.planes.shape == (3, 11, 15)
     assert np.isfinite(np.asarray(o.flat())).all()
@@ -270,7 +277,7 @@ def test_observation_content():
     p = params(0, -1, max_steps=100)
     s = put(blank(), 0, (6, 1), goal=(1, 7), group=1)  # next to dA on the left wall
     s = put(s, 3, (6, 3), group=2, sanctioned=True)
-    o = jax.jit(observe)(s, p)
+    o = OBSERVE(s, p)
     planes = np.asarray(o.planes)
     assert planes[1, 6, 1] == 1.0 and planes[1].sum() == 1.0
     assert planes[2, 6, 3] == pytest.approx(1.0)  # blue = (2+1)/3
@@ -292,31 +299,38 @@ def test_make_params_rejects_bad_values():
         WorldConfig(capacity=7)
 
 
-@pytest.mark.parametrize("layout,norm", [(0, 23), (7, 39), (3, 48), (9, 49), (7, 7)])
+@jax.jit
+def _env_rollout(params):
+    """A 40-step environment rollout (one program per static layout promise)."""
+    from normjax.env import env_step
+
+    def body(state, key):
+        kc, kw, ka = jax.random.split(key, 3)
+        obs, state, info = env_step(kc, kw, state, jax.random.randint(ka, (), 0, 5), params)
+        return state, (info, obs.flat())
+
+    start = reset_world(jax.random.PRNGKey(3), params)
+    return jax.lax.scan(body, start, jax.random.split(jax.random.PRNGKey(4), 40))
+
+
+# Each static layout is its own compiled program, so two layouts carry the five
+# norms: the cafe and the movie theatre (23 chairs, the widest candidate lists).
+# Every layout's cut seat orders: test_norms' first-free-chair test.
+@pytest.mark.parametrize("layout,norm", [(0, 23), (0, 48), (7, 39), (7, 49), (7, 7)])
 def test_static_layout_fast_path_is_bit_identical(layout, norm):
     """Promising the layout statically (tables as constants, candidate lists and
     seat orders cut to the layout's own length) changes nothing in a full
     environment rollout: states and step records are identical.  Norms 48-49
     read the first free chair of a seat order; 7 and 39 send agents to chairs
     and R cells, 23 to a queue."""
-    from normjax.env import env_step
-
-    def rollout(params):
-        def body(state, key):
-            kc, kw, ka = jax.random.split(key, 3)
-            obs, state, info = env_step(kc, kw, state, jax.random.randint(ka, (), 0, 5), params)
-            return state, (info, obs.flat())
-
-        start = reset_world(jax.random.PRNGKey(3), params)
-        return jax.lax.scan(body, start, jax.random.split(jax.random.PRNGKey(4), 40))
-
+    rollout = _env_rollout
     dynamic = make_params(layout, norm, n_blind=1)
     static = make_params(layout, norm, n_blind=1, static_layout=True)
     assert static.static_layout == layout and dynamic.static_layout == -1
     assert world_tables().at(static.layout).static_index == layout
     assert world_tables().at(dynamic.layout).static_index == -1
-    a = jax.jit(rollout)(dynamic)
-    b = jax.jit(rollout)(static)
+    a = rollout(dynamic)
+    b = rollout(static)
     jax.tree.map(lambda x, y: np.testing.assert_array_equal(np.asarray(x), np.asarray(y)), a, b)
     assert int(np.asarray(a[1][0].active).sum()) > 40  # agents were on the grid
 
