@@ -21,15 +21,27 @@ SCRIPT = ("import json, sys\nfrom normjax.cli import main\nfrom normjax.cache im
           "rc = main(sys.argv[1:])\nprint(json.dumps(dict(rc=rc, **cache_stats())))\n")
 
 
-def _run(tmp_path, *flags, **env_extra):
+def _start(tmp_path, argv, **env_extra):
+    """The `normjax` command `argv` in a fresh subprocess (started, not awaited)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "NORMJAX_", "XLA_"))}
     env.update(PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", XDG_CACHE_HOME=str(tmp_path / "xdg"), **env_extra)
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, "rollout", "--steps", "2", *flags], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    stats = json.loads(proc.stdout.strip().splitlines()[-1])
+    return subprocess.Popen([sys.executable, "-c", SCRIPT, *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _stats(proc):
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    stats = json.loads(out.strip().splitlines()[-1])
     assert stats["rc"] == 0
     return stats
+
+
+ROLLOUT = ["rollout", "--steps", "2"]  # a tiny command
+
+
+def _run(tmp_path, *flags, **env_extra):
+    return _stats(_start(tmp_path, [*ROLLOUT, *flags], **env_extra))
 
 
 def _files(d: Path) -> set[str]:
@@ -61,9 +73,18 @@ def test_every_command_takes_cache_flags():
     assert ap.parse_args(["train", "--config", "c", "--no-cache"]).no_cache
 
 
-def test_second_run_loads_from_cache(tmp_path):
+def test_second_run_loads_from_cache_and_no_cache_writes_nothing(tmp_path):
+    """`--no-cache` wins over `--cache-dir` (NORMJAX_NO_CACHE takes the same path: test_resolve_precedence).
+
+    The no-cache run and the first cached run are independent: they run side by side."""
     default = tmp_path / "xdg" / "normjax" / "jax"
-    first = _run(tmp_path)  # the default directory under XDG_CACHE_HOME
+    off_dir, off_home = tmp_path / "off", tmp_path / "off_home"
+    off_home.mkdir()
+    first = _start(tmp_path, ROLLOUT)  # the default directory under XDG_CACHE_HOME
+    off = _start(off_home, [*ROLLOUT, "--no-cache", "--cache-dir", str(off_dir)], NORMJAX_CACHE_DIR=str(off_dir))
+    first, off = _stats(first), _stats(off)
+    assert off["lookups"] == off["hits"] == off["writes"] == 0
+    assert not _files(off_dir) and not _files(off_home / "xdg" / "normjax" / "jax")
     written = _files(default)
     assert first["writes"] > 0 and len(written) >= first["writes"]
     assert all(name.endswith("-cache") for name in written)
@@ -71,14 +92,6 @@ def test_second_run_loads_from_cache(tmp_path):
     assert second["lookups"] == first["lookups"] > 0
     assert second["hits"] == second["lookups"] and second["writes"] == 0
     assert _files(default) == written
-
-
-def test_no_cache_leaves_directory_empty(tmp_path):
-    """`--no-cache` wins over `--cache-dir` (NORMJAX_NO_CACHE takes the same path: test_resolve_precedence)."""
-    d = tmp_path / "cache"
-    stats = _run(tmp_path, "--no-cache", "--cache-dir", str(d), NORMJAX_CACHE_DIR=str(d))
-    assert stats["lookups"] == stats["hits"] == stats["writes"] == 0
-    assert not _files(d) and not _files(tmp_path / "xdg" / "normjax" / "jax")
 
 
 def test_executable_cache_keys_and_reloads(tmp_path, monkeypatch):
@@ -123,11 +136,6 @@ def test_repeated_export_loads_whole_programs(tmp_path):
 
 
 def _run_export(tmp_path, out, *flags):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "NORMJAX_", "XLA_"))}
-    env.update(PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", XDG_CACHE_HOME=str(tmp_path / "xdg"))
     cmd = ["export", "--norm", "bend_right_1", "--phase", "seen", "--seed", "4", "--policy", "random",
            "--steps", "10", "--out", str(tmp_path / out), *flags]
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, *cmd], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return _stats(_start(tmp_path, cmd))

@@ -20,9 +20,12 @@ from normjax.world.state import ANY_DOOR, GOAL_CELL, ROLE_AWARE, ROLE_BLIND, Wor
 from normjax.world.step import reset_world
 from normjax.world.turnover import refill
 from normjax.layouts.tables import world_tables
-from tests.world_helpers import STEP, actions, blank, params as hand_params, put
+from tests.world_helpers import RESET, STEP, actions, blank, params as hand_params, put
 
-RESET = jax.jit(jax.vmap(reset_world, in_axes=(0, None)))
+RESET_MANY = jax.jit(jax.vmap(reset_world, in_axes=(0, None)))
+REFILL = jax.jit(refill)
+# One community step for every planner test: the params are an argument, so every norm and habit shares it.
+COMMUNITY_STEP = jax.jit(lambda k, s, p: env_step(*jax.random.split(k), s, C.WAIT, p, COMMUNITY)[1:])
 CAFE_DOORS = {"A": (6, 0), "B": (10, 7), "C": (3, 14)}
 
 
@@ -68,9 +71,9 @@ def _keys(n, seed=0):
 @pytest.mark.parametrize("n_blind", [0, 1])
 def test_lottery_only_norm_aware_background_at_the_share(n_blind):
     keys = _keys(300, n_blind)
-    off = RESET(keys, make_params(0, 5, n_blind=n_blind))
+    off = RESET_MANY(keys, make_params(0, 5, n_blind=n_blind))
     for share in (0.0, 0.5, 1.0):
-        st = RESET(keys, make_params(0, 5, n_blind=n_blind, distractor="move1_wait1", distractor_share=share))
+        st = RESET_MANY(keys, make_params(0, 5, n_blind=n_blind, distractor="move1_wait1", distractor_share=share))
         ag = jax.tree.map(np.asarray, st.agents)
         eligible = ag.in_use & (ag.role == ROLE_AWARE) & (np.arange(10) > 0)
         assert set(np.unique(ag.habit[~eligible])) <= {HABIT_NONE}  # newcomer, blind, unused slots
@@ -87,14 +90,14 @@ def test_lottery_only_norm_aware_background_at_the_share(n_blind):
 def test_turnover_refills_draw_habits():
     lt = world_tables().at(0)
     p = make_params(0, 5, n_blind=1, distractor="same_exit_door", distractor_share=1.0)
-    st = reset_world(jax.random.PRNGKey(1), p)
+    st = RESET(jax.random.PRNGKey(1), p, WorldConfig())
     slots = jnp.ones((10,), bool)
-    new = refill(jax.random.PRNGKey(2), st.replace(agents=st.agents.replace(habit=jnp.zeros(10, jnp.int32))),
+    new = REFILL(jax.random.PRNGKey(2), st.replace(agents=st.agents.replace(habit=jnp.zeros(10, jnp.int32))),
                   slots, lt, p, jnp.int32(5))
     want = np.where(np.arange(10) >= 2, HABIT_SAME_EXIT_DOOR, HABIT_NONE)  # slot 0 newcomer, slot 1 blind
     assert np.asarray(new.agents.habit).tolist() == want.tolist()
     p0 = p.replace(habit_share=jnp.float32(0.0))
-    assert not np.asarray(refill(jax.random.PRNGKey(2), st, slots, lt, p0, jnp.int32(5)).agents.habit).any()
+    assert not np.asarray(REFILL(jax.random.PRNGKey(2), st, slots, lt, p0, jnp.int32(5)).agents.habit).any()
 
 
 def test_scenario_agents_and_newcomer_never_get_a_habit():
@@ -117,10 +120,9 @@ def test_scenario_agents_and_newcomer_never_get_a_habit():
 
 
 def _community_run(state, p, steps, seed=0):
-    run = jax.jit(lambda k, s: env_step(*jax.random.split(k), s, C.WAIT, p, COMMUNITY)[1:])
     infos = []
     for k in jax.random.split(jax.random.PRNGKey(seed), steps):
-        state, info = run(k, state)
+        state, info = COMMUNITY_STEP(k, state, p)
         infos.append(jax.tree.map(np.asarray, info))
     return state, infos
 

@@ -1,7 +1,7 @@
 """Many episodes in one `normjax export` call (normjax.interop.export_many).
 
 One multi-episode export (2 norms x interaction / seen / unseen x protocol
-episodes 0 and 1, random newcomer, 30 steps, batches of at most 3 so the test
+episodes 0 and 1, random newcomer, 40 steps, batches of at most 3 so the test
 episodes run in three calls, the last one padded) is shared by the tests; its
 files must be byte-identical to single-episode exports of the same episodes.  The
 oracle's 150-episode export is checked the same way by
@@ -20,7 +20,7 @@ from normjax.cli import main
 from normjax.interop.export_many import _episode, episode_name, plan_many
 
 NORMS = ["bend_right_1", "forbidden_zone_q"]
-STEPS = "30"
+STEPS = "40"  # the length of tests/test_export.py: the single-episode scan program is shared
 
 
 @pytest.fixture(scope="module")

@@ -24,20 +24,18 @@ import io
 import json
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from normjax import constants as C
-from normjax.community.planner import plan_actions
 from normjax.env import blind_policy, oracle_policy, random_policy
 from normjax.llm.agents import LLMAgent, StatePolicyAgent
 from normjax.llm.client import PREFLIGHT_PROMPT, ChatClient, ClientConfig
 from normjax.llm.judge import export_judge_prompts, import_judge_scores
 from normjax.llm.runner import run_protocol, run_protocol_async
 from normjax.llm.transcripts import TranscriptStore
-from normjax.protocol.runner import format_table, run_episode, summarize
-from normjax.protocol.seeds import test_episodes as protocol_episodes
+from normjax.protocol.runner import format_table, summarize
+from tests.shared_protocol import reference
 from tests.fake_openai import ERROR_CATEGORIES, FakeOpenAI, category, chaos, prompt_text
 
 SUBSET = [0, 12, 23, 39, 44]  # one or two norms per family
@@ -52,30 +50,10 @@ def _bounded():
     faulthandler.cancel_dump_traceback_later()
 
 
-@functools.lru_cache(maxsize=None)
-def _reference():
-    """run_episode (what `normjax.protocol.evaluate` runs) for oracle and blind, one program."""
-    eps = protocol_episodes(SUBSET)
-
-    def one(aware, key, lay, nid, grp):
-        def policy(k, s, p):  # aware: oracle_policy; not aware: blind_policy
-            return plan_actions(k, s, p, (jnp.arange(s.agents.active.shape[0]) == 0) & aware)[0]
-
-        return run_episode(policy, key, lay, nid, grp)
-
-    col = lambda f: jnp.asarray([f(e) for e in eps] * 2)  # noqa: E731
-    out = jax.jit(jax.vmap(one))(jnp.asarray([True] * len(eps) + [False] * len(eps)),
-                                 jnp.stack([jax.random.PRNGKey(e["seed"]) for e in eps] * 2),
-                                 col(lambda e: e["layout_id"]), col(lambda e: e["norm_id"]), col(lambda e: e["group"]))
-    out = {k: np.asarray(v) for k, v in out.items()}
-    n = len(eps)
-    return {name: (summarize(eps, {k: v[sl] for k, v in out.items()}), out["waits"][sl])
-            for name, sl in (("oracle", slice(0, n)), ("blind", slice(n, None)))}
-
-
 @pytest.mark.parametrize("name, policy", [("oracle", oracle_policy), ("blind", blind_policy)])
 def test_state_policies_reproduce_the_protocol_exactly(name, policy):
-    want, waits = _reference()[name]
+    eps, raw = reference(name, SUBSET)  # run_episode as `evaluate` runs it (tests/shared_protocol.py)
+    want, waits = summarize(eps, raw), raw["waits"]
     got = run_protocol(StatePolicyAgent(policy), SUBSET, interaction_steps=0)
     assert len(got["episodes"]) == len(want["episodes"]) == 30
     for g, w, wt in zip(got["episodes"], want["episodes"], waits):
@@ -248,9 +226,10 @@ def test_vlm_frames(tmp_path):
 
 
 def test_cli_llm_eval(tmp_path, capsys):
-    from normjax.cli import main
+    from normjax.cli import build_parser, main
 
     out = tmp_path / "cli"
+    assert build_parser().parse_args(["llm-eval", "--base-url", "u", "--model", "m", "--out", "o"]).interaction_steps == 200
     assert main(["llm-eval", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--norms", "no_such_norm",
                  "--out", str(out)]) == 2
     assert "valid names are: forbidden_zone_q" in capsys.readouterr().err and not out.exists()
@@ -258,12 +237,13 @@ def test_cli_llm_eval(tmp_path, capsys):
                  "--out", str(out)]) == 2
     with FakeOpenAI(chaos(transport_errors=False)) as srv:  # the CLI's back-off is seconds long
         argv = ["llm-eval", "--base-url", srv.base_url, "--model", "fake", "--norms", NORM, "--text-only",
-                "--timeout", "0.5", "--max-retries", "2", "--concurrency", "8", "--out", str(out)]
+                "--timeout", "0.5", "--max-retries", "2", "--concurrency", "8", "--out", str(out),
+                "--interaction-steps", "20"]  # the protocol's 200 add nothing here but wall time
         assert main(argv) == 0
         text = capsys.readouterr().out
         assert "seen     overall" in text and "llm: {" in text
         result = json.loads((out / "results.json").read_text())
-        assert result["meta"]["interaction_steps"] == 200 and len(result["episodes"]) == 6
+        assert result["meta"]["interaction_steps"] == 20 and len(result["episodes"]) == 6
         prompts = [json.loads(x) for x in (out / "judge_prompts.jsonl").read_text().splitlines()]
         scores = tmp_path / "scores.jsonl"
         scores.write_text("".join(json.dumps({"id": p["id"], "score": 5}) + "\n" for p in prompts))
@@ -272,7 +252,7 @@ def test_cli_llm_eval(tmp_path, capsys):
         assert len(srv.log) == before  # import only: the finished run makes no request
     result = json.loads((out / "results.json").read_text())
     curve = result["belief_accuracy"]["curve"]
-    assert len(curve["t"]) == 200 and set(curve["mean_score"]) <= {1.0, 5.0} and curve["mean_score"][-1] == 5.0
+    assert len(curve["t"]) == 20 and set(curve["mean_score"]) <= {1.0, 5.0} and curve["mean_score"][-1] == 5.0
 
 
 # ---------------------------------------------------------------------------
@@ -316,18 +296,19 @@ def test_distractors_reproduce_evaluate(name, policy, habit, tmp_path):
 def test_distractors_in_the_interaction_phase():
     from normjax.env import phase_params
     from normjax.llm import batch
-    from normjax.llm.runner import interaction_episodes
+    from normjax.llm.runner import INTERACTION_STEPS, interaction_episodes
     from normjax.world.state import WorldConfig
-    from normjax.world.step import reset_world
+    from tests.world_helpers import RESET
 
     specs = interaction_episodes([0, 12])
     for habit, share in (("move1_wait1", 1.0), ("none", 0.0)):
         code = C.HABIT_NAMES.index(habit)
-        states, params, _, _ = batch.init_stage(specs, 10, 8, code, share)
+        # the runner's own horizon, so the compiled init is the one the runs use
+        states, params, _, _ = batch.init_stage(specs, 10, INTERACTION_STEPS, code, share)
         for i, e in enumerate(specs):
             k_reset, _ = jax.random.split(jax.random.PRNGKey(e["seed"]))
             p = phase_params("interaction", 0, e["norm_id"], distractor=habit, distractor_share=share)
-            want = reset_world(k_reset, p, WorldConfig(capacity=10))
+            want = RESET(k_reset, p, WorldConfig(capacity=10))
             assert int(params.habit[i]) == code and float(params.habit_share[i]) == share
             for a, b in zip(jax.tree.leaves(want), jax.tree.leaves(jax.tree.map(lambda x: x[i], states))):
                 np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -335,6 +316,34 @@ def test_distractors_in_the_interaction_phase():
             assert (np.asarray(states.agents.habit) == code).any()
         else:
             assert (np.asarray(states.agents.habit) == 0).all()
+
+
+@pytest.mark.parametrize("distractor", [None, "move1_wait1"])
+def test_interaction_transcript_equals_the_exported_episode(tmp_path, distractor):
+    """The runner's 200-step interaction episode is `normjax export`'s (the same reset, key splits and
+    community), step by step (tests/test_llm_slow.py: the same against a direct scan of `env_step`)."""
+    from normjax.interop.export import rollout, trajectory_records
+    from normjax.protocol.seeds import base_seed
+
+    norm, steps = 12, 200  # clockwise_circulation: the norm-blind background slot is sanctioned often
+    share = 1.0 if distractor else 0.0
+    run_protocol(StatePolicyAgent(oracle_policy), [norm], interaction_steps=steps, out=tmp_path / "run",
+                 settings={}, distractor=distractor, distractor_share=share)
+    records = TranscriptStore(tmp_path / "run").read("clockwise_circulation/interaction")
+    # the exporter's 200-step program, shared with tests/test_distractors.py
+    states, infos, params = rollout(jax.random.PRNGKey(base_seed(norm)), 0, norm, "interaction", oracle_policy,
+                                    distractor=distractor, distractor_share=share)
+    header = {"seed": base_seed(norm), "phase": "interaction"}
+    if distractor:
+        header["distractor"] = {"habit": distractor, "share": share}
+    want = trajectory_records(states, infos, params, header)
+    assert len(records) == len(want) == steps + 1
+    for got, ref in zip(records[1:], want[1:]):
+        assert got["t"] == ref["t"] and got["agents"] == ref["agents"]
+    assert sum(a["sanctioned"] for r in want[1:] for a in r["agents"]) > 0
+    if distractor:
+        assert records[0]["distractor"] == header["distractor"]
+        assert distractor in {a["habit"] for r in records[1:] for a in r["agents"]}
 
 
 def test_cli_llm_eval_distractor_flags(tmp_path, capsys):
@@ -355,7 +364,7 @@ def test_cli_llm_eval_distractor_flags(tmp_path, capsys):
     with FakeOpenAI(chaos(transport_errors=False)) as srv:  # the flags reach both stages and the results
         argv = ["llm-eval", "--base-url", srv.base_url, "--model", "fake", "--norms", NORM, "--text-only",
                 "--timeout", "0.5", "--max-retries", "2", "--concurrency", "8", "--out", str(out),
-                "--distractor", "move1_wait1"]
+                "--distractor", "move1_wait1", "--interaction-steps", "20"]
         assert main(argv) == 0
         assert "seen     overall" in capsys.readouterr().out
     result = json.loads((out / "results.json").read_text())

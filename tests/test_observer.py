@@ -123,13 +123,13 @@ def test_unknown_move_bits_never_charge_the_rhythm_norms():
     s, (_, info) = _case1(norm=0)
     b = B.init_belief(CAFE, s)
     hist = b.history.replace(moves_known=b.history.moves_known.at[0, 0].set(False))
-    tr = observe_step(CAFE, info, "actions")
-    lo, hi = B.predicted_permissible(CAFE, s.t, info.pos, info.active, s.agents.group, hist, tr.action)
+    tr = jax.jit(observe_step, static_argnums=2)(CAFE, info, "actions")  # jitted: eager dispatch is slower
+    lo, hi = jax.jit(B.predicted_permissible)(CAFE, s.t, info.pos, info.active, s.agents.group, hist, tr.action)
     assert not bool(lo[19, 0]) and bool(hi[19, 0])  # uncertain exactly for move1_wait1
     assert bool(jnp.all((lo == hi).at[19, 0].set(True)))
     for flag in (False, True):
-        ll = B.log_likelihood(CAFE, s.t, info.pos, info.active, s.agents.group, hist, tr,
-                              info.sanctioned.at[0].set(flag), 0.0)
+        ll = jax.jit(B.log_likelihood)(CAFE, s.t, info.pos, info.active, s.agents.group, hist, tr,
+                                       info.sanctioned.at[0].set(flag), 0.0)
         assert float(ll[19]) == 0.0
         assert (flag and not np.isfinite(float(ll[1]))) or (not flag and float(ll[1]) == 0.0)
 
@@ -168,13 +168,13 @@ def test_a_pushed_bystander_is_not_read_as_a_move():
 
 
 def test_jit_vmap_update_equals_unbatched_update():
-    cfg = WorldConfig(capacity=6)
+    cfg = WorldConfig(capacity=10)  # the capacity of the other tests: their compiled UPDATE is reused
     norms = jnp.asarray([0, 13, 30, 47])
     p = jax.vmap(lambda n: make_params(0, 0, n_blind=0).replace(norm_id=n))(norms)
 
     def prep(key, prm):
         s = reset_world(key, prm, cfg)
-        a = jax.random.randint(key, (6,), 0, 5)
+        a = jax.random.randint(key, (10,), 0, 5)
         s2, info = step_world(jax.random.fold_in(key, 1), s, a, prm)
         return s, info
 

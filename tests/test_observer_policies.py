@@ -8,6 +8,7 @@ one norm's interaction phase end to end.
 
 from __future__ import annotations
 
+import functools
 import json
 
 import jax
@@ -17,15 +18,14 @@ import pytest
 
 from normjax import constants as C
 from normjax.cli import main
-from normjax.env import oracle_policy
 from normjax.layouts.tables import world_tables
 from normjax.norms import N_NORMS, norm_id
 from normjax.observer import belief as B
 from normjax.observer import bayes_active, bayes_map, bayes_safe, expected_information_gain, observer_policy
 from normjax.observer.policies import own_action_masks
 from normjax.protocol import evaluate, run_episode
-from normjax.protocol import test_episodes as protocol_episodes
 from normjax.world.state import WorldConfig, empty_state
+from tests.shared_protocol import reference
 from tests.world_helpers import blank, params, put
 
 CAFE = world_tables().at(0)
@@ -39,7 +39,12 @@ def belief_of(masses: dict) -> B.Belief:
         p[n] = m
     with np.errstate(divide="ignore"):
         lp = jnp.asarray(np.log(p / p.sum()), jnp.float32)
-    return B.init_belief(CAFE, empty_state(10)).replace(log_probs=lp)
+    return _prior().replace(log_probs=lp)
+
+
+@functools.lru_cache(maxsize=None)
+def _prior() -> B.Belief:
+    return B.init_belief(CAFE, empty_state(10))
 
 
 # (state, the move a norm-blind planner makes) for three constructed situations.
@@ -57,6 +62,9 @@ def _turn_case():  # t = 3: moving at an odd step
 
 SAFE = jax.jit(bayes_safe, static_argnames="threshold")
 MAP = jax.jit(bayes_map)
+ACTIVE = jax.jit(bayes_active)
+MASKS = jax.jit(own_action_masks)  # jitted: eager op-by-op dispatch of the 50 norms is slower
+GAIN = jax.jit(expected_information_gain)
 
 CASES = [
     # (case, MAP norm, true norm): the MAP norm permits the planner's move, the true one forbids it
@@ -71,7 +79,7 @@ def test_bayes_safe_never_takes_an_action_the_plausible_true_norm_forbids(case, 
     state, move = case()
     prm = params(norm=true_id)
     key = jax.random.PRNGKey(0)
-    ok = np.asarray(own_action_masks(state, prm))  # [50, 5]
+    ok = np.asarray(MASKS(state, prm))  # [50, 5]
     assert ok[map_id, move] and not ok[true_id, move]  # the construction
     for p_true in (0.06, 0.3, 0.49):
         b = belief_of({map_id: 1 - p_true, true_id: p_true})
@@ -100,16 +108,16 @@ def test_expected_information_gain_hand_computed():
     state = put(blank(), 0, (6, 5), goal=(6, 10)).replace(t=jnp.int32(3))
     prm = params(norm=Q_NORM)
     b = belief_of({Q_NORM: 0.5, EVEN: 0.5})
-    gain = np.asarray(expected_information_gain(state, prm, b, 0.0))
+    gain = np.asarray(GAIN(state, prm, b, 0.0))
     np.testing.assert_allclose(gain, [np.log(2)] * 3 + [0.0, 0.0], atol=1e-6)
     h = lambda q: -(q * np.log(q) + (1 - q) * np.log(1 - q))  # noqa: E731
-    gain = np.asarray(expected_information_gain(state, prm, b, 0.1))
+    gain = np.asarray(GAIN(state, prm, b, 0.1))
     np.testing.assert_allclose(gain[:3], h(0.5) - h(0.1), atol=1e-6)
-    assert int(jax.jit(bayes_active)(jax.random.PRNGKey(0), state, prm, b)) == C.UP  # first best
+    assert int(ACTIVE(jax.random.PRNGKey(0), state, prm, b)) == C.UP  # first best
     # Nothing left to learn: the active learner acts like bayes_map.
     sure = belief_of({Q_NORM: 1.0})
     key = jax.random.PRNGKey(1)
-    assert int(jax.jit(bayes_active)(key, state, prm, sure)) == int(MAP(key, state, prm, sure))
+    assert int(ACTIVE(key, state, prm, sure)) == int(MAP(key, state, prm, sure))
 
 
 def _point_mass_states(episodes):
@@ -119,18 +127,21 @@ def _point_mass_states(episodes):
 
 
 def test_bayes_map_with_the_true_norm_known_is_the_oracle_through_the_stateful_runner():
-    eps = [e for e in protocol_episodes([norm_id("clockwise_circulation"), norm_id("zone_r_capacity_1")])
-           if e["episode"] < 2]
+    # The oracle's rows come from the reference run shared with other files (tests/shared_protocol.py).
+    all_eps, all_oracle = reference("oracle", [norm_id("clockwise_circulation"), norm_id("zone_r_capacity_1")])
+    first_two = np.asarray([e["episode"] < 2 for e in all_eps])
+    eps = [e for e, keep in zip(all_eps, first_two) if keep]
+    oracle = {k: v[first_two] for k, v in all_oracle.items()}
     keys = jnp.stack([jax.random.PRNGKey(e["seed"]) for e in eps])
     args = tuple(jnp.asarray([e[k] for e in eps], jnp.int32) for k in ("layout_id", "norm_id", "group"))
     cfg = WorldConfig()
     policy = observer_policy("bayes_map")
     bayes = jax.jit(jax.vmap(lambda k, l, n, g, st: run_episode(policy, k, l, n, g, cfg, st)))(
         keys, *args, _point_mass_states(eps))
-    oracle = jax.jit(jax.vmap(lambda k, l, n, g: run_episode(oracle_policy, k, l, n, g, cfg)))(keys, *args)
+    assert set(bayes) == set(oracle) and len(eps) == 8
     for name in oracle:
-        np.testing.assert_array_equal(np.asarray(bayes[name]), np.asarray(oracle[name]), err_msg=name)
-    assert (np.asarray(oracle["goals"]) == 2).all() and (np.asarray(oracle["sanctions"]) == 0).all()
+        np.testing.assert_array_equal(np.asarray(bayes[name]), oracle[name], err_msg=name)
+    assert (oracle["goals"] == 2).all() and (oracle["sanctions"] == 0).all()
 
 
 def test_identify_command_on_one_norm(tmp_path, capsys):

@@ -1,9 +1,10 @@
 """docs/world.md §9 test protocol: scenario construction, seeds/groups, reference rows.
 
-The reference rows (Table 1) are pinned on a subset of norms (two or three
-per family, seen and unseen) in ONE compiled program that runs the oracle and
-the norm-blind newcomer side by side (the policy's awareness is a vmapped
-flag).  The full 50-norm run is marked slow.
+The reference rows (Table 1) are pinned on a subset of norms (three per
+family, seen and unseen) in ONE compiled program that runs the oracle and
+the norm-blind newcomer side by side (tests/shared_protocol.py, shared with
+the LLM runner's and the observer's tests).  The full 50-norm run is in the
+slow tier.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ import pytest
 
 from normjax.layouts import LAYOUTS
 from normjax.norms import FAMILIES, N_NORMS, NORMS
-from normjax.community.planner import plan_actions
-from normjax.protocol.runner import METRICS, format_table, resolve_norms, run_episode, summarize
+from normjax.protocol.runner import METRICS, format_table, resolve_norms, summarize
 from normjax.layouts import load_layout
 from normjax.layouts.routes import host_route_tables
 from normjax.norms.table import NORM_TABLE
@@ -27,8 +27,9 @@ from normjax.protocol.geometry import Geo, _queue_timing, host_scenarios
 from normjax.protocol.scenarios import HABIT_HOLD, build_test_episode, missing_scenarios, release_holds
 from normjax.protocol.seeds import base_seed, episode_seeds, group_orders
 from normjax.protocol.seeds import test_episodes as protocol_episodes
+from tests.shared_protocol import REFERENCE_NORMS, reference
 
-SUBSET = [0, 9, 13, 22, 30, 37, 40, 44, 49]  # >= 2 norms per family
+SUBSET = list(REFERENCE_NORMS)  # three norms per family
 
 
 def test_seed_and_group_scheme():
@@ -78,30 +79,9 @@ def test_build_is_deterministic_and_places_the_newcomer():
     assert len({tuple(p) for p in pos}) == len(pos)  # nobody shares a cell
 
 
-@functools.lru_cache(maxsize=None)
 def _reference_run():
-    """Oracle and blind newcomers on SUBSET, one compiled program."""
-    eps = protocol_episodes(SUBSET)
-
-    def one(aware, key, lay, nid, grp):
-        def policy(k, s, p):
-            n = s.agents.active.shape[0]
-            return plan_actions(k, s, p, (jnp.arange(n) == 0) & aware)[0]
-
-        return run_episode(policy, key, lay, nid, grp)
-
-    def col(f):
-        return jnp.asarray([f(e) for e in eps] * 2)
-
-    aware = jnp.asarray([True] * len(eps) + [False] * len(eps))
-    keys = jnp.stack([jax.random.PRNGKey(e["seed"]) for e in eps] * 2)
-    out = jax.jit(jax.vmap(one))(aware, keys, col(lambda e: e["layout_id"]),
-                                 col(lambda e: e["norm_id"]), col(lambda e: e["group"]))
-    out = {k: np.asarray(v) for k, v in out.items()}
-    n = len(eps)
-    oracle = summarize(eps, {k: v[:n] for k, v in out.items()})
-    blind = summarize(eps, {k: v[n:] for k, v in out.items()})
-    return oracle, blind
+    """Oracle and blind newcomers on SUBSET (one compiled program shared with other test files)."""
+    return tuple(summarize(*reference(name, SUBSET)) for name in ("oracle", "blind"))
 
 
 @pytest.mark.parametrize("policy, joint, episode_ok", [
@@ -149,7 +129,7 @@ def test_scenario_layouts_are_seen_and_unseen():
         assert e["layout_id"] == (0 if e["condition"] == "seen" else LAYOUTS.index(NORMS[e["norm_id"]].unseen_layout))
 
 
-@pytest.mark.slow
+@pytest.mark.full_protocol
 def test_full_protocol_reference_rows():
     from normjax.env import blind_policy, oracle_policy
     from normjax.protocol.runner import evaluate
