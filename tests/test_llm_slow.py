@@ -1,4 +1,4 @@
-"""Slow end-to-end checks of normjax.llm.runner (pytest -m slow).
+"""Slow-tier end-to-end checks of normjax.llm.runner (pytest -m slow).
 
 * all 50 norms: the oracle and blind state policies as external agents equal
   `normjax.protocol.evaluate` episode by episode;
@@ -28,7 +28,7 @@ from normjax.world.state import WorldConfig
 from normjax.world.step import reset_world
 from tests.fake_openai import FakeOpenAI, category, chaos, prompt_text
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.full_protocol  # all 50 norms: the slow tier
 
 
 @pytest.fixture(autouse=True)
