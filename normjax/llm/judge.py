@@ -129,16 +129,21 @@ def _score(rec: dict) -> tuple[int | None, str | None]:
     return None, 'the reply has no JSON object with a score (the judge must answer {"score": <1-7>, ...})'
 
 
-def read_scores(scores_path, known_ids) -> tuple[dict[str, int], list[dict]]:
-    """({id: score}, errors) of a judge-score file; every unusable line is an error with its line number."""
-    scores, errors = {}, []
-    for n, line in enumerate(Path(scores_path).read_text().splitlines(), start=1):
+def jsonl_records(path):
+    """(line number, the line's JSON value or None if it does not parse) for each non-blank line."""
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            yield n, json.loads(line)
         except ValueError:
-            rec = None
+            yield n, None
+
+
+def read_scores(scores_path, known_ids) -> tuple[dict[str, int], list[dict]]:
+    """({id: score}, errors) of a judge-score file; every unusable line is an error with its line number."""
+    scores, errors = {}, []
+    for n, rec in jsonl_records(scores_path):
         if not isinstance(rec, dict):
             errors.append(dict(line=n, id=None, error="not a JSON object"))
             continue

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from normjax.llm.client import ChatClient, ClientConfig, EndpointError
 from normjax.llm.judge import (JUDGE_FILE, SCORES_FILE, check_run_dir, export_judge_prompts, import_judge_scores,
-                               read_scores)
+                               jsonl_records, read_scores)
 
 LINE_FIELDS = ("id", "reply", "norm", "belief", "model")
 
@@ -55,13 +55,7 @@ def scored_ids(path: Path, prompts: list[dict], model: str) -> set[str]:
     if not path.exists():
         return set()
     by_id = {p["id"]: p for p in prompts}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            rec = None
+    for n, rec in jsonl_records(path):
         if not isinstance(rec, dict) or any(k not in rec for k in LINE_FIELDS):
             raise ValueError(f"{path} line {n} was not written by normjax llm-judge (a JSON object with "
                              f"{', '.join(LINE_FIELDS)}); choose another --out")
