@@ -259,12 +259,14 @@ def cmd_llm_eval(args) -> int:
         print(f"normjax: error: {e}", file=sys.stderr)
         return 3
     print(format_table(result))
-    judged = result.get("belief_accuracy")
-    if judged and judged["errors"]:
-        first = judged["errors"][0]
-        print(f"normjax: warning: {len(judged['errors'])} judge-score line(s) not imported (listed under "
-              f"belief_accuracy.errors; line {first['line']}: {first['error']})", file=sys.stderr)
     print(f"llm: {json.dumps(result['llm'])}; wrote {Path(args.out) / 'results.json'}")
+    judged = result.get("belief_accuracy")
+    if judged and not judged["complete"]:  # an imported curve with gaps is no result: say so, exit 1
+        where = f"line {judged['errors'][0]['line']}: {judged['errors'][0]['error']}" if judged["errors"] else \
+            f"{len(judged['missing'])} belief(s) and {len(judged['missing_norms'])} norm(s) without a score"
+        print(f"normjax: error: the judge scores are incomplete ({len(judged['errors'])} unusable line(s); {where}); "
+              "belief_accuracy in results.json is marked complete: false", file=sys.stderr)
+        return 1
     return 0
 
 

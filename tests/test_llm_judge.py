@@ -59,7 +59,9 @@ def test_only_the_rubrics_number_in_the_reply_format_counts(run, tmp_path):
     assert errors[8] == "not a JSON object" and "neither a score nor a reply" in errors[9]
     # the curve: only the requested norm, with its step scores (none yet = 1)
     assert acc["norms"] == ["forbidden_zone_q"] and acc["missing"] == [] and acc["judged"] == 2
+    assert acc["complete"] is False  # unusable lines: the curve is no result
     assert acc["curve"]["mean_score"] == [1, 6, 6, 7] and acc["curve"]["correct_share"] == [0, 1, 1, 1]
     both = import_judge_scores(out, scores, norms=["forbidden_zone_q", "group_doors_abc", "zone_r_capacity_1"])
     assert both["norms"] == ["forbidden_zone_q", "group_doors_abc"] and both["missing"] == [doors]
     assert both["missing_norms"] == ["zone_r_capacity_1"] and both["curve"]["mean_score"] == [1, 3.5, 3.5, 4]
+    assert both["complete"] is False

@@ -45,7 +45,7 @@ def test_judge_scores_every_belief_and_stores_the_curve(run, capsys):
     assert sorted(_asked(srv)) == sorted(REPLIES)
     assert {e["payload"]["temperature"] for e in srv.log[1:]} == {0.0}  # the judge's default
     acc = json.loads((run / "results.json").read_text())["belief_accuracy"]
-    assert acc["norms"] == [ZONE, RING] and acc["missing"] == [] and acc["errors"] == []
+    assert acc["norms"] == [ZONE, RING] and acc["missing"] == [] and acc["errors"] == [] and acc["complete"] is True
     assert acc["curve"]["mean_score"] == [1, 3.5, 4.5, 5] and acc["curve"]["correct_share"] == [0, 0.5, 0.5, 0.5]
     assert acc["final_score"] == {ZONE: 7, RING: 3}
     assert acc["judge"]["model"] == "judge" and acc["judge"]["temperature"] == 0.0

@@ -248,6 +248,10 @@ def test_cli_llm_eval(tmp_path, capsys):
         scores = tmp_path / "scores.jsonl"
         scores.write_text("".join(json.dumps({"id": p["id"], "score": 5}) + "\n" for p in prompts))
         before = len(srv.log)
+        bad = tmp_path / "bad.jsonl"  # a malformed scores file: flagged, exit 1, never a clean curve
+        bad.write_text("not json\n")
+        assert main(argv + ["--judge-scores", str(bad)]) == 1
+        assert json.loads((out / "results.json").read_text())["belief_accuracy"]["complete"] is False
         assert main(argv + ["--judge-scores", str(scores)]) == 0
         assert len(srv.log) == before  # import only: the finished run makes no request
     result = json.loads((out / "results.json").read_text())

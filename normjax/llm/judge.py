@@ -218,10 +218,15 @@ def import_judge_scores(out_dir, scores_path, norms=None) -> dict:
     by_norm = scored_beliefs(prompts, scores)
     per_norm = {norm: step_scores(store, norm, by_norm.get(norm, {})) for norm in requested if norm in complete}
     mine = [p for p in prompts if p["norm"] in per_norm]
+    missing = [p["id"] for p in mine if p["id"] not in scores]
+    missing_norms = [n for n in requested if n not in per_norm]
     return dict(
+        # complete: every requested norm's every belief has a usable score and no line was unusable;
+        # otherwise the curve counts the gaps as score 1 and must not be read as a result.
+        complete=not (errors or missing or missing_norms),
         norms=list(per_norm), judged=sum(p["id"] in scores for p in mine), prompts=len(mine),
-        invalid_lines=len(errors), errors=errors, missing=[p["id"] for p in mine if p["id"] not in scores],
-        missing_norms=[n for n in requested if n not in per_norm], curve=curve(per_norm),
+        invalid_lines=len(errors), errors=errors, missing=missing,
+        missing_norms=missing_norms, curve=curve(per_norm),
         final_score={n: v[-1] for n, v in per_norm.items() if v},
     )
 
