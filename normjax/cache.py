@@ -106,11 +106,51 @@ def configure_cache(cache_dir: str | None = None, no_cache: bool = False) -> Pat
         jax.config.update("jax_enable_compilation_cache", False)
         return None
     path.mkdir(parents=True, exist_ok=True)
+    atomic_cache_writes()
     jax.config.update("jax_enable_compilation_cache", True)
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     return path
+
+
+def atomic_cache_writes() -> bool:
+    """Make JAX's persistent-cache writes atomic for this process; True where applied.
+
+    JAX (0.10) writes an entry in place (`LRUCache.put`: `write_bytes` on the final
+    name), so two processes compiling the same program at once (pytest-xdist workers,
+    parallel commands) or a process killed mid-write can leave a mixed or truncated
+    entry that a later run loads, failing with e.g. ``NOT_FOUND: Function ... not
+    found``.  Here an entry is written to a temporary name in the same directory and
+    renamed into place, so a reader sees a whole entry or none.  Only the local,
+    eviction-free configuration that normjax uses is changed (with a size cap JAX
+    locks and evicts itself); with another JAX layout nothing is changed.
+    """
+    try:
+        from jax._src import lru_cache
+    except ImportError:
+        return False
+    cls, suffix = getattr(lru_cache, "LRUCache", None), getattr(lru_cache, "_CACHE_SUFFIX", None)
+    if cls is None or suffix is None:
+        return False
+    if getattr(cls.put, "_normjax_atomic", False):
+        return True
+    jax_put = cls.put
+
+    def put(self, key: str, value: bytes) -> None:
+        target = Path(str(self.path)) / f"{key}{suffix}"
+        if self.eviction_enabled or "://" in str(self.path) or not key:
+            return jax_put(self, key, value)
+        if target.exists():
+            return None
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")  # not matched by JAX's "*-cache"
+        tmp.write_bytes(value)
+        os.replace(tmp, target)
+        return None
+
+    put._normjax_atomic = True
+    cls.put = put
+    return True
 
 
 def cache_stats() -> dict:
@@ -192,4 +232,4 @@ def compiled(name: str, jitted, args: tuple, static: dict | None = None, static_
     return exe
 
 
-__all__ = ["cache_stats", "compiled", "configure_cache", "default_cache_dir", "resolve_cache_dir", "source_hash"]
+__all__ = ["atomic_cache_writes", "cache_stats", "compiled", "configure_cache", "default_cache_dir", "resolve_cache_dir", "source_hash"]

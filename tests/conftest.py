@@ -12,11 +12,15 @@ from pathlib import Path
 import jax
 import pytest
 
+from normjax.cache import atomic_cache_writes
+
 NEEDS_SLOW_TIER = ("training", "distributed", "notebook", "benchmark", "full_protocol")
 
 _cache = Path(os.environ.get("NORMJAX_TEST_CACHE", Path(__file__).resolve().parents[1] / ".jax_cache"))
 jax.config.update("jax_compilation_cache_dir", str(_cache))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+# The workers share the cache: whole entries only (a half-written one failed a later run).
+atomic_cache_writes()
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects

@@ -139,3 +139,30 @@ def _run_export(tmp_path, out, *flags):
     cmd = ["export", "--norm", "bend_right_1", "--phase", "seen", "--seed", "4", "--policy", "random",
            "--steps", "10", "--out", str(tmp_path / out), *flags]
     return _stats(_start(tmp_path, cmd))
+
+
+def test_jax_cache_entries_are_written_whole(tmp_path, monkeypatch):
+    """JAX's own `put` writes the final name in place; ours (applied by the CLI's
+    configure_cache and the test session) writes a temporary name and renames it, so a
+    write that dies half-way leaves no entry a later run would load."""
+    from jax._src import lru_cache
+
+    from normjax.cache import atomic_cache_writes
+
+    assert atomic_cache_writes() and atomic_cache_writes()  # idempotent
+    cache = lru_cache.LRUCache(str(tmp_path), max_size=-1)
+    cache.put("k1", b"whole entry")
+    assert cache.get("k1") == b"whole entry"
+    cache.put("k1", b"another value")  # an existing entry is kept, as in JAX
+    assert cache.get("k1") == b"whole entry"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k1-cache"]
+
+    def killed(src, dst):
+        raise KeyboardInterrupt("killed between writing and renaming")
+
+    monkeypatch.setattr(os, "replace", killed)
+    try:
+        cache.put("k2", b"never renamed")
+    except KeyboardInterrupt:
+        pass
+    assert cache.get("k2") is None  # no partial entry under the name JAX reads

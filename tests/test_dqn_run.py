@@ -7,6 +7,11 @@ per run, 2 runs, validation at 400 and 800, 64 probe states), trained without
 checkpoints; the resume test trains the same config again with checkpoints, killed at
 400 transitions and resumed, and compares with it.  One config means one set of compiled
 programs for the whole module.
+
+Slow tier (`training`): the module trains (about 100 s of compiling and training on a
+2-core machine).  The default tier keeps the trainer's semantics without a run:
+tests/test_dqn.py (learning starts, target copies, population conds, mixed
+architectures, truncation, per-run keys) on one shared compiled block.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from train import curves as cv
 from train import probes as pb
 from train.config import load_config
 from train.run import train_population
+
+pytestmark = pytest.mark.training
 
 QUIET = dict(progress=False, final_test=False, log=lambda *_: None)
 
