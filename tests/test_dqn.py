@@ -213,6 +213,7 @@ def test_config_errors_name_the_bad_value():
         make_train(make_config({"arch": "mlp,cnn"}))
 
 
+@pytest.mark.training  # compiles and trains a second (CNN) population: ~26 s on 2 cores
 def test_mixed_population_trains_both_architectures_in_one_scan(tiny):
     """The ablation grid is one population: MLP and CNN members step in one scan.
 
