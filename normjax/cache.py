@@ -28,6 +28,7 @@ import functools
 import hashlib
 import os
 import pickle
+import threading
 import zlib
 from pathlib import Path
 
@@ -143,9 +144,14 @@ def atomic_cache_writes() -> bool:
             return jax_put(self, key, value)
         if target.exists():
             return None
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")  # not matched by JAX's "*-cache"
-        tmp.write_bytes(value)
-        os.replace(tmp, target)
+        # One writer per name (process and thread); a dot name is not matched by JAX's "*-cache".
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            tmp.write_bytes(value)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         return None
 
     put._normjax_atomic = True

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from normjax.cache import default_cache_dir, resolve_cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,8 +163,7 @@ def test_jax_cache_entries_are_written_whole(tmp_path, monkeypatch):
         raise KeyboardInterrupt("killed between writing and renaming")
 
     monkeypatch.setattr(os, "replace", killed)
-    try:
+    with pytest.raises(KeyboardInterrupt):
         cache.put("k2", b"never renamed")
-    except KeyboardInterrupt:
-        pass
     assert cache.get("k2") is None  # no partial entry under the name JAX reads
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k1-cache"]  # nor a stray temporary

@@ -10,8 +10,8 @@ programs for the whole module.
 
 Slow tier (`training`): the module trains (about 100 s of compiling and training on a
 2-core machine).  The default tier keeps the trainer's semantics without a run:
-tests/test_dqn.py (learning starts, target copies, population conds, mixed
-architectures, truncation, per-run keys) on one shared compiled block.
+tests/test_dqn.py (learning starts, target copies, population conds, truncation,
+per-run keys) on one shared compiled block.
 """
 
 from __future__ import annotations
