@@ -1,6 +1,6 @@
 """A/B of the full step's CPU time between two checkouts of this repository.
 
-How each speed change in the README was measured: process CPU time per
+How each speed change in docs/speed.md was measured: process CPU time per
 env-step of the full step (`env_throughput.make_rollout`, 20 steps, batch
 4,096, the 50 norms mixed), on one pinned core (`taskset -c 1`, so other work
 on the machine disturbs it less), processes of A and B interleaved
