@@ -422,6 +422,9 @@ def parse(argv=None):
 
 
 def main(argv=None) -> dict:
+    from normjax import configure
+
+    configure()  # the code generation of the `normjax` command (normjax/xla_cpu.py)
     args = parse(argv)
     # The JSON is rewritten after every row: a run cut short (time limit) keeps what it measured.
     payload = run(args, on_progress=lambda partial: save(args.name, {**partial, "partial": True},

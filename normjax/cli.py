@@ -248,7 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     from normjax.cache import configure_cache
+    from normjax.xla_cpu import configure
 
+    configure()  # the command's own process: the faster CPU threefry (normjax/xla_cpu.py), same bits
     configure_cache(args.cache_dir, args.no_cache)  # before anything compiles
     try:
         return args.fn(args)
