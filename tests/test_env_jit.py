@@ -9,7 +9,7 @@ import normjax
 from normjax.env import environment as env_module
 from normjax.env.step import env_step
 from normjax.world.observation import observe
-from normjax.world.rare import packing
+from normjax.world.state import with_packing
 from tests.helpers import jitted
 from tests.world_helpers import RESET
 
@@ -59,8 +59,7 @@ def test_packing_setting_is_part_of_the_compiled_program():
         return jax.vmap(ENV.step)(k, s, actions, p)
 
     def unpacked(k, s, p):
-        with packing(False):
-            return batched(k, s, p)
+        return batched(k, s, with_packing(p, False))
 
     lowered = {}  # a fresh outer jit each time: only ENV.step's own cache is shared
     for name, f in (("packed", batched), ("unpacked", unpacked), ("packed again", batched)):

@@ -68,6 +68,11 @@ class WorldParams:
     # single-layout fast path, e.g. DQN training on the cafe).  -1: the traced
     # `layout_id` decides, and a batch may mix layouts.
     static_layout: int = struct.field(pytree_node=False, default=-1)
+    # Static: how `run_where` (normjax.world.rare) runs a step's rare work under
+    # `vmap`: packed for the environments that need it (True), or computed for
+    # all and selected (False: for a batch the compiler shards over devices).
+    # Part of the params' structure, so a compiled program is cached per setting.
+    packing: bool = struct.field(pytree_node=False, default=True)
 
     @property
     def layout(self):
@@ -136,6 +141,12 @@ def make_params(
         habit_share=f32(habit_share),
         static_layout=int(layout) if static_layout else -1,
     )
+
+
+def with_packing(tree, packing: bool):
+    """`tree` with `WorldParams.packing` set to `packing` in every WorldParams it holds."""
+    return jax.tree.map(lambda x: x.replace(packing=bool(packing)) if isinstance(x, WorldParams) else x, tree,
+                        is_leaf=lambda x: isinstance(x, WorldParams))
 
 
 @struct.dataclass

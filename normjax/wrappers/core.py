@@ -122,7 +122,8 @@ class AutoResetWrapper(Wrapper):
         done = terminated | truncated
         fresh = lambda k, p, o, s: self._env.reset(reset_key(k), p)  # noqa: E731
         same = lambda k, p, o, s: (o, s)  # noqa: E731
-        next_obs, next_state = run_where(done, fresh, same, key, params, obs, state)
+        packing = True if params is None else params.packing  # the world step's setting (WorldParams)
+        next_obs, next_state = run_where(done, fresh, same, key, params, obs, state, packing=packing)
         info = info_dict(info)
         info["final_obs"] = obs
         return next_obs, next_state, reward, terminated, truncated, info
