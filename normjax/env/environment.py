@@ -96,6 +96,9 @@ class NormGymEnv:
         return _reset(self, key, params)
 
     def step(self, key, state: WorldState, action, params: WorldParams | None = None):
+        """One step with the caller's `action`: `key` is split in two (community, world),
+        so it is not the protocol's step for the same key, which splits it in three
+        (`normjax.env.episode.step_keys`; the relation is tested)."""
         params = self.default_params if params is None else params
         return _step(self, key, state, action, params)
 
