@@ -40,9 +40,9 @@ def phase_params(phase: str, layout: int, norm: int, **overrides) -> WorldParams
     if phase not in PHASES:
         raise ValueError(f"unknown phase {phase!r}; valid: {', '.join(PHASES)}")
     base = dict(
-        interaction=dict(max_steps=200, n_blind=1, replace_newcomer=True),
-        train=dict(max_steps=200, n_blind=0, replace_newcomer=True),
-        test=dict(max_steps=100, n_blind=0, replace_newcomer=False),
+        interaction=dict(max_steps=C.INTERACTION_STEPS, n_blind=1, replace_newcomer=True),
+        train=dict(max_steps=C.INTERACTION_STEPS, n_blind=0, replace_newcomer=True),
+        test=dict(max_steps=C.TEST_STEPS, n_blind=0, replace_newcomer=False),
     )[phase]
     base.update(overrides)
     return make_params(layout, norm, **base)

@@ -23,6 +23,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from normjax import constants as C
 from normjax.env import COMMUNITY, phase_params
 from normjax.env.episode import Newcomer, episode_step, start_episode
 from normjax.layouts.tables import world_tables
@@ -34,7 +35,7 @@ from normjax.world.habits import check_distractor
 from normjax.world.state import WorldConfig
 from normjax.world.step import reset_world
 
-INTERACTION_STEPS = 200
+INTERACTION_STEPS = C.INTERACTION_STEPS
 OBSERVER_POLICIES = ("bayes_map", "bayes_safe", "bayes_active")
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from normjax import salts
 from normjax.world.rare import run_where
 from normjax.world.step import StepInfo
 
@@ -23,7 +24,7 @@ from normjax.world.step import StepInfo
 # exactly like the bare one until an episode ends (tests/test_gymnasium.py replays the
 # vector env with the bare env), and the reset draws from a key derived by hashing,
 # not one of the step's own splits.
-RESET_SALT = 0x5E7
+RESET_SALT = salts.AUTO_RESET  # normjax.salts
 
 
 def reset_key(key):
