@@ -37,6 +37,7 @@ COLLISION_PENALTY = 5.0
 SANCTION_PENALTY = 20.0  # lambda
 DENSE_SHAPING = 6.0
 MAX_CAPACITY = max(C.CAPACITIES)
+SERVICE_STEPS = 3  # steps a service (goal 1 at a specified cell) takes by default (docs/world.md §5)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,7 +95,7 @@ def make_params(
     norm: int = -1,
     *,
     max_steps: int = C.INTERACTION_STEPS,
-    service_steps: int = 3,
+    service_steps: int = SERVICE_STEPS,
     reward_condition: str = "sparse_penalty",
     replace_newcomer: bool = True,
     turnover_delay: tuple[int, int] = (1, 5),
