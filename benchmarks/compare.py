@@ -87,7 +87,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import RESULTS, block, compile_timed, save  # noqa: E402
 from benchmarks.compare_programs import Program, gymnax_programs, normjax_programs, xland_programs  # noqa: E402
 from benchmarks.compare_report import plot, print_table, ratios, versions  # noqa: E402
-from normjax.world.rare import packing  # noqa: E402
+from normjax.world.state import with_packing  # noqa: E402
 
 BENCH_HINT = 'pip install -e ".[bench]"'
 GROUPS = ("normjax", "xminigrid", "gymnax")
@@ -112,9 +112,8 @@ def make_rollout(prog: Program, steps: int, unroll: int = 1):
 
     def rollout(keys, carry, params):
         # A batch split over devices (--devices N) must not pack environments
-        # across them (normjax.world.rare.packing); other libraries ignore this.
-        with packing(len(jax.local_devices()) == 1):
-            return jax.vmap(one_env)(keys, carry, params)
+        # across them (WorldParams.packing); other libraries ignore this.
+        return jax.vmap(one_env)(keys, carry, with_packing(params, len(jax.local_devices()) == 1))
 
     return jax.jit(rollout)
 
@@ -422,6 +421,9 @@ def parse(argv=None):
 
 
 def main(argv=None) -> dict:
+    from normjax import configure
+
+    configure()  # the code generation of the `normjax` command (normjax/xla_cpu.py)
     args = parse(argv)
     # The JSON is rewritten after every row: a run cut short (time limit) keeps what it measured.
     payload = run(args, on_progress=lambda partial: save(args.name, {**partial, "partial": True},

@@ -39,6 +39,7 @@ sys.path.insert(0, {repo!r})
 import jax
 import normjax
 assert normjax.__file__.startswith({repo!r}), normjax.__file__
+getattr(normjax, "configure", lambda: None)()  # as the CLI (older checkouts applied it on import)
 from benchmarks.env_throughput import make_rollout, batch_params, batch_reset
 from benchmarks.common import block
 if {world}:  # the world step alone under random joint actions (public API only)

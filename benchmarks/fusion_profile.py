@@ -129,6 +129,9 @@ def make_world_rollout(n_steps: int):
 
 
 def main(argv=None) -> dict:
+    from normjax import configure
+
+    configure()  # the code generation of the `normjax` command (normjax/xla_cpu.py)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=10)

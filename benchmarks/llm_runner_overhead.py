@@ -117,6 +117,9 @@ def warm_up(norms: list[int]) -> tuple[float, float]:
 
 
 def main(argv=None) -> int:
+    from normjax import configure
+
+    configure()  # the code generation of the `normjax` command (normjax/xla_cpu.py)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--norms", type=int, default=50, help="the first N norms (6 test episodes each)")
     ap.add_argument("--modes", nargs="+", default=list(MODES[:3]), choices=MODES,

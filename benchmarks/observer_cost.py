@@ -137,6 +137,9 @@ def one_step_cost(fn, xs, params) -> dict:
 
 
 def main(argv=None):
+    from normjax import configure
+
+    configure()  # the code generation of the `normjax` command (normjax/xla_cpu.py)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=20)

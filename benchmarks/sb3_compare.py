@@ -161,6 +161,9 @@ def final_tests(tr, q_params, norm_ids, masked: bool = True) -> list[dict]:
 
 
 def main(argv=None) -> dict:
+    from normjax import configure
+
+    configure()  # the code generation of the `normjax` command (normjax/xla_cpu.py)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--norms", nargs="+", default=list(NORMS))
     ap.add_argument("--steps", type=int, default=100_000, help="transitions per norm (a multiple of 4)")

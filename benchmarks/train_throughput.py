@@ -145,6 +145,9 @@ def measure_parts(arch: str, chunks: int, buffer_size: int, runs_norms: int, see
 
 
 def main(argv=None):
+    from normjax import configure
+
+    configure()  # the code generation of the `normjax` command (normjax/xla_cpu.py)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--archs", nargs="+", default=["mlp", "cnn"])
     ap.add_argument("--chunks", type=int, default=250, help="chunks (4 transitions per run) per timed block")

@@ -109,6 +109,9 @@ def digest(tree) -> str:
 
 
 def main(argv=None):
+    from normjax import configure
+
+    configure()  # the code generation of the `normjax` command (normjax/xla_cpu.py)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--envs", type=int, default=200)
     ap.add_argument("--steps", type=int, default=120)

@@ -77,6 +77,9 @@ def batch_params(batch: int, with_norm: bool):
 
 
 def main(argv=None):
+    from normjax import configure
+
+    configure()  # the code generation of the `normjax` command (normjax/xla_cpu.py)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 64, 1024, 4096, 16384])
     ap.add_argument("--steps", type=int, default=100, help="steps per timed rollout")

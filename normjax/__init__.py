@@ -15,10 +15,10 @@ episode statistics, flat or dict observations) live in `normjax.wrappers`.
 
 import importlib
 
-from normjax.xla_cpu import use_unrolled_threefry
-
-use_unrolled_threefry()  # same random bits, fewer loops on CPU (normjax/xla_cpu.py); starts no backend
-
+# Importing normjax changes nothing in JAX.  `normjax.configure()` opts this
+# process into normjax's CPU code generation settings (normjax/xla_cpu.py: the
+# same random bits, fewer loops); normjax's own entry points apply it.
+#
 # Public names, imported on first use (PEP 562): `import normjax` (and so the
 # `normjax` command, whose module lives in this package) starts no JAX backend,
 # so `jax.distributed.initialize()` can still run first (`normjax train
@@ -35,6 +35,7 @@ _LAZY = {
     "WorldConfig": "normjax.world.state", "WorldParams": "normjax.world.state", "WorldState": "normjax.world.state",
     "make_params": "normjax.world.state",
     "StepInfo": "normjax.world.step", "reset_world": "normjax.world.step", "step_world": "normjax.world.step",
+    "configure": "normjax.xla_cpu", "configured": "normjax.xla_cpu",
 }
 
 
@@ -62,6 +63,8 @@ __all__ = [
     "WorldConfig",
     "WorldParams",
     "WorldState",
+    "configure",
+    "configured",
     "env_id",
     "env_step",
     "get_layout",

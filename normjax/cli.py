@@ -26,6 +26,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from normjax import constants as C
+
 from normjax.cli_names import (  # noqa: F401 (re-exported)
     CAPACITIES, DEFAULT_SHARE, DISTRACTORS, EVIDENCE_SOURCES, EXPORT_PHASES, OBSERVER_NAMES, POLICY_NAMES,
     TOKEN_PARAMS,
@@ -211,9 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--text-only", action="store_true", help="no images: the state as text only")
     m.add_argument("--known-norm", action="store_true", help="state the true norm in the system prompt")
     m.add_argument("--seed", type=int, default=0, help="protocol seed (0 = canonical)")
-    m.add_argument("--interaction-steps", type=int, default=200, metavar="N",
-                   help="length of the interaction phase, 0-200 (the protocol's is 200; shorter for quick checks, "
-                        "0 skips it)")
+    m.add_argument("--interaction-steps", type=int, default=C.INTERACTION_STEPS, metavar="N",
+                   help=f"length of the interaction phase, 0-{C.INTERACTION_STEPS} (the protocol's is "
+                        f"{C.INTERACTION_STEPS}; shorter for quick checks, 0 skips it)")
     m.add_argument("--allow-mixed-endpoint", action="store_true",
                    help="resume a run directory whose episodes came from another endpoint, model or sampling")
     m.add_argument("--judge-scores", default=None, metavar="FILE",
@@ -248,7 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     from normjax.cache import configure_cache
+    from normjax.xla_cpu import configure
 
+    configure()  # the command's own process: the faster CPU threefry (normjax/xla_cpu.py), same bits
     configure_cache(args.cache_dir, args.no_cache)  # before anything compiles
     try:
         return args.fn(args)

@@ -69,3 +69,10 @@ UNREACHABLE = 255
 
 # Agent capacities allowed (docs/world.md §2).
 CAPACITIES = (6, 8, 10)
+
+# Roles of a slot: who decides its actions (docs/world.md §2, §8).
+ROLE_NEWCOMER, ROLE_AWARE, ROLE_BLIND = 0, 1, 2
+
+# Episode horizons (docs/world.md §9): interaction and training phases, test episodes.
+INTERACTION_STEPS = 200
+TEST_STEPS = 100

@@ -13,6 +13,7 @@ import jax
 import pytest
 
 from normjax.cache import atomic_cache_writes
+from normjax.xla_cpu import configure
 
 NEEDS_SLOW_TIER = ("training", "distributed", "notebook", "benchmark", "full_protocol")
 
@@ -21,6 +22,8 @@ jax.config.update("jax_compilation_cache_dir", str(_cache))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 # The workers share the cache: whole entries only (a half-written one failed a later run).
 atomic_cache_writes()
+# The programs the `normjax` command compiles (and no slower): normjax/xla_cpu.py.
+configure()
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects

@@ -167,7 +167,7 @@ PER_DEVICE_CHUNKS = textwrap.dedent(
     import sys
     import jax
     import numpy as np
-    from normjax.world.rare import packing
+    from normjax.world.state import with_packing
     from train.config import load_config
     from train.dqn import make_population
     from train.run import population_mesh, shard
@@ -179,8 +179,7 @@ PER_DEVICE_CHUNKS = textwrap.dedent(
 
     def run(per_device):
         def block(c, s):
-            with packing(False):
-                return pop.run_chunks(c, s, 4, meshes=meshes if per_device else None)
+            return pop.run_chunks(c, with_packing(s, False), 4, meshes=meshes if per_device else None)
         return jax.tree.leaves(jax.jit(block)(carry, specs))
 
     a, b = run(True), run(False)

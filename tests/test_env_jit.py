@@ -1,5 +1,6 @@
 """`NormGymEnv.reset` / `step` are jitted: the same results as the composed step,
-one compile per setting of `packing`, and a Python loop reuses the program."""
+one compile per setting of `packing`, and a Python loop reuses the program; how
+`env.step` relates to the episode step (normjax.env.episode)."""
 
 import jax
 import jax.numpy as jnp
@@ -7,9 +8,11 @@ import numpy as np
 
 import normjax
 from normjax.env import environment as env_module
-from normjax.env.step import env_step
+from normjax import constants as C
+from normjax.env.episode import Newcomer, StepKeys, collision_involvement, episode_step, start_episode, step_keys
+from normjax.env.step import COMMUNITY, env_step
 from normjax.world.observation import observe
-from normjax.world.rare import packing
+from normjax.world.state import with_packing
 from tests.helpers import jitted
 from tests.world_helpers import RESET
 
@@ -59,8 +62,7 @@ def test_packing_setting_is_part_of_the_compiled_program():
         return jax.vmap(ENV.step)(k, s, actions, p)
 
     def unpacked(k, s, p):
-        with packing(False):
-            return batched(k, s, p)
+        return batched(k, s, with_packing(p, False))
 
     lowered = {}  # a fresh outer jit each time: only ENV.step's own cache is shared
     for name, f in (("packed", batched), ("unpacked", unpacked), ("packed again", batched)):
@@ -70,3 +72,51 @@ def test_packing_setting_is_part_of_the_compiled_program():
     assert loops["packed"] == loops["packed again"] > loops["unpacked"], loops
     out = {name: lowered[name].compile()(keys, states, params)[0] for name in ("packed", "unpacked")}
     np.testing.assert_array_equal(out["packed"], out["unpacked"])
+
+
+# The episode step (normjax.env.episode) with the newcomer's action held in its memory:
+# one compiled program for every call below.
+HELD = Newcomer(act=lambda key, state, params, memory: memory, observe=lambda memory, state, info, params: memory)
+EPISODE_STEP = jax.jit(episode_step, static_argnums=(3, 4))
+
+
+def test_env_step_is_the_episode_step_with_a_two_way_key_split():
+    """`env.step(key, s, a)` = `episode_step(StepKeys(k_comm, _, k_world), ...)` with
+    `k_comm, k_world = split(key)`: not the protocol's `step_keys(key)` (documented in
+    normjax/env/episode.py)."""
+    params = ENV.default_params
+    _, state = ENV.reset(jax.random.PRNGKey(5), params)
+    for t in range(2):
+        key = jax.random.PRNGKey(20 + t)
+        _, new, reward, term, _, _ = ENV.step(key, state, t + 1, params)
+        k_comm, k_world = jax.random.split(key)
+        ep, info = EPISODE_STEP(StepKeys(k_comm, k_comm, k_world), start_episode(state, jnp.int32(t + 1)), params,
+                                HELD, COMMUNITY)
+        assert float(reward) == float(info.reward[0]) and bool(term) == bool(ep.done)
+        for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(ep.state)):
+            np.testing.assert_array_equal(a, b)
+        # The protocol's schedule for the same key: community, policy, world = split(key, 3).
+        other, _ = EPISODE_STEP(step_keys(key), start_episode(state, jnp.int32(t + 1)), params, HELD, COMMUNITY)
+        kc, _, kw = jax.random.split(key, 3)
+        _, ref, _ = REF_STEP(kc, kw, state, jnp.int32(t + 1), params)
+        for a, b in zip(jax.tree.leaves(other.state), jax.tree.leaves(ref)):
+            np.testing.assert_array_equal(a, b)
+        state = new
+
+
+def test_episode_step_counts_and_freezes_once_done():
+    params = ENV.default_params
+    _, state = ENV.reset(jax.random.PRNGKey(6), params)
+    key = jax.random.PRNGKey(7)
+    wait = jnp.int32(C.WAIT)
+    ep, info = EPISODE_STEP(step_keys(key), start_episode(state, wait), params, HELD, COMMUNITY)
+    live = bool(info.active[0])
+    assert int(ep.waits) == int(live and int(info.action[0]) == C.WAIT and not bool(info.forced_wait[0]))
+    assert int(ep.collisions) == int(collision_involvement(info)[0])
+    assert int(ep.state.t) == int(state.t) + 1
+    # Done (the newcomer finished): the state, the memory and the counters are kept.
+    done = ep._replace(done=jnp.bool_(True), waits=jnp.int32(3), collisions=jnp.int32(2))
+    kept, _ = EPISODE_STEP(step_keys(jax.random.PRNGKey(8)), done, params, HELD, COMMUNITY)
+    assert bool(kept.done) and int(kept.waits) == 3 and int(kept.collisions) == 2 and int(kept.memory) == C.WAIT
+    for a, b in zip(jax.tree.leaves(kept.state), jax.tree.leaves(ep.state)):
+        np.testing.assert_array_equal(a, b)

@@ -99,16 +99,14 @@ def test_chunk_size(batch, share, size):
 
 
 def test_packing_off_selects_without_the_chunk_loop():
-    """Inside `packing(False)` (for batches the compiler shards over devices)
+    """With `packing=False` (for batches the compiler shards over devices)
     the result is the same, computed for all and selected: no chunk loop."""
-    from normjax.world.rare import packing
 
-    def step(x):
-        return jax.vmap(lambda v: run_where(v[0] > 0, lambda a: a + 100.0, lambda a: a, v))(x)
+    def step(x, packing=True):
+        return jax.vmap(lambda v: run_where(v[0] > 0, lambda a: a + 100.0, lambda a: a, v, packing=packing))(x)
 
     def unpacked(x):
-        with packing(False):
-            return step(x)
+        return step(x, packing=False)
 
     x = jnp.asarray([[1.0], [-1.0]])
     for f in (step, unpacked):

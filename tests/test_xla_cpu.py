@@ -1,42 +1,63 @@
-"""The unrolled threefry lowering changes no random value (normjax/xla_cpu.py)."""
+"""The unrolled threefry lowering (normjax/xla_cpu.py): opt-in, and no random value changes."""
 
+import json
+import os
 import subprocess
 import sys
 
 import numpy as np
 
+# One fresh process (this session has configured normjax): the same jax.random
+# program lowered plainly, after `import normjax` (and its env and protocol), by the
+# `normjax` command's process, and after `configure(unrolled_threefry=False)`.
 CODE = """
+import json, sys
 import jax, numpy as np
-{setup}
-key = jax.random.PRNGKey(7)
-f = jax.jit(lambda k: (jax.random.bits(k, (257,)), jax.random.uniform(jax.random.split(k, 5)[3], (3, 4)),
-                       jax.random.permutation(k, 10)))
-text = f.lower(key).compile().as_text()
-np.save("{out}", np.concatenate([np.asarray(x, np.float64).ravel() for x in f(key)]))
-print("while_loops", text.count("while("))
+
+def lowered():
+    key = jax.random.PRNGKey(7)
+    # A fresh function each time: jit's caches hold programs compiled earlier.
+    f = jax.jit(lambda k: (jax.random.bits(k, (257,)), jax.random.uniform(jax.random.split(k, 5)[3], (3, 4)),
+                           jax.random.permutation(k, 10)))
+    bits = np.concatenate([np.asarray(x, np.float64).ravel() for x in f(key)])
+    return f.lower(key).as_text(), f.lower(key).compile().as_text().count("while("), bits.tolist()
+
+out = {"plain": lowered()}
+import normjax, normjax.env, normjax.protocol
+from normjax.xla_cpu import configure, unrolled_threefry_applied
+out["imported"] = lowered() + (unrolled_threefry_applied(),)
+from normjax.cli import main
+rc = main(["render", "--layout", "no_such_layout", "--no-cache"])  # fails on the name, before tracing
+out["cli"] = lowered() + (unrolled_threefry_applied(), rc)
+configure(unrolled_threefry=False)
+out["undone"] = lowered() + (unrolled_threefry_applied(),)
+json.dump(out, sys.stdout)
 """
 
 
-def _run(tmp_path, name, setup, env=None):
-    out = tmp_path / f"{name}.npy"
-    res = subprocess.run([sys.executable, "-c", CODE.format(setup=setup, out=out)], capture_output=True,
-                         text=True, env=env, check=True)
-    return np.load(out), int(res.stdout.split()[-1])
+def _stages(**env):
+    full = {k: v for k, v in os.environ.items() if k != "NORMJAX_ROLLED_THREEFRY"} | env
+    res = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, env=full, check=True)
+    return json.loads(res.stdout)
 
 
-def test_unrolled_threefry_gives_the_same_bits_with_fewer_loops(tmp_path):
-    import os
+def test_import_changes_nothing_and_the_cli_gets_the_unrolled_lowering():
+    out = _stages()
+    text, loops, bits = out["plain"]
+    # `import normjax`: jax's lowering (the lowered program's text) unchanged.
+    assert out["imported"][:3] == [text, loops, bits] and out["imported"][3] is False
+    # The command's process: the same bits with fewer while loops.
+    cli_text, cli_loops, cli_bits, applied, rc = out["cli"]
+    assert rc == 2 and applied is True
+    assert cli_loops < loops and cli_text != text
+    np.testing.assert_array_equal(np.asarray(cli_bits), np.asarray(bits))
+    # configure(unrolled_threefry=False) restores jax's own rule.
+    assert out["undone"][:3] == [text, loops, bits] and out["undone"][3] is False
 
-    plain, loops_plain = _run(tmp_path, "plain", "")
-    env = dict(os.environ)
-    env.pop("NORMJAX_ROLLED_THREEFRY", None)
-    ours, loops_ours = _run(tmp_path, "ours", "import normjax, normjax.xla_cpu as X; assert X.UNROLLED", env)
-    np.testing.assert_array_equal(plain, ours)
-    assert loops_ours < loops_plain
-    env["NORMJAX_ROLLED_THREEFRY"] = "1"
-    kept, loops_kept = _run(tmp_path, "kept", "import normjax, normjax.xla_cpu as X; assert not X.UNROLLED", env)
-    np.testing.assert_array_equal(plain, kept)
-    assert loops_kept == loops_plain
+
+def test_rolled_threefry_env_keeps_the_default_in_the_cli():
+    out = _stages(NORMJAX_ROLLED_THREEFRY="1")
+    assert out["cli"][:3] == out["plain"] and out["cli"][3] is False
 
 
 def test_computed_once_is_the_identity_and_ends_a_fusion():

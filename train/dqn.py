@@ -35,8 +35,7 @@ from agents.networks import action_mask, epsilon_greedy, functional, masked_argm
 from normjax import constants as C
 from normjax.env import env_step as environment_step
 from normjax.world.observation import obs_size, observe
-from normjax.world.rare import packing
-from normjax.world.state import WorldConfig, WorldParams, make_params
+from normjax.world.state import WorldConfig, WorldParams, make_params, with_packing
 from normjax.layouts.tables import layout_id
 from normjax.world.step import reset_world, terminated, truncated
 from train import replay as rp
@@ -121,8 +120,8 @@ def per_device(fn: Callable, mesh=None) -> Callable:
     Every argument and result is a pytree whose leaves hold the run axis first,
     but for scalars shared by all runs (the replay's write position), which every
     device keeps whole.  Inside, functions traced under `vmap` pack their rare
-    work among the device's runs (`packing(True)`), whatever the caller's
-    `packing` says.  With `mesh` None, `fn` itself.
+    work among the device's runs (`WorldParams.packing` True), whatever the
+    caller's params say.  With `mesh` None, `fn` itself.
     """
     if mesh is None:
         return fn
@@ -132,8 +131,7 @@ def per_device(fn: Callable, mesh=None) -> Callable:
                             tree)
 
     def local(*args):
-        with packing(True):
-            return fn(*args)
+        return fn(*with_packing(args, True))
 
     def call(*args):
         out_shape = jax.eval_shape(fn, *args)
@@ -287,7 +285,7 @@ def make_train(config: DQNConfig):
         (`shard_map`): the runs are independent, so the devices exchange nothing,
         and the step's rare work is packed among each device's runs
         (`normjax.world.rare`).  Left to the compiler, a sharded batch must
-        compute that work for every run (`packing(False)`, which halved the
+        compute that work for every run (`WorldParams.packing` False, which halved the
         acting rate on two CPU devices).  The results are the same.
         """
         return per_device(local_chunk, mesh)(runners, rb, specs)

@@ -29,13 +29,13 @@ import numpy as np
 import optax
 
 from agents.networks import action_mask, masked_max
-from normjax import constants as C
-from normjax.env import env_step as environment_step
+from normjax import constants as C, salts
+from normjax.env.episode import StepKeys, episode_step, fixed_action, start_episode
 from normjax.world.observation import observe
 from normjax.world.state import WorldConfig
-from normjax.world.step import reset_world, terminated, truncated
+from normjax.world.step import reset_world, truncated
 
-PROBE_TAG = 0x50524F42  # "PROB": separates probe episodes from the integer-seeded training ones
+PROBE_TAG = salts.PROBE_EPISODES  # "PROB": separates probe episodes from the integer-seeded training ones
 FIELDS = ("obs", "action", "reward", "next_obs", "terminated")
 
 
@@ -52,11 +52,14 @@ def _collect_one(spec, n: int, capacity: int) -> dict:
 
     def step(carry, t):
         state, obs, episode = carry
+        # The probe set's own key order (act, community, world): stored sets stay reproducible.
         k_act, k_comm, k_world = jax.random.split(jax.random.fold_in(act, t), 3)
         action = jax.random.randint(k_act, (), 0, C.N_ACTIONS)
-        nobs, nstate, info = environment_step(k_comm, k_world, state, action, p)
-        nobs = nobs.flat()
-        term = terminated(nstate, p)
+        # A fresh episode carry: every probe step starts unfinished (a finished episode was reset).
+        keys = StepKeys(community=k_comm, policy=k_act, world=k_world)
+        after, info = episode_step(keys, start_episode(state), p, fixed_action(action))
+        nstate, term = after.state, after.done
+        nobs = observe(nstate, p).flat()
         item = dict(obs=obs, action=action, reward=info.reward[0], next_obs=nobs,
                     terminated=term.astype(jnp.float32))
         done = term | truncated(nstate, p)

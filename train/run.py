@@ -37,6 +37,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from normjax.norms import NORMS
 from normjax.world.observation import obs_size
+from normjax.xla_cpu import configured
 from train import evaluate as ev
 from train import probes as pb
 from train import replay as rp
@@ -198,6 +199,13 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
     Under `jax.distributed` every process calls this with the same arguments;
     process 0 writes the files and logs.
     """
+    with configured(unrolled_threefry=True):  # the trainer's programs only (normjax/xla_cpu.py), same bits
+        return _train_population(config, out_dir, resume=resume, progress=progress, stop_after=stop_after,
+                                 checkpoint_every=checkpoint_every, final_test=final_test, log=log)
+
+
+def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: bool, stop_after: int | None,
+                      checkpoint_every: int | None, final_test: bool, log) -> dict:
     if len(config.capacities) != 1:
         raise ValueError(f"train_population trains one capacity, got capacity={config.capacity!r}; "
                          "use train_capacities (one population and run directory per K)")

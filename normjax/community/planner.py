@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from normjax import constants as C
+from normjax import constants as C, salts
 from normjax.constants import HABIT_MOVE1_WAIT1, HABIT_NONE, HABIT_SAME_EXIT_DOOR  # noqa: F401 (re-exported)
 from normjax.layouts.geometry import flat_index as _flat
 from normjax.layouts.routes import (
@@ -144,7 +144,7 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):
     own_ok = own_case & (goal_flat >= 0) & (goal_flat < C.N_CELLS)
     valid = jnp.where(own_col[None, :], own_ok[:, None], listed)
     safe = jnp.clip(cells, 0, C.N_CELLS - 1)
-    noise = 0.01 * hash_at(seed, jnp.arange(k)[:, None] * C.N_CELLS + safe, salt=1)
+    noise = 0.01 * hash_at(seed, jnp.arange(k)[:, None] * C.N_CELLS + safe, salt=salts.PLANNER_GOAL_NOISE)
     score = jnp.where(valid, dist(safe).astype(jnp.float32) + noise, INF)
     best = score.min(axis=1, keepdims=True)
     tie = valid & (score == best)
@@ -229,7 +229,7 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware, view=None):
     pred = jnp.where(door_next[jnp.arange(k), greedy], -1, pred)  # exiting: leaves the grid
     # Yield only to agents predicted to stay, or of higher random priority this
     # step: symmetric yielding would deadlock two agents that want one cell.
-    prio = argsort_small(hash_uniform(seed, (k,), salt=2))
+    prio = argsort_small(hash_uniform(seed, (k,), salt=salts.PLANNER_PRIORITY))
     stays = pred == x
     # Nobody yields to an agent that stands still because its goal is
     # unreachable now (e.g. a queue tail with no off-path neighbour): it would
@@ -252,5 +252,5 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware, view=None):
     cost = base + COLLISION_COST * (hit & moving)
 
     cost = jnp.where(ok, cost, INF)
-    cost = cost + 1e-3 * hash_uniform(seed, cost.shape, salt=3)
+    cost = cost + 1e-3 * hash_uniform(seed, cost.shape, salt=salts.PLANNER_MOVE_NOISE)
     return argmin_small(cost)  # == jnp.argmin(cost, axis=1), vectorised

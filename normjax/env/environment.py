@@ -24,7 +24,6 @@ from normjax.env.step import env_step
 from normjax.layouts.tables import layout_id as _layout_id
 from normjax.norms import norm_id as _norm_id
 from normjax.world.observation import Observation, obs_size, observe
-from normjax.world.rare import packing_enabled
 from normjax.world.state import WorldConfig, WorldParams, WorldState, make_params
 from normjax.world.step import reset_world, terminated, truncated
 
@@ -41,9 +40,9 @@ def phase_params(phase: str, layout: int, norm: int, **overrides) -> WorldParams
     if phase not in PHASES:
         raise ValueError(f"unknown phase {phase!r}; valid: {', '.join(PHASES)}")
     base = dict(
-        interaction=dict(max_steps=200, n_blind=1, replace_newcomer=True),
-        train=dict(max_steps=200, n_blind=0, replace_newcomer=True),
-        test=dict(max_steps=100, n_blind=0, replace_newcomer=False),
+        interaction=dict(max_steps=C.INTERACTION_STEPS, n_blind=1, replace_newcomer=True),
+        train=dict(max_steps=C.INTERACTION_STEPS, n_blind=0, replace_newcomer=True),
+        test=dict(max_steps=C.TEST_STEPS, n_blind=0, replace_newcomer=False),
     )[phase]
     base.update(overrides)
     return make_params(layout, norm, **base)
@@ -94,27 +93,30 @@ class NormGymEnv:
 
     def reset(self, key, params: WorldParams | None = None):
         params = self.default_params if params is None else params
-        return _reset(self, key, params, packing_enabled())
+        return _reset(self, key, params)
 
     def step(self, key, state: WorldState, action, params: WorldParams | None = None):
+        """One step with the caller's `action`: `key` is split in two (community, world),
+        so it is not the protocol's step for the same key, which splits it in three
+        (`normjax.env.episode.step_keys`; the relation is tested)."""
         params = self.default_params if params is None else params
-        return _step(self, key, state, action, params, packing_enabled())
+        return _step(self, key, state, action, params)
 
     def observation(self, state: WorldState, params: WorldParams | None = None) -> Observation:
         return observe(state, self.default_params if params is None else params)
 
 
-# The `packing` flag (normjax.world.rare) is a static argument: it is read when
-# a caller's `vmap` batches the program, and a traced program is cached by its
-# arguments only, so a program traced under one setting must not serve the other.
-@functools.partial(jax.jit, static_argnums=(0, 3))
-def _reset(env: NormGymEnv, key, params: WorldParams, _packing: bool):
+# How a caller's `vmap` runs the step's rare work is the params' static
+# `WorldParams.packing` (normjax.world.rare): part of the arguments' structure,
+# so each setting has its own compiled program.
+@functools.partial(jax.jit, static_argnums=0)
+def _reset(env: NormGymEnv, key, params: WorldParams):
     state = reset_world(key, params, env.config)
     return observe(state, params).flat(), state
 
 
-@functools.partial(jax.jit, static_argnums=(0, 5))
-def _step(env: NormGymEnv, key, state: WorldState, action, params: WorldParams, _packing: bool):
+@functools.partial(jax.jit, static_argnums=0)
+def _step(env: NormGymEnv, key, state: WorldState, action, params: WorldParams):
     k_comm, k_world = jax.random.split(key)
     obs, state, info = env_step(k_comm, k_world, state, action, params)
     return obs.flat(), state, info.reward[0], terminated(state, params), truncated(state, params), info

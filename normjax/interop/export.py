@@ -17,11 +17,11 @@ drives slot 0 (the newcomer).
 * ``train``: as interaction, with every background agent norm-aware.
 * ``seen`` / ``unseen``: one test episode (<= 100 steps) on the cafe / on the
   norm's unseen layout, built by `normjax.protocol.scenarios.build_test_episode`
-  with the scenario community (holders) and the keys split exactly as in
-  `normjax.protocol.runner.run_episode`, so `export_episode(..., episode=e)`
+  with the scenario community (holders) and the protocol's own episode step
+  (`normjax.env.episode.episode_step`), so `export_episode(..., episode=e)`
   writes the very episode the protocol scores.  The scan keeps a fixed length
-  (the horizon); recording is cut on the host after the step in which the
-  newcomer exits.
+  (the horizon; the state is kept from the newcomer's exit on); recording is
+  cut on the host after the step in which the newcomer exits.
 
 Decisions where the format leaves room:
 
@@ -72,7 +72,8 @@ import numpy as np
 
 from normjax import constants as C
 from normjax.cache import compiled
-from normjax.env import STATE_POLICIES, check_policy_name, env_step, phase_params
+from normjax.env import STATE_POLICIES, check_policy_name, phase_params
+from normjax.env.episode import episode_step, start_episode, state_newcomer
 from normjax.interop.plan import (  # noqa: F401  (re-exported: the plan of an export)
     EXPORT_PHASES, episode_summary, plan_episode, protocol_episode, resolve_layout,
 )
@@ -98,19 +99,19 @@ POLICIES: dict[str, Callable] = dict(STATE_POLICIES)
 def _scan(key, state, params, policy, steps):
     """`steps` environment steps; returns (states [steps + 1], infos [steps]).
 
-    Keys per step are split as in `normjax.protocol.runner.run_episode`
-    (community, policy, world = split(k, 3)), and the community is the test
-    scenarios' (`SCENARIO_COMMUNITY`), which acts exactly like the default
-    community in episodes without holders: an exported test episode is the
-    protocol's episode by construction.
+    Each step is the protocol's (`normjax.env.episode.episode_step`), with the
+    test scenarios' community (`SCENARIO_COMMUNITY`), which acts exactly like
+    the default community in episodes without holders: an exported test
+    episode is the protocol's episode by construction.
     """
+    newcomer = state_newcomer(policy)
 
-    def body(state, k):
-        k_comm, k_pol, k_world = jax.random.split(k, 3)
-        _, new, info = env_step(k_comm, k_world, state, policy(k_pol, state, params), params, SCENARIO_COMMUNITY)
-        return new, (state, info)
+    def body(episode, k):
+        after, info = episode_step(k, episode, params, newcomer, SCENARIO_COMMUNITY)
+        return after, (episode.state, info)
 
-    final, (states, infos) = jax.lax.scan(body, state, jax.random.split(key, steps))
+    final, (states, infos) = jax.lax.scan(body, start_episode(state), jax.random.split(key, steps))
+    final = final.state
     states = jax.tree.map(lambda s, f: jnp.concatenate([s, f[None]], axis=0), states, final)
     return states, infos
 

@@ -34,26 +34,27 @@ class EpisodeNorm(NamedTuple):
     norm_id: jax.Array  # int32, -1 = no norm (then nothing is sanctioned)
 
 
-def episode_norm(lt, norm_id, t, pos, active, group, moves, visited_q) -> EpisodeNorm:
+def episode_norm(lt, norm_id, t, pos, active, group, moves, visited_q, packing: bool = True) -> EpisodeNorm:
     """The episode norm's per-action permissibility for all K agents.
 
     Entry [i, a] is what the norm says of agent i taking action a, judged as
     its effective action (docs/world.md §3): a blocked move is a permissible
     WAIT.  Only the episode's norm is evaluated: its static part read from a
-    table, plus its one dynamic condition (`normjax.norms.rules`).
+    table, plus its one dynamic condition (`normjax.norms.rules`).  `packing`:
+    `normjax.world.rare.run_where`'s (static).
     """
     lt1 = single_queue_view(lt, norm_id)
-    ctx, queue_ok = episode_context(lt1, norm_id, pos, active, group, visited_q)
+    ctx, queue_ok = episode_context(lt1, norm_id, pos, active, group, visited_q, packing=packing)
     permitted = episode_permits(lt1, ctx, norm_id, t, pos, active, group, moves, queue_ok)
     return EpisodeNorm(lt1, ctx, permitted, jnp.asarray(norm_id, jnp.int32))
 
 
-def episode_sanctions(lt, t, pos, active, action, group, moves, visited_q, norm_id):
+def episode_sanctions(lt, t, pos, active, action, group, moves, visited_q, norm_id, packing: bool = True):
     """Sanctions [K] of the joint `action` under the episode's norm only (equal
     to `sanctions` of the full 50-norm mask at that norm, at a fraction of the
     cost; -1 = no norm): the norm judged for those actions alone."""
     lt1 = single_queue_view(lt, norm_id)
-    ctx, queue_ok = episode_context(lt1, norm_id, pos, active, group, visited_q, action)
+    ctx, queue_ok = episode_context(lt1, norm_id, pos, active, group, visited_q, action, packing)
     ok = episode_permits(lt1, ctx, norm_id, t, pos, active, group, moves, queue_ok, actions=action)[:, 0]
     # Stored once: the reward, the counters, the step's info and the next
     # state all read the sanctions, and XLA would fuse the whole judgement
@@ -61,7 +62,7 @@ def episode_sanctions(lt, t, pos, active, action, group, moves, visited_q, norm_
     return computed_once((jnp.asarray(norm_id, jnp.int32) >= 0) & ~ok)
 
 
-def episode_context(lt1, norm_id, pos, active, group, visited_q, actions=None):
+def episode_context(lt1, norm_id, pos, active, group, visited_q, actions=None, packing: bool = True):
     """`context` for the episode's norm on `lt1` (its `single_queue_view`) and
     the queue norms' order verdict `queue_order` [K, A] for the judged actions
     (all five, or `actions` [K]), with the parts that only some norms read
@@ -73,11 +74,13 @@ def episode_context(lt1, norm_id, pos, active, group, visited_q, actions=None):
     dead code."""
     ctx = context(lt1, pos, active, group, visited_q)
     seats = norm_row(norm_id, "seat_order") >= 0
-    ctx = ctx._replace(first_free=run_where(seats, first_free_chairs, _no_chairs, lt1, pos, active))
+    ctx = ctx._replace(first_free=run_where(seats, first_free_chairs, _no_chairs, lt1, pos, active,
+                                                 packing=packing))
     nid = jnp.asarray(norm_id)
     queues = (nid >= QUEUE_IDS[0]) & (nid <= QUEUE_IDS[-1])
     _, target = judged_targets(pos, actions)
-    src, held, tail, queue_ok = run_where(queues, _queue, _no_queue, lt1, pos, active, target, share=3 / 8)
+    src, held, tail, queue_ok = run_where(queues, _queue, _no_queue, lt1, pos, active, target, share=3 / 8,
+                                          packing=packing)
     return ctx._replace(queue_src=src, queue_held=held, queue_tail=tail), queue_ok
 
 

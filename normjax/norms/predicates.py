@@ -51,6 +51,7 @@ import numpy as np
 
 from normjax import constants as C
 from normjax.layouts.geometry import same_cell
+from normjax.layouts.tables import host_tables
 from normjax.world.moves import cell_value, effective_actions, move_targets
 from normjax.norms import registry as reg
 
@@ -139,8 +140,6 @@ def queue_context(lt, pos, active):
 
 def seat_order_length(layout: int) -> int:
     """Entries of a layout's seat orders without padding (host tables)."""
-    from normjax.layouts.tables import host_tables  # layouts import norms: import late
-
     return int((host_tables()["seat_order"][layout][..., 0] >= 0).sum(-1).max())
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from normjax import constants as C
 from normjax.layouts.geometry import flat_index, same_cell
-from normjax.layouts.tables import CODE_ZONE_R
+from normjax.layouts.tables import CODE_ZONE_R, host_tables
 from normjax.norms import predicates as P
 from normjax.norms import registry as reg
 from normjax.world.moves import DELTAS, cell_value, in_grid, keep_open, kind_of, target_codes
@@ -111,8 +111,6 @@ def static_permits() -> jax.Array:
     """uint8 [layouts, 50 norms, 3 groups, 165 cells]: bit a set = action a is permitted
     by the norm's static part (all set for the dynamic-only norms).  Built in numpy
     (milliseconds) and cached; in jit it is a constant."""
-    from normjax.layouts.tables import host_tables  # layouts import norms: import late
-
     rows = _static_rows(host_tables())
     bits = (rows.astype(np.uint8) << np.arange(C.N_ACTIONS, dtype=np.uint8)).sum(-1, dtype=np.uint8)
     with jax.ensure_compile_time_eval():

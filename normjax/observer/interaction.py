@@ -7,7 +7,7 @@ with the newcomer in slot 0 acting by `act(key, state, params, belief)` on the
 current belief, and the observer updating the belief after every step.  Keys
 follow the trajectory exporter (`normjax.interop.export`): the episode key
 `PRNGKey(base_seed(norm, seed))` is split into a reset key and a run key, and
-each step's key into (community, policy, world) keys.
+each step is the one episode step (`normjax.env.episode.episode_step`).
 
 `observer_policy(name, ...)` packages an observer newcomer as a
 `normjax.protocol.StatefulPolicy`: `prepare` is `learn` (with `bayes_map`, or
@@ -23,7 +23,9 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from normjax.env import COMMUNITY, env_step, phase_params
+from normjax import constants as C
+from normjax.env import COMMUNITY, phase_params
+from normjax.env.episode import Newcomer, episode_step, start_episode
 from normjax.layouts.tables import world_tables
 from normjax.observer.belief import Belief, check_eps, init_belief, new_episode, update
 from normjax.observer.evidence import check_source
@@ -33,7 +35,7 @@ from normjax.world.habits import check_distractor
 from normjax.world.state import WorldConfig
 from normjax.world.step import reset_world
 
-INTERACTION_STEPS = 200
+INTERACTION_STEPS = C.INTERACTION_STEPS
 OBSERVER_POLICIES = ("bayes_map", "bayes_safe", "bayes_active")
 
 
@@ -64,16 +66,15 @@ def learn(key, norm_id, act, eps=0.0, source: str = "positions", config: WorldCo
     state = reset_world(k_reset, params, config)
     belief = init_belief(lt, state)
 
-    def body(carry, k):
-        s, b = carry
-        kc, kp, kw = jax.random.split(k, 3)
-        _, s2, info = env_step(kc, kw, s, act(kp, s, params, b), params, COMMUNITY)
-        b2 = update(b, s, info, lt, eps, source)
-        out = b2.log_probs if probe is None else probe(s, info, b2, params)
-        return (s2, b2), out
+    newcomer = Newcomer(act=act, observe=lambda b, s, info, params: update(b, s, info, lt, eps, source))
 
-    (_, final), trace = jax.lax.scan(body, (state, belief), jax.random.split(k_run, steps))
-    return final, trace
+    def body(episode, k):
+        after, info = episode_step(k, episode, params, newcomer, COMMUNITY)
+        b2 = after.memory
+        return after, (b2.log_probs if probe is None else probe(episode.state, info, b2, params))
+
+    final, trace = jax.lax.scan(body, start_episode(state, belief), jax.random.split(k_run, steps))
+    return final.memory, trace
 
 
 def _prepare(learn_act, eps, source, distractor, key, norm_id, config):

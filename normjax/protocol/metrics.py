@@ -7,7 +7,8 @@ arrays in the lockstep LLM runner (`normjax.llm.runner`) with the same result.
 * `collision_involvement(info)`: per slot, whether the agent took part in a
   collision on the step: charged as the mover (docs/world.md §4.1 rule 6),
   moved into (it stood still and a mover targeted its cell, rule 3), or pushed
-  off its cell (rules 3-5).
+  off its cell (rules 3-5).  It lives with the episode step that counts it
+  (`normjax.env.episode`) and is re-exported here.
 * `community_totals(state)`: count, total steps and total reward of the other
   agents of the episode (not slot 0), each counted from its entry to its exit
   or to the state's step: the agents that exited (the state's running sums)
@@ -16,25 +17,7 @@ arrays in the lockstep LLM runner (`normjax.llm.runner`) with the same result.
 
 from __future__ import annotations
 
-from normjax import constants as C
-
-
-def collision_involvement(info):
-    """bool [..., K]: the slot's agent was involved in a collision on this step.
-
-    `info` is a `StepInfo` (optionally with leading batch axes).  A mover
-    whose target is a stationary agent's cell is always charged (rule 6), so
-    "moved into" needs no extra physics output: a stationary agent is moved
-    into when some active mover's target is its cell.  A mover never targets
-    its own cell (a WAIT is not a move) and exits target door cells, where no
-    agent stands, so neither produces a false match.
-    """
-    mover = info.active & (info.action != C.WAIT)
-    stationary = info.active & (info.action == C.WAIT)
-    # hit[..., i, j]: mover j's target is agent i's start cell.
-    hit = mover[..., None, :] & (info.target[..., None, :, :] == info.pos[..., :, None, :]).all(-1)
-    moved_into = stationary & hit.any(-1)
-    return (info.collided | info.displaced | moved_into) & info.active
+from normjax.env.episode import collision_involvement
 
 
 def community_totals(state):

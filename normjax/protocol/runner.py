@@ -9,9 +9,9 @@ an observation policy wrapped by `env.obs_policy`) and the other slots by the
 scenario's scripted community (`scenarios.scenario_community_actions`).
 
 An episode ends when the newcomer exits (terminated) or after 100 steps.  The
-scan always runs 100 steps (static shapes); the newcomer's counters freeze by
-themselves when it leaves (an exited newcomer is not replaced in test
-episodes), and the whole state is kept from termination on.
+scan always runs 100 steps (static shapes) of the one episode step
+(`normjax.env.episode.episode_step`: the key schedule, the newcomer, and the
+state, memory and counters kept from termination on).
 
 Per-episode metrics (docs/world.md §9.4; per-step pieces in
 `normjax.protocol.metrics`):
@@ -63,16 +63,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from normjax import constants as C
-from normjax.env import env_step
+from normjax.env.episode import Newcomer, episode_step, start_episode
 from normjax.norms import FAMILIES, N_NORMS, norm_id as _norm_id
-from normjax.protocol.metrics import collision_involvement, community_totals
+from normjax.protocol.metrics import community_totals
 from normjax.protocol import imitation
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
 from normjax.protocol.seeds import CONDITIONS, TEST_STEPS, base_seed, test_episodes
 from normjax.world.habits import check_distractor
 from normjax.world.state import WorldConfig
-from normjax.world.step import terminated
 
 METRICS = ("joint", "task", "path_length", "collision_rate", "community_path_length", "community_welfare")
 
@@ -133,29 +131,18 @@ def run_episode(policy: Callable, key, layout_id, norm_id, group, config: WorldC
     k_build, k_run = jax.random.split(key)
     state, params = build_test_episode(k_build, layout_id, norm_id, group, config, habit, habit_share)
 
-    def body(carry, k):
-        s, mem, done, involved, waits, imit = carry
-        kc, kp, kw = jax.random.split(k, 3)
-        _, s2, info = env_step(kc, kw, s, stateful.act(kp, s, params, mem), params, SCENARIO_COMMUNITY)
-        mem2 = stateful.observe(mem, s, info, params)
-        if imitation_on:  # the newcomer is off the grid once done, so nothing counts after
-            imit = imitation.update(imit, s, info, params)
-        # The newcomer's own WAITs (forced service waits excluded), for the
-        # paper's wait statistics of DQN policies (A14).
-        waited = info.active[0] & (info.action[0] == C.WAIT) & ~info.forced_wait[0] & ~done
-        # Steps in which the newcomer took part in a collision in any role.
-        hit = collision_involvement(info)[0] & ~done
-        # Once the newcomer has finished, the world keeps running but nothing
-        # of the episode's metrics changes: keep the state (and the policy's
-        # memory) at termination.
-        s2, mem2 = jax.tree.map(lambda a, b: jnp.where(done, a, b), (s, mem), (s2, mem2))
-        new_done = done | terminated(s2, params)
-        return (s2, mem2, new_done, involved + hit, waits + waited, imit), None
+    newcomer = Newcomer(act=stateful.act, observe=stateful.observe)
 
-    mem0 = stateful.begin(policy_state, state, params)
-    init = (state, mem0, jnp.bool_(False), jnp.int32(0), jnp.int32(0), imitation.init())
-    (final, _, done, involved, waits, imit), _ = jax.lax.scan(
-        body, init, jax.random.split(k_run, TEST_STEPS))
+    def body(carry, k):
+        episode, imit = carry
+        after, info = episode_step(k, episode, params, newcomer, SCENARIO_COMMUNITY)
+        if imitation_on:  # from the step's start; the newcomer is off the grid once done, so nothing counts after
+            imit = imitation.update(imit, episode.state, info, params)
+        return (after, imit), None
+
+    init = (start_episode(state, stateful.begin(policy_state, state, params)), imitation.init())
+    (episode, imit), _ = jax.lax.scan(body, init, jax.random.split(k_run, TEST_STEPS))
+    final, done, involved, waits = episode.state, episode.done, episode.collisions, episode.waits
     agents, steps, ret = community_totals(final)
     ag = final.agents
     goals = ag.goals_done[0]

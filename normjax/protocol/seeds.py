@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from normjax import constants as C
 from normjax.layouts import LAYOUTS
 from normjax.norms import N_NORMS, NORMS
 
 CONDITIONS = ("seen", "unseen")
 EPISODES_PER_CONDITION = 3
-TEST_STEPS = 100
+TEST_STEPS = C.TEST_STEPS
 
 
 def base_seed(norm_id: int, seed: int = 0) -> int:

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from normjax.constants import HABIT_NAMES, HABIT_NONE
+from normjax import salts
+from normjax.constants import HABIT_NAMES, HABIT_NONE, ROLE_AWARE
 from normjax.world.hashrand import hash_at, seed_from_key_data
 
-HABIT_SALT = 7  # the habit lottery's own hash stream
+HABIT_SALT = salts.HABIT  # the habit lottery's own hash stream (normjax.salts)
 
 
 def habit_id(name) -> int:
@@ -68,8 +69,6 @@ def draw_habits(key, slots, role, params):
     Eligible: norm-aware background slots (`role == ROLE_AWARE`, slot > 0).
     Each eligible agent has `params.habit` with probability `params.habit_share`.
     """
-    from normjax.world.state import ROLE_AWARE  # lazy: state.py imports this module
-
     k = slots.shape[0]
     idx = jnp.arange(k)
     u = hash_at(seed_from_key_data(key), idx, salt=HABIT_SALT)

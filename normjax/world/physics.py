@@ -35,6 +35,8 @@ All randomness comes from the key (rule 7).
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 from jax.extend.random import threefry_2x32
@@ -71,7 +73,7 @@ def _neighbours_flat(idx, standable):
     return jnp.where(ok, flat_index(cells), 0), ok
 
 
-def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
+def resolve_moves(key, pos, active, actions, kind, pushable, packing: bool = True) -> MoveResult:
     """Resolve one step of movement for all K agents (docs/world.md §4 rules 1-7).
 
     Args:
@@ -81,6 +83,7 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
       actions: int32 [K] *effective* actions (blocked moves already WAIT).
       kind: int [H, W] cell kinds of the layout.
       pushable: bool [K] scripted agents that rule 5 may push as bystanders.
+      packing: static, `normjax.world.rare.run_where`'s (the params' `WorldParams.packing`).
     """
     k = pos.shape[0]
     target = pos + DELTAS[actions]
@@ -103,8 +106,8 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     # stationary agent's cell.  Most environments have neither: under vmap
     # only those that do draw priorities and run the loops (`run_where`).
     some_pending = (n_contest >= 2).any() | held.any()
-    fin, disp = run_where(some_pending, _contests, _no_contest,
-                          key, same_tgt, mover, stationary, tgt, p, present, kind, pushable)
+    fin, disp = run_where(some_pending, functools.partial(_contests, packing=packing), _no_contest,
+                          key, same_tgt, mover, stationary, tgt, p, present, kind, pushable, packing=packing)
 
     # Stored once (read by the reward, the counters, the info and the state).
     collided = computed_once(mover & ((n_contest >= 2) | held | (fin != tgt)))
@@ -120,7 +123,7 @@ def resolve_moves(key, pos, active, actions, kind, pushable) -> MoveResult:
     )
 
 
-def _contests(key, same_tgt, mover, stationary, tgt, p, present, kind, pushable):
+def _contests(key, same_tgt, mover, stationary, tgt, p, present, kind, pushable, *, packing: bool):
     """Rules 2-5 where someone is pending: random priorities decide the
     contests (the winners end on their targets), then the pending agents are
     placed (`_place_pending`).  Returns the end cells (flat) and who was
@@ -137,7 +140,7 @@ def _contests(key, same_tgt, mover, stationary, tgt, p, present, kind, pushable)
     anchor = jnp.where(loser, tgt, p)
     bystander = stationary & ~holder_out & pushable
     fin = jnp.where(winner, tgt, p)
-    return _place_pending(k_order, k_place, pending, anchor, p, present, kind, fin, bystander)
+    return _place_pending(k_order, k_place, pending, anchor, p, present, kind, fin, bystander, packing)
 
 
 def _no_contest(key, same_tgt, mover, stationary, tgt, p, present, kind, pushable):
@@ -162,7 +165,7 @@ def _no_push(kp, nb, is_b, occ, standable):
     return jnp.bool_(False), jnp.int32(0), jnp.int32(0)
 
 
-def _place_pending(k_order, k_place, pending, anchor, p, present, kind, fin, bystander):
+def _place_pending(k_order, k_place, pending, anchor, p, present, kind, fin, bystander, packing: bool = True):
     """Rules 3-5 and the repair pass: the end cells (flat) of all agents after
     the pending ones are placed in random order, and who was displaced."""
     k = pending.shape[0]
@@ -194,7 +197,8 @@ def _place_pending(k_order, k_place, pending, anchor, p, present, kind, fin, bys
         # beside: under vmap only those environments of the chunk search for a
         # push (its 16 second neighbours and random draws).
         need_push = todo & ~has_free & is_b.any()
-        has_push, pn, push_cell = run_where(need_push, _push_target, _no_push, kp, nb, is_b, occ, standable)
+        has_push, pn, push_cell = run_where(need_push, _push_target, _no_push, kp, nb, is_b, occ, standable,
+                                             packing=packing)
         do_free = todo & has_free
         do_push = todo & ~has_free & has_push
         new_cell = jnp.where(do_free, nb[choice], jnp.where(do_push, nb[pn], p[j]))

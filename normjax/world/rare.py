@@ -24,15 +24,15 @@ needed; measure.
 A batch sharded over several devices by the compiler (`NamedSharding` on the
 batch axis under `jit`) is the exception: packing gathers environments across
 devices, which cost 4.5x on the DQN population's acting half on two CPU
-devices.  Trace such programs inside `packing(False)`: `run_where` then
-computes both for every environment and selects, as a plain `vmap` of
-`jnp.where` would.  `shard_map` / `pmap` programs see their local batch and
-need nothing (the DQN trainer runs each device's runs in a `shard_map`).
+devices.  Such programs pass `packing=False` (the world step passes its
+params' static `WorldParams.packing`): `run_where` then computes both for
+every environment and selects, as a plain `vmap` of `jnp.where` would.
+`shard_map` / `pmap` programs see their local batch and need nothing (the DQN
+trainer runs each device's runs in a `shard_map`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import jax
@@ -42,27 +42,6 @@ from jax.custom_batching import custom_vmap
 # Default chunk size as a share of the batch: big enough that one chunk
 # usually holds every environment that needs the work.
 CHUNK_SHARE = 1 / 8
-
-_PACKING = [True]
-
-
-@contextlib.contextmanager
-def packing(enabled: bool):
-    """Within this block, functions traced under `vmap` pack the environments
-    that need `fn` (True, the default) or compute `fn` and `idle` for all and
-    select (False).  Read at trace time: enter it inside the function that
-    `jit` traces."""
-    _PACKING.append(bool(enabled))
-    try:
-        yield
-    finally:
-        _PACKING.pop()
-
-
-def packing_enabled() -> bool:
-    """The flag `packing` set for functions traced now (True outside any block)."""
-    return _PACKING[-1]
-
 
 def chunk_size(batch: int, share: float = CHUNK_SHARE) -> int:
     """Environments per chunk for a batch of `batch`."""
@@ -74,13 +53,14 @@ def _select(needed, a, b):
     return jax.tree.map(lambda x, y: jnp.where(needed.reshape(needed.shape + (1,) * (x.ndim - 1)), x, y), a, b)
 
 
-def run_where(needed, fn, idle, *args, share: float = CHUNK_SHARE):
+def run_where(needed, fn, idle, *args, share: float = CHUNK_SHARE, packing: bool = True):
     """Per environment `fn(*args)` if `needed` else `idle(*args)`; under `vmap`
     `fn` is computed only where needed (see the module doc).
 
     `fn` and `idle` must be pure functions of `args` (no captured tracers) with
     the same output structure.  `share`: the chunk size as a share of the batch
-    (about the share of environments that usually need `fn`).
+    (about the share of environments that usually need `fn`).  `packing`
+    (static): False computes both for every environment and selects.
     """
     if not 0 < share <= 1:
         raise ValueError(f"run_where: share must be in (0, 1], got {share}")
@@ -97,7 +77,7 @@ def run_where(needed, fn, idle, *args, share: float = CHUNK_SHARE):
         batched = lambda out: (out, jax.tree.map(lambda _: True, out))  # noqa: E731
         if not needed_batched:
             return batched(jax.lax.cond(needed, whole(fn), whole(idle), *args))
-        if not _PACKING[-1]:
+        if not packing:
             return batched(_select(needed, whole(fn)(*args), whole(idle)(*args)))
         out = whole(idle)(*args)
         size = chunk_size(axis_size, share)
@@ -120,4 +100,4 @@ def run_where(needed, fn, idle, *args, share: float = CHUNK_SHARE):
     return call(jnp.asarray(needed, bool), args)
 
 
-__all__ = ["CHUNK_SHARE", "chunk_size", "packing", "packing_enabled", "run_where"]
+__all__ = ["CHUNK_SHARE", "chunk_size", "run_where"]

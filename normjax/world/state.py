@@ -18,16 +18,26 @@ from flax import struct
 
 from normjax import constants as C
 from normjax.layouts.parse import ALL_LAYOUTS
+from normjax.norms.registry import N_NORMS
 from normjax.world.habits import check_distractor
 
 # Goal-1 kinds (docs/world.md §5): a specified cell, or a free choice among a category.
 GOAL_CELL, GOAL_ANY_CHAIR, GOAL_ANY_R = 0, 1, 2
 ANY_DOOR = -1  # exit_door value for "chosen door (any)"
 
-# Roles of a slot: who decides its actions.
-ROLE_NEWCOMER, ROLE_AWARE, ROLE_BLIND = 0, 1, 2
+# Roles of a slot (normjax.constants, shared with the habit lottery).
+ROLE_NEWCOMER, ROLE_AWARE, ROLE_BLIND = C.ROLE_NEWCOMER, C.ROLE_AWARE, C.ROLE_BLIND
 
 REWARD_CONDITIONS = ("sparse_penalty", "no_penalty", "dense")
+# Reward weights (docs/world.md §6); the penalties are 0 under no_penalty, the
+# shaping weight is 0 except under dense.
+GOAL_REWARD = 10.0  # per goal completed
+STEP_COST = 0.1  # per active unfinished step
+COLLISION_PENALTY = 5.0
+SANCTION_PENALTY = 20.0  # lambda
+DENSE_SHAPING = 6.0
+MAX_CAPACITY = max(C.CAPACITIES)
+SERVICE_STEPS = 3  # steps a service (goal 1 at a specified cell) takes by default (docs/world.md §5)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +78,11 @@ class WorldParams:
     # single-layout fast path, e.g. DQN training on the cafe).  -1: the traced
     # `layout_id` decides, and a batch may mix layouts.
     static_layout: int = struct.field(pytree_node=False, default=-1)
+    # Static: how `run_where` (normjax.world.rare) runs a step's rare work under
+    # `vmap`: packed for the environments that need it (True), or computed for
+    # all and selected (False: for a batch the compiler shards over devices).
+    # Part of the params' structure, so a compiled program is cached per setting.
+    packing: bool = struct.field(pytree_node=False, default=True)
 
     @property
     def layout(self):
@@ -79,8 +94,8 @@ def make_params(
     layout: int = 0,
     norm: int = -1,
     *,
-    max_steps: int = 200,
-    service_steps: int = 3,
+    max_steps: int = C.INTERACTION_STEPS,
+    service_steps: int = SERVICE_STEPS,
     reward_condition: str = "sparse_penalty",
     replace_newcomer: bool = True,
     turnover_delay: tuple[int, int] = (1, 5),
@@ -105,14 +120,15 @@ def make_params(
     if not 0 <= int(layout) < len(ALL_LAYOUTS):
         raise ValueError(f"layout id must be in 0..{len(ALL_LAYOUTS) - 1} (ids of normjax.layouts.ALL_LAYOUTS: "
                          f"0..9 the paper's layouts, 10.. the validation cafes), got {layout!r}")
-    if not -1 <= int(norm) < 50:
-        raise ValueError(f"norm id must be in -1..49 (-1 = no norm), got {norm!r}")
+    if not -1 <= int(norm) < N_NORMS:
+        raise ValueError(f"norm id must be in -1..{N_NORMS - 1} (-1 = no norm), got {norm!r}")
     if max_steps < 1 or service_steps < 1:
         raise ValueError(
             f"max_steps and service_steps must be >= 1, got {max_steps}, {service_steps}"
         )
-    if not 0 <= n_blind < 10 or not 1 <= min_agents <= 10:
-        raise ValueError(f"n_blind must be in 0..9 and min_agents in 1..10, got {n_blind}, {min_agents}")
+    if not 0 <= n_blind < MAX_CAPACITY or not 1 <= min_agents <= MAX_CAPACITY:
+        raise ValueError(f"n_blind must be in 0..{MAX_CAPACITY - 1} and min_agents in 1..{MAX_CAPACITY}, "
+                         f"got {n_blind}, {min_agents}")
     lo, hi = turnover_delay
     if not 0 <= lo <= hi:
         raise ValueError(f"turnover_delay must satisfy 0 <= lo <= hi, got {turnover_delay}")
@@ -123,11 +139,11 @@ def make_params(
         norm_id=jnp.int32(norm),
         max_steps=jnp.int32(max_steps),
         service_steps=jnp.int32(service_steps),
-        goal_reward=f32(10.0),
-        step_cost=f32(0.1),
-        collision_penalty=f32(5.0 if penalties else 0.0),
-        sanction_penalty=f32(20.0 if penalties else 0.0),
-        dense_reward=f32(6.0 if reward_condition == "dense" else 0.0),
+        goal_reward=f32(GOAL_REWARD),
+        step_cost=f32(STEP_COST),
+        collision_penalty=f32(COLLISION_PENALTY if penalties else 0.0),
+        sanction_penalty=f32(SANCTION_PENALTY if penalties else 0.0),
+        dense_reward=f32(DENSE_SHAPING if reward_condition == "dense" else 0.0),
         replace_newcomer=jnp.bool_(replace_newcomer),
         turnover_delay=jnp.asarray([lo, hi], dtype=jnp.int32),
         n_blind=jnp.int32(n_blind),
@@ -136,6 +152,12 @@ def make_params(
         habit_share=f32(habit_share),
         static_layout=int(layout) if static_layout else -1,
     )
+
+
+def with_packing(tree, packing: bool):
+    """`tree` with `WorldParams.packing` set to `packing` in every WorldParams it holds."""
+    return jax.tree.map(lambda x: x.replace(packing=bool(packing)) if isinstance(x, WorldParams) else x, tree,
+                        is_leaf=lambda x: isinstance(x, WorldParams))
 
 
 @struct.dataclass

@@ -98,7 +98,7 @@ def state_norm(state: WorldState, params: WorldParams) -> EpisodeNorm:
     """The episode's norm on `state`, per agent and action (`normjax.norms.episode`)."""
     ag = state.agents
     return episode_norm(world_tables().at(params.layout), params.norm_id, state.t, ag.pos,
-                        ag.active, ag.group, ag.moves, ag.visited_q)
+                        ag.active, ag.group, ag.moves, ag.visited_q, packing=params.packing)
 
 
 class Resolved(NamedTuple):
@@ -126,10 +126,10 @@ def resolve(key, state: WorldState, actions, lt: LayoutTables, params: WorldPara
     eff = effective_actions(lt.kind, ag.pos, acts)
     if view is None:
         sanctioned = episode_sanctions(lt, state.t, ag.pos, ag.active, eff, ag.group, ag.moves,
-                                       ag.visited_q, params.norm_id)
+                                       ag.visited_q, params.norm_id, packing=params.packing)
     else:
         sanctioned = action_sanctions(view, eff)
-    res = resolve_moves(key, ag.pos, ag.active, eff, lt.kind, ag.role != ROLE_NEWCOMER)
+    res = resolve_moves(key, ag.pos, ag.active, eff, lt.kind, ag.role != ROLE_NEWCOMER, params.packing)
     return Resolved(in_service, eff, sanctioned, res)
 
 
@@ -161,7 +161,8 @@ def progress(state: WorldState, r: Resolved, lt: LayoutTables, params: WorldPara
     # conditions' non-negative goal rewards).
     end_cell = jnp.where(res.exited[:, None], res.exit_door_cell, res.pos)
     shaping = run_where(params.dense_reward != 0, _shaping, _no_shaping, lt, ag.leg, ag.goal_kind, ag.goal_cell,
-                        ag.exit_door, ag.pos, end_cell, eff, share=1 / 2)
+                        ag.exit_door, ag.pos, end_cell, eff, share=1 / 2,
+                        packing=params.packing)
     reward = (
         params.goal_reward * completed
         - params.step_cost

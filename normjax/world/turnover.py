@@ -171,8 +171,10 @@ def turnover(key, state: WorldState, exited, lt: LayoutTables, params: WorldPara
     # do draw for the second and third.  Only the draws are packed; writing
     # them into the agents is a select over [K] for all.
     n = slots.sum()
-    first = run_where(n >= 1, _first_draws, _no_draws(FIRST), key, slots, lt, params, share=1 / 8)
-    more = run_where(n >= 2, _more_draws, _no_draws(MORE), key, slots, lt, params, share=1 / 32)
+    first = run_where(n >= 1, _first_draws, _no_draws(FIRST), key, slots, lt, params, share=1 / 8,
+                      packing=params.packing)
+    more = run_where(n >= 2, _more_draws, _no_draws(MORE), key, slots, lt, params, share=1 / 32,
+                     packing=params.packing)
     drawn = tuple(jnp.concatenate([a, b]) for a, b in zip(first, more))
     state = place_draws(key, state, slots, drawn, params, now, max_slots=C.N_DOORS)
     # A newcomer that is not replaced leaves its slot for good.

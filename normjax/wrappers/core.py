@@ -15,6 +15,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from normjax import salts
 from normjax.world.rare import run_where
 from normjax.world.step import StepInfo
 
@@ -23,7 +24,7 @@ from normjax.world.step import StepInfo
 # exactly like the bare one until an episode ends (tests/test_gymnasium.py replays the
 # vector env with the bare env), and the reset draws from a key derived by hashing,
 # not one of the step's own splits.
-RESET_SALT = 0x5E7
+RESET_SALT = salts.AUTO_RESET  # normjax.salts
 
 
 def reset_key(key):
@@ -122,7 +123,8 @@ class AutoResetWrapper(Wrapper):
         done = terminated | truncated
         fresh = lambda k, p, o, s: self._env.reset(reset_key(k), p)  # noqa: E731
         same = lambda k, p, o, s: (o, s)  # noqa: E731
-        next_obs, next_state = run_where(done, fresh, same, key, params, obs, state)
+        packing = True if params is None else params.packing  # the world step's setting (WorldParams)
+        next_obs, next_state = run_where(done, fresh, same, key, params, obs, state, packing=packing)
         info = info_dict(info)
         info["final_obs"] = obs
         return next_obs, next_state, reward, terminated, truncated, info
