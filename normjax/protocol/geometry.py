@@ -15,7 +15,10 @@ planner's shortest route length d0 against the shortest route with the
 violating moves removed d1 (gap = d1 - d0 > 0 means every blind shortest route
 violates); for free choices, the gap between the nearest permissible and the
 nearest impermissible object.  The `gap` table holds it (1 where the violation
-is dynamic: turn/rhythm, queue and zone-R scenarios).
+is dynamic: turn/rhythm, queue and zone-R scenarios).  Static-norm candidates are
+also checked on the rules' own move graph (`world_graph`: chairs crossable) and,
+for any-chair goals, for the whole task (seat then exit); candidates failing it
+are used only where none passes, flagged in the `non_discriminative` table.
 """
 
 from __future__ import annotations
