@@ -153,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("evaluate", parents=cache + distract, help="run the test protocol (3 seen + 3 unseen episodes per norm)")
     e.add_argument("--policy", required=True, choices=POLICY_NAMES + OBSERVER_NAMES,
-                   help="newcomer policy: norm-aware oracle, norm-blind planner, random, or a Bayesian "
+                   help="newcomer policy: norm-aware oracle, norm-blind planner, blind_any (random shortest route on the "
+                        "rules' move graph), random, or a Bayesian "
                         "observer that learns in the interaction phase (docs/observer.md)")
     e.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
     e.add_argument("--seed", type=int, default=0, help="protocol seed (0 = canonical)")

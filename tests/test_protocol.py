@@ -143,6 +143,20 @@ def test_full_protocol_reference_rows():
     assert len(o["episodes"]) == 300
 
 
+@pytest.mark.full_protocol
+def test_full_protocol_blind_any_row():
+    """blind_any (random shortest routes on the rules' graph): no joint success outside
+    the episodes flagged non_discriminative (docs/world.md §9.3, §13), tasks done."""
+    from normjax.env import STATE_POLICIES
+    from normjax.protocol.runner import evaluate
+
+    r = evaluate(STATE_POLICIES["blind_any"])
+    assert [e for e in r["episodes"] if e["joint"] and not e["non_discriminative"]] == []
+    assert r["unseen"]["overall"]["joint"] == 0.0
+    for cond in ("seen", "unseen"):
+        assert r[cond]["overall"]["task"] >= 95.0, (cond, r[cond]["overall"])
+
+
 def test_newcomer_enters_through_a_door_in_every_episode():
     """All 300 episodes: the newcomer's first cell is its entry door's inward cell."""
     t = host_scenarios()

@@ -1,7 +1,7 @@
 """Newcomer policies for evaluation and export: `policy(key, state, params) -> action`.
 
 State policies see the full world state (`oracle_policy`, `blind_policy`,
-`random_policy`); any jittable `policy(obs_flat, key) -> action` on the DQN
+`blind_any_policy`, `random_policy`); any jittable `policy(obs_flat, key) -> action` on the DQN
 observation becomes one with `obs_policy`.
 """
 
@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from normjax import constants as C
 from normjax.community.planner import plan_actions
+from normjax.env.blind_any import blind_any_policy
 from normjax.world.observation import observe
 from normjax.world.state import WorldParams, WorldState
 
@@ -35,7 +36,8 @@ def random_policy(key, state: WorldState, params: WorldParams):
     return jax.random.randint(key, (), 0, C.N_ACTIONS)
 
 
-STATE_POLICIES = {"oracle": oracle_policy, "blind": blind_policy, "random": random_policy}
+STATE_POLICIES = {"oracle": oracle_policy, "blind": blind_policy, "blind_any": blind_any_policy,
+                  "random": random_policy}
 
 
 def check_policy_name(name: str) -> str:
@@ -54,4 +56,4 @@ def obs_policy(policy: Callable[[Any, Any], Any]):
     return wrapped
 
 
-__all__ = ["STATE_POLICIES", "blind_policy", "check_policy_name", "obs_policy", "oracle_policy", "random_policy"]
+__all__ = ["STATE_POLICIES", "blind_any_policy", "blind_policy", "check_policy_name", "obs_policy", "oracle_policy", "random_policy"]

@@ -15,7 +15,10 @@ planner's shortest route length d0 against the shortest route with the
 violating moves removed d1 (gap = d1 - d0 > 0 means every blind shortest route
 violates); for free choices, the gap between the nearest permissible and the
 nearest impermissible object.  The `gap` table holds it (1 where the violation
-is dynamic: turn/rhythm, queue and zone-R scenarios).
+is dynamic: turn/rhythm, queue and zone-R scenarios).  Static-norm candidates are
+also checked on the rules' own move graph (`world_graph`: chairs crossable) and,
+for any-chair goals, for the whole task (seat then exit); candidates failing it
+are used only where none passes, flagged in the `non_discriminative` table.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from normjax.layouts.routes import V_BASE, host_route_tables
 from normjax.layouts.tables import destination_cells
 from normjax.norms import N_NORMS
 from normjax.norms import table as nt
+from normjax.protocol.world_graph import WorldRoutes, world_routes
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, make_params
 
 N_EXTRA = 3  # scripted agents a scenario may place (slots 1..3)
@@ -74,6 +78,11 @@ class Geo:
     def nearest_door(self, cell, variant=V_BASE) -> int:
         return int(np.argmin([self.d(self.doors[i], cell, variant) for i in range(3)]))
 
+    @functools.cached_property
+    def w(self) -> WorldRoutes:
+        """Route lengths on the world's move graph (chairs crossable, world_graph)."""
+        return world_routes(self.lay.name)
+
 
 def _rank(cands, key):
     """Up to 3 best candidates (distinct by their tag) sorted by key."""
@@ -88,13 +97,16 @@ def _rank(cands, key):
     return out
 
 
-def _record(start, entry, goal_kind, goal_cell, exit_door, gap, extras=()):
+def _record(start, entry, goal_kind, goal_cell, exit_door, gap, extras=(), strict=True):
+    """`strict`: the blind shortest routes violate on the world's move graph too,
+    goal by goal and for the whole task (else the episode is flagged
+    `non_discriminative`)."""
     return dict(start=start, entry=entry, goal_kind=goal_kind, goal_cell=goal_cell,
-                exit_door=exit_door, gap=gap, extras=list(extras), tag=(start, goal_cell))
+                exit_door=exit_door, gap=gap, extras=list(extras), tag=(start, goal_cell), strict=strict)
 
 
 def _by_gap(c):
-    return (-min(c["gap"], 3), c["d"])
+    return (not c["strict"], -min(c["gap"], 3), c["d"])
 
 
 def route_gap(g: Geo, row: dict, group: int) -> list[dict]:
@@ -111,7 +123,9 @@ def route_gap(g: Geo, row: dict, group: int) -> list[dict]:
             if a >= UNREACHABLE or b >= UNREACHABLE or b <= a:
                 continue
             ex = g.nearest_door(goal, variant)
-            cands.append(dict(_record(s, s_i, GOAL_CELL, goal, ex, b - a), d=a))
+            # Goal 1 decides: a compliant exit is never shorter than a blind one.
+            strict = g.w.d(goal, s, variant) > g.w.d(goal, s)
+            cands.append(dict(_record(s, s_i, GOAL_CELL, goal, ex, b - a, strict=strict), d=a))
     return _rank(cands, _by_gap)
 
 
@@ -144,7 +158,9 @@ def visit_q(g: Geo, row: dict, group: int) -> list[dict]:
             via = min(g.d(q, s) + g.d(ch, q) for q in q_cells)
             if a >= UNREACHABLE or via <= a:
                 continue
-            cands.append(dict(_record(s, s_i, GOAL_CELL, ch, g.nearest_door(ch), via - a), d=a))
+            # Rules' graph: no chair before Q (the planner graph), any route after.
+            strict = min(g.d(q, s) + g.w.d(ch, q) for q in q_cells) > g.w.d(ch, s)
+            cands.append(dict(_record(s, s_i, GOAL_CELL, ch, g.nearest_door(ch), via - a, strict=strict), d=a))
     return _rank(cands, _by_gap)
 
 
@@ -159,14 +175,34 @@ def door_choice(g: Geo, row: dict, group: int) -> list[dict]:
         bad = min(dd[i] for i in range(3) if i not in allowed)
         if good >= UNREACHABLE or bad >= good:
             continue
+        dw = g.w.exit_lengths(ch)  # leaving the chair across other chairs
+        strict = min(dw[i] for i in range(3) if i not in allowed) < min(dw[i] for i in allowed)
         s_i = int(np.argmin([g.d(ch, s) for s in g.inward]))
-        cands.append(dict(_record(g.inward[s_i], s_i, GOAL_CELL, ch, ANY_DOOR, good - bad), d=g.d(ch, g.inward[s_i])))
+        cands.append(dict(_record(g.inward[s_i], s_i, GOAL_CELL, ch, ANY_DOOR, good - bad, strict=strict),
+                          d=g.d(ch, g.inward[s_i])))
     return _rank(cands, _by_gap)
 
 
 def _door_starts(g: Geo, candidate):
     """Seat-norm candidates, one per door: `candidate(inward_cell, door)` -> record or None."""
     return [c for c in (candidate(s, s_i) for s_i, s in enumerate(g.inward)) if c is not None]
+
+
+def _seat_exit(g: Geo, dch, ok_chair, seated, preferred: int) -> tuple[int, bool]:
+    """(exit door, strict) of an any-chair scenario: an exit for which the best
+    whole task (a free seat, then the exit, chairs crossable on the way out)
+    through an allowed chair, never entering a disallowed one, is strictly longer
+    than through any chair; `preferred` when it qualifies, else the largest gap."""
+    bad_cells = np.zeros((C.H, C.W), bool)
+    for ch, ok in zip(g.chairs, ok_chair):
+        bad_cells[ch] = not ok
+    seats = [(ch, d, ok) for ch, d, ok in zip(g.chairs, dch, ok_chair) if ch not in seated and d < UNREACHABLE]
+    blind = [min(d + g.w.exit_lengths(ch)[e] for ch, d, _ in seats) for e in range(3)]
+    comp = [min([d + g.w.exit_lengths(ch, bad_cells)[e] for ch, d, ok in seats if ok] or [10_000]) for e in range(3)]
+    gaps = [c - b for c, b in zip(comp, blind)]
+    if gaps[preferred] > 0 or max(gaps) <= 0:
+        return preferred, gaps[preferred] > 0
+    return max(range(3), key=lambda e: (gaps[e], -e)), True
 
 
 def seat_region(g: Geo, row: dict, group: int) -> list[dict]:
@@ -190,13 +226,14 @@ def seat_region(g: Geo, row: dict, group: int) -> list[dict]:
             return None
         extras = [dict(pos=ch, goal_kind=GOAL_CELL, goal_cell=ch, exit_door=g.nearest_door(ch),
                        group_off=0, hold=True) for ch in seated]
-        return dict(_record(s, s_i, GOAL_ANY_CHAIR, (-1, -1), g.nearest_door(target), good - bad, extras),
+        exit_door, strict = _seat_exit(g, dch, ok_chair, seated, g.nearest_door(target))
+        return dict(_record(s, s_i, GOAL_ANY_CHAIR, (-1, -1), exit_door, good - bad, extras, strict),
                     d=bad, tag=s)
 
     found = _door_starts(g, candidate)
     if not found:
         found = _door_starts(g, lambda s, s_i: candidate(s, s_i, sit=True))
-        return sorted(found, key=lambda c: (c["d"], len(c["extras"]), c["start"]))[:3]
+        return sorted(found, key=lambda c: (not c["strict"], c["d"], len(c["extras"]), c["start"]))[:3]
     return _rank(found, _by_gap)
 
 
@@ -342,7 +379,7 @@ def host_scenarios() -> dict[str, np.ndarray]:
     t = dict(
         valid=np.zeros(shp, bool), start=np.zeros(shp + (2,), np.int32), entry=np.zeros(shp, np.int32),
         goal_kind=np.zeros(shp, np.int32), goal_cell=np.full(shp + (2,), -1, np.int32),
-        exit_door=np.zeros(shp, np.int32), gap=np.zeros(shp, np.int32),
+        exit_door=np.zeros(shp, np.int32), gap=np.zeros(shp, np.int32), non_discriminative=np.zeros(shp, bool),
         x_used=np.zeros(x, bool), x_pos=np.zeros(x + (2,), np.int32), x_goal_kind=np.zeros(x, np.int32),
         x_goal_cell=np.full(x + (2,), -1, np.int32), x_exit=np.zeros(x, np.int32),
         x_group_off=np.full(x, -1, np.int32), x_hold=np.zeros(x, bool), x_timer=np.zeros(x, np.int32),
@@ -358,7 +395,9 @@ def host_scenarios() -> dict[str, np.ndarray]:
             for grp in range(3):
                 key = grp if _group_dependent(n) else -1
                 if key not in cache:
-                    cache[key] = candidates(geo, n, grp)
+                    found = candidates(geo, n, grp)
+                    # Discriminative geometries only, where any exists (groups may share one).
+                    cache[key] = [c for c in found if c.get("strict", True)] or found
                 cands = cache[key]
                 if not cands:
                     continue
@@ -368,6 +407,7 @@ def host_scenarios() -> dict[str, np.ndarray]:
                 for f in ("start", "entry", "goal_kind", "goal_cell", "exit_door", "gap"):
                     t[f][ix] = rec[f]
                 t["bg_from"][ix] = rec.get("bg_from", 1)
+                t["non_discriminative"][ix] = not rec.get("strict", True)
                 for i, e in enumerate(rec["extras"]):
                     t["x_used"][ix + (i,)] = True
                     t["x_pos"][ix + (i,)] = e["pos"]

@@ -67,6 +67,7 @@ from normjax.env.episode import Newcomer, episode_step, start_episode
 from normjax.norms import FAMILIES, N_NORMS, norm_id as _norm_id
 from normjax.protocol.metrics import community_totals
 from normjax.protocol import imitation
+from normjax.protocol.geometry import host_scenarios
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
 from normjax.protocol.seeds import CONDITIONS, TEST_STEPS, base_seed, test_episodes
 from normjax.world.habits import check_distractor
@@ -248,7 +249,10 @@ def _aggregate(rows: list[dict]) -> dict:
 
 
 def summarize(episodes: list[dict], raw: dict[str, np.ndarray]) -> dict:
-    """Per-episode rows and seen / unseen aggregates by family and overall."""
+    """Per-episode rows and seen / unseen aggregates by family and overall.  A row's
+    `non_discriminative` is true where the scenario construction could not make
+    every norm-blind shortest route violate (docs/world.md §9.3, §13)."""
+    flags = host_scenarios()["non_discriminative"]
     rows = []
     for i, e in enumerate(episodes):
         n = int(raw["community_agents"][i])
@@ -265,6 +269,7 @@ def summarize(episodes: list[dict], raw: dict[str, np.ndarray]) -> dict:
             community_finished=int(raw["community_finished"][i]), community_agents=n,
             community_path_length=(float(raw["community_steps"][i]) / n) if n else None,
             community_welfare=(float(raw["community_return"][i]) / n) if n else None,
+            non_discriminative=bool(flags[e["layout_id"], e["norm_id"], e["group"]]),
         ))
         if "habit_steps" in raw:  # distractors on (docs/world.md §8.5)
             rows[-1].update(habit_steps=int(raw["habit_steps"][i]),

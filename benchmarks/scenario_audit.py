@@ -1,0 +1,123 @@
+"""Audit of the test scenarios' promise (docs/world.md §9.3): does a norm-blind
+shortest route comply by accident?
+
+For every static-norm test episode (norms 0-13, 22, 42-47) the independent checker
+of tests/scenario_checker.py searches the world's move graph (chairs crossable,
+doors only as route ends) for the shortest task with and without the norm, goal by
+goal and for the whole task.  For the other (dynamic) norms it runs the `blind_any`
+newcomer (random shortest route on the rules' graph, re-planned every step) with
+`--seeds` tie-break seeds per episode inside the real world step and community
+(tests/dynamic_check.py) and reports the fraction of runs that comply (task done,
+no sanction).  The script prints per-norm tables and writes them as JSON (default
+benchmarks/results/scenario_audit.json); it exits 1 when an episode complies that
+the protocol does not flag as `non_discriminative`.
+
+    python benchmarks/scenario_audit.py [--seeds 32] [--norms ID ...] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import RESULTS, machine  # noqa: E402
+from normjax.protocol.geometry import host_scenarios  # noqa: E402
+from tests.scenario_checker import STATIC_NORMS, check_protocol  # noqa: E402
+
+
+def flagged(rows: list[dict]) -> list[bool]:
+    """The protocol's own `non_discriminative` flag of each row's episode (False
+    where the tables have no such field, as before the flag existed)."""
+    from normjax.layouts import LAYOUTS
+
+    t = host_scenarios()
+    if "non_discriminative" not in t:
+        return [False] * len(rows)
+    return [bool(t["non_discriminative"][LAYOUTS.index(r["layout"]), r["norm_id"], r["group"]]) for r in rows]
+
+
+def per_norm(rows: list[dict]) -> list[dict]:
+    out = {}
+    for r in rows:
+        n = out.setdefault(r["norm_id"], dict(norm_id=r["norm_id"], norm=r["norm"], episodes=0, discriminative=0,
+                                             complies_goal_by_goal=0, complies_whole_task=0, flagged=0,
+                                             complying=[]))
+        n["episodes"] += 1
+        n["discriminative"] += r["discriminative"]
+        n["complies_goal_by_goal"] += r["complies_goal_by_goal"]
+        n["complies_whole_task"] += r["complies_whole_task"]
+        n["flagged"] += r["flagged"]
+        if not r["discriminative"]:
+            n["complying"].append(f"{r['condition']} {r['episode']}")
+    return [out[k] for k in sorted(out)]
+
+
+def dynamic(norm_ids, n_seeds: int) -> dict:
+    """blind_any runs of the dynamic norms' episodes, per episode and per norm."""
+    from normjax.protocol.seeds import test_episodes
+    from tests.dynamic_check import blind_any_runs
+
+    rows = blind_any_runs(test_episodes(norm_ids), n_seeds)
+    for r, f in zip(rows, flagged(rows)):
+        r["flagged"] = f
+    table = []
+    print(f"{'id':>3} {'norm':<30} {'runs':>5} {'comply%':>7} {'no-sanc%':>8} {'task%':>6}  complying episodes")
+    for n in norm_ids:
+        sub = [r for r in rows if r["norm_id"] == n]
+        runs = sum(r["runs"] for r in sub)
+        t = dict(norm_id=n, norm=sub[0]["norm"], runs=runs,
+                 complying_fraction=sum(r["complied"] for r in sub) / runs,
+                 unsanctioned_fraction=sum(r["unsanctioned"] for r in sub) / runs,
+                 task=sum(r["task"] for r in sub) / len(sub),
+                 complying=[f"{r['condition']} {r['episode']}" for r in sub if r["complied"]])
+        table.append(t)
+        print(f"{n:>3} {t['norm']:<30} {runs:>5} {100 * t['complying_fraction']:>7.1f} "
+              f"{100 * t['unsanctioned_fraction']:>8.1f} {100 * t['task']:>6.1f}  {', '.join(t['complying'])}")
+    unflagged = [r for r in rows if r["complied"] and not r["flagged"]]
+    print(f"dynamic-norm episodes: {len(rows)} x {n_seeds} seeds; episodes with a complying run: "
+          f"{sum(r['complied'] > 0 for r in rows)}; of them unflagged: {len(unflagged)}")
+    return dict(seeds=n_seeds, per_norm=table, episodes=rows, unflagged=len(unflagged))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=RESULTS / "scenario_audit.json")
+    ap.add_argument("--seeds", type=int, default=32, help="blind_any tie-break seeds per dynamic-norm episode (0: skip)")
+    ap.add_argument("--norms", type=int, nargs="+", default=None, help="norm ids (default: all 50)")
+    args = ap.parse_args(argv)
+    if args.seeds < 0:
+        ap.error(f"--seeds must be >= 0, got {args.seeds}")
+    ids = list(range(50)) if args.norms is None else args.norms
+    if any(not 0 <= n < 50 for n in ids):
+        ap.error(f"--norms must be ids in 0..49, got {ids}")
+    rows = check_protocol([n for n in ids if n in STATIC_NORMS])
+    for r, f in zip(rows, flagged(rows)):
+        r["flagged"] = f
+    table = per_norm(rows)
+    print(f"{'id':>3} {'norm':<30} {'eps':>3} {'discr':>5} {'g-by-g':>6} {'whole':>5} {'flag':>4}  complying")
+    for n in table:
+        print(f"{n['norm_id']:>3} {n['norm']:<30} {n['episodes']:>3} {n['discriminative']:>5} "
+              f"{n['complies_goal_by_goal']:>6} {n['complies_whole_task']:>5} {n['flagged']:>4}  "
+              f"{', '.join(n['complying'])}")
+    n_bad = sum(not r["discriminative"] for r in rows)
+    unflagged = [r for r in rows if not r["discriminative"] and not r["flagged"]]
+    print(f"static-norm episodes: {len(rows)}; a blind shortest route complies in {n_bad}; "
+          f"flagged non_discriminative: {sum(r['flagged'] for r in rows)}; complying and unflagged: {len(unflagged)}")
+    dyn_ids = [n for n in ids if n not in STATIC_NORMS]
+    dyn = dynamic(dyn_ids, args.seeds) if dyn_ids and args.seeds else None
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(dict(
+        machine=machine(), static=dict(per_norm=table, episodes=rows, complying=n_bad, unflagged=len(unflagged)),
+        dynamic=dyn,
+    ), indent=1) + "\n")
+    print(f"wrote {args.out}")
+    return 1 if unflagged or (dyn and dyn["unflagged"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
