@@ -163,7 +163,8 @@ def test_judge_export_and_import(chaos_run, tmp_path):
 
 
 class _Killer:
-    """Wraps an agent and raises (like a killed process) on its n-th test-stage call."""
+    """Wraps an agent and raises (like a killed process) on its n-th test-stage call (one call per
+    turn: episodes advance independently)."""
 
     def __init__(self, agent, n):
         self.agent, self.n, self.calls = agent, n, 0
@@ -181,14 +182,15 @@ def test_resume_after_a_kill(tmp_path):
     out = tmp_path / "run"
     with FakeOpenAI(chaos()) as srv:
         with pytest.raises(RuntimeError, match="simulated kill"):
-            _run(srv.base_url, out, agent_wrap=lambda a: _Killer(a, 6), interaction_steps=10)
+            _run(srv.base_url, out, agent_wrap=lambda a: _Killer(a, 30), interaction_steps=10)
         store = TranscriptStore(out)
-        assert store.episodes() == [f"{NORM}/interaction"]
+        finished = store.episodes()
+        assert finished[0] == f"{NORM}/interaction" and len(finished) < 7
         parts = list((out / "transcripts" / NORM).glob("*.jsonl.part"))
-        assert len(parts) == 6  # tests in progress, their logs written up to the kill
+        assert parts and len(parts) + len(finished) <= 7  # tests in progress, their logs written up to the kill
         for p in parts:
             lines = [json.loads(x) for x in p.read_text().splitlines()]
-            assert len(lines) >= 5 and [x["t"] for x in lines] == sorted({x["t"] for x in lines})
+            assert lines and [x["t"] for x in lines] == sorted({x["t"] for x in lines})
         before = len(srv.log)
         resumed, _ = _run(srv.base_url, out, interaction_steps=10)
         new = srv.log[before:]
