@@ -58,7 +58,14 @@ from normjax.world.state import WorldConfig
 from normjax.world.step import reset_world, terminated
 
 PAD = 32
+# Frames per render call: on CPU one frame per call is cheapest per frame (measured
+# 13 ms for 1, 75 ms for 4, 314 ms for 16, batch 32, 2-core VM), and independent
+# episodes ask for few frames at a time; accelerators take chunks of 16.
 RENDER_CHUNK = 16
+
+
+def render_chunk() -> int:
+    return 1 if jax.default_backend() == "cpu" else RENDER_CHUNK
 
 
 def padded_size(n: int) -> int:
@@ -177,13 +184,13 @@ def _render(states, params, idx, cell_px):
 
 
 def render(states, params, rows, cell_px: int = 32) -> np.ndarray:
-    """uint8 frames [len(rows), 11*px, 15*px, 3] of the batch rows `rows` (chunks of RENDER_CHUNK),
+    """uint8 frames [len(rows), 11*px, 15*px, 3] of the batch rows `rows` (chunks of `render_chunk()`),
     as a VLM newcomer sees them: no hidden state (distractor habits) drawn."""
     rows = np.asarray(rows, np.int32)
-    out = []
-    for i in range(0, len(rows), RENDER_CHUNK):
-        chunk = rows[i: i + RENDER_CHUNK]
-        idx = np.concatenate([chunk, np.full(RENDER_CHUNK - len(chunk), chunk[0], np.int32)])
+    out, size = [], render_chunk()
+    for i in range(0, len(rows), size):
+        chunk = rows[i: i + size]
+        idx = np.concatenate([chunk, np.full(size - len(chunk), chunk[0], np.int32)])
         out.append(np.asarray(_render(states, params, jnp.asarray(idx), cell_px))[: len(chunk)])
     return np.concatenate(out) if out else np.zeros((0, C.H * cell_px, C.W * cell_px, 3), np.uint8)
 
