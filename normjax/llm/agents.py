@@ -18,8 +18,8 @@ state itself.
   parsed by `normjax.llm.parse`; all turns in flight are requested
   concurrently (bounded by the client's concurrency limit).  Its
   ``preflight()`` (called by the runner once before the first episode that
-  needs the model) checks the endpoint, and after every step it stops the
-  run when too many requests fail (`ChatClient.check_error_rate`, after each call).
+  needs the model) checks the endpoint, and after each call it stops the
+  run when too many requests fail (`ChatClient.check_error_rate`).
 * `StatePolicyAgent`: a jittable state policy ``policy(key, state, params)``
   (e.g. `normjax.env.oracle_policy`) as an external agent; episode i gets
   the protocol's policy key ``split(ctx.keys[i], 3)[1]``, so the runner
