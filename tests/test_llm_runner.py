@@ -447,3 +447,21 @@ def test_llm_run_equals_the_lockstep_run(tmp_path):
             if x["llm"]:
                 x["llm"].pop("latency_s", None)
         assert ra[1:] == rb[1:]
+
+
+def test_faults_change_only_the_decisions_that_errored(tmp_path):
+    """benchmarks/llm_faults.py in small: with the issue's fault mix injected per attempt, the run
+    equals a replay of the scripted model in which only its errored decisions error."""
+    from benchmarks.llm_faults import Replay, errored_decisions, transcript_differences
+    from tests.fake_openai import navigator, with_faults
+
+    out = tmp_path / "faulty"
+    with FakeOpenAI(with_faults(navigator, past_timeout_s=0.4, retry_after="0")) as srv:
+        faulty, stats = _run(srv.base_url, out, interaction_steps=8, timeout=0.25, max_retries=3)
+    errored = errored_decisions(out)
+    assert stats["retries"] > 0 and len(errored) == faulty["llm"]["errors"] > 0
+    replay = run_protocol(Replay(errored), [NORM], interaction_steps=8, out=tmp_path / "replay", settings=SETTINGS)
+    assert transcript_differences(out, tmp_path / "replay") == []
+    drop = ("requests", "retries", "tokens_in", "tokens_out")
+    for a, b in zip(faulty["episodes"] + faulty["interaction"], replay["episodes"] + replay["interaction"]):
+        assert {k: v for k, v in a.items() if k not in drop} == {k: v for k, v in b.items() if k not in drop}
