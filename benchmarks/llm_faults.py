@@ -181,7 +181,7 @@ def main(argv=None) -> int:
     load_before = os.getloadavg()
     clean_script = with_latency(navigator, args.latency)
     faulty_script = with_faults(clean_script, args.past_timeout, args.retry_after)
-    walls, report = {}, {}
+    walls = {}
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         served_run(navigator, args, Path(tmp, "warmup"))  # compiles every program of both stages
@@ -220,10 +220,10 @@ def main(argv=None) -> int:
         clean_differences=clean_diff[:20], load_average_before=load_before, load_average_after=os.getloadavg())
     if args.lockstep:
         report["ratio_lockstep"] = round(walls["faulty_lockstep"] / walls["clean_lockstep"], 3)
-    print(json.dumps({k: report[k] for k in ("wall_s", "ratio", "critical_path_s", "critical_path_ratio", "injected", "errored_decisions",
-                                             "faulty_equals_replay", "episodes", "episodes_without_errors",
-                                             "untouched_equal_clean") + (("ratio_lockstep",) if args.lockstep
-                                                                         else ())}, indent=1))
+    shown = ("wall_s", "ratio", "critical_path_s", "critical_path_ratio", "injected", "errored_decisions",
+             "faulty_equals_replay", "episodes", "episodes_without_errors", "untouched_equal_clean")
+    shown += ("ratio_lockstep",) if args.lockstep else ()
+    print(json.dumps({k: report[k] for k in shown}, indent=1))
     print(f"wrote {save('llm_faults', report)}")
     return 0 if not replay_diff and not clean_diff and clean["llm"]["errors"] == 0 else 1
 

@@ -19,8 +19,8 @@ delays only its own episode while hundreds of requests stay in flight.  A
 synchronous agent is called once with the turns of all deciding episodes,
 which then step together.  Every episode and step has its own keys, so the
 results do not depend on the order in which replies arrive (tested against
-``lockstep=True``, where every episode waits for the whole step).  Stage 1 runs every norm's interaction episode, stage 2
-every test episode.  A newcomer is asked only when it is on the grid, its
+``lockstep=True``, where every episode waits for the whole step).  Stage 1
+runs every norm's interaction episode, stage 2 every test episode.  A newcomer is asked only when it is on the grid, its
 episode has not ended, and its action is not forced (a WAIT during service,
 docs/world.md §5.2); an unusable reply makes it WAIT (`normjax.llm.parse`).
 
