@@ -11,7 +11,10 @@ with many requests in flight.
 `navigator_text(payload)` is a scripted "model": it reads the map, its
 position and its target from the paper's prompts and answers the next move
 of a shortest path (norm-blind), in the requested JSON shape.  `chaos` wraps
-it with errors chosen by a hash of the prompt (`category`).
+it with errors chosen by a hash of the prompt (`category`); `with_faults`
+injects the fault mix of a benchmark (malformed replies, HTTP 500, 429 with
+Retry-After, replies past the client's timeout) per attempt, and
+`with_latency` a model's reply time (benchmarks/llm_faults.py).
 
     python tests/fake_openai.py --port 8765      # serve it (docs/llm.md's example)
 """
@@ -86,7 +89,7 @@ class FakeOpenAI:
                 try:
                     reply = server.script(payload, attempt)
                     entry = dict(prompt=text, attempt=attempt, status=reply.status, usage=None, delay=reply.delay,
-                                 auth=self.headers.get("Authorization"), payload=payload)
+                                 auth=self.headers.get("Authorization"), payload=payload, at=time.monotonic())
                     with server.lock:  # logged on arrival: a client may give up on a slow reply
                         server.log.append(entry)
                     if reply.delay:
@@ -110,6 +113,7 @@ class FakeOpenAI:
                         self.send_header(k, v)
                     self.end_headers()
                     self.wfile.write(body)
+                    entry["sent"] = time.monotonic()  # the answer is out (the client may retry from now)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout)
                 finally:
@@ -237,6 +241,64 @@ def chaos(slow_s: float = 1.5, transport_errors: bool = True):
 
 # Categories that end as errors when max_retries >= 2 and the timeout < slow_s.
 ERROR_CATEGORIES = ("malformed", "invalid", "slow")
+
+# The issue's fault mix: shares of all attempts (disjoint).
+FAULT_RATES = (("malformed", 0.10), ("http500", 0.05), ("http429", 0.05), ("past_timeout", 0.03))
+
+
+def _unit(*parts) -> float:
+    """A number in [0, 1) fixed by `parts` (crc32: the same in every process and run)."""
+    return zlib.crc32(":".join(map(str, parts)).encode()) / 2 ** 32
+
+
+def with_latency(script, mean_s: float, spread: float = 0.5):
+    """`script` with a model latency per reply of mean_s * (1 +- spread), fixed by the prompt and attempt."""
+
+    def wrapped(payload, attempt):
+        reply = script(payload, attempt)
+        u = _unit("latency", attempt, prompt_text(payload))
+        return dataclasses.replace(reply, delay=reply.delay + mean_s * (1 + spread * (2 * u - 1)))
+
+    return wrapped
+
+
+def fault(payload: dict, attempt: int, rates=FAULT_RATES, seed: int = 0) -> str:
+    """The injected fault of one attempt ("ok" or a name of `rates`), fixed by the prompt, the attempt
+    and `seed`; the preflight check (no system message) is never faulted."""
+    if payload["messages"][0]["role"] != "system":
+        return "ok"
+    u, at = _unit("fault", seed, attempt, prompt_text(payload)), 0.0
+    for name, rate in rates:
+        at += rate
+        if u < at:
+            return name
+    return "ok"
+
+
+def with_faults(script, past_timeout_s: float, retry_after: str = "1", rates=FAULT_RATES, seed: int = 0):
+    """`script` with faults injected per attempt (`fault`): a malformed (non-JSON) model reply, HTTP
+    500, HTTP 429 with ``Retry-After: retry_after``, or the reply only after `past_timeout_s` seconds
+    (set it past the client's timeout).  The malformed reply and the late one keep the script's delay."""
+
+    def wrapped(payload, attempt):
+        reply = script(payload, attempt)
+        kind = fault(payload, attempt, rates, seed)
+        if kind == "malformed":
+            return dataclasses.replace(reply, content="I think I will go up, then maybe left {not json")
+        if kind == "http500":
+            return Reply(status=500)
+        if kind == "http429":
+            return Reply(status=429, headers={"Retry-After": retry_after})
+        if kind == "past_timeout":
+            return dataclasses.replace(reply, delay=past_timeout_s)
+        return reply
+
+    return wrapped
+
+
+def navigator(payload, attempt) -> Reply:
+    """The scripted model without failures."""
+    return Reply(navigator_text(payload))
 
 
 def main(argv=None) -> int:

@@ -116,6 +116,7 @@ def test_retry_after_header_is_a_minimum_wait():
         r, _ = chat(srv.base_url, MSG, backoff=0.0, max_backoff=0.1)  # above the cap, still honoured
         wall = time.perf_counter() - t0
     assert r.error is None and wall >= 0.3
+    assert srv.log[1]["at"] - srv.log[0]["sent"] >= 0.3  # the server saw the retry no earlier than it asked
     client = ChatClient(ClientConfig(base_url="http://127.0.0.1:1/v1", model="m", backoff=1.0, max_backoff=30.0))
     waits = [client._delay(0, 2.0) for _ in range(200)]
     assert min(waits) >= 2.0 and max(waits) <= 2.5  # jitter only adds to the server's minimum

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import faulthandler
 import functools
 import io
 import json
+import zlib
 
 import jax
 import numpy as np
@@ -29,11 +31,14 @@ import pytest
 
 from normjax import constants as C
 from normjax.env import blind_policy, oracle_policy, random_policy
+from normjax.llm import batch
 from normjax.llm.agents import LLMAgent, StatePolicyAgent
+from normjax.llm.batch import policy_actions
 from normjax.llm.client import PREFLIGHT_PROMPT, ChatClient, ClientConfig
 from normjax.llm.judge import export_judge_prompts, import_judge_scores
 from normjax.llm.runner import run_protocol, run_protocol_async
 from normjax.llm.transcripts import TranscriptStore
+from normjax.llm.turns import Decision
 from normjax.protocol.runner import format_table, summarize
 from tests.shared_protocol import reference
 from tests.fake_openai import ERROR_CATEGORIES, FakeOpenAI, category, chaos, prompt_text
@@ -66,7 +71,7 @@ def test_state_policies_reproduce_the_protocol_exactly(name, policy):
     assert got["seen"]["overall"]["joint"] == joint and got["unseen"]["overall"]["task"] == 100.0
 
 
-def _run(url, out, agent_wrap=None, norms=(NORM,), interaction_steps=40, text_only=True, **cfg):
+def _run(url, out, agent_wrap=None, norms=(NORM,), interaction_steps=40, text_only=True, run_kwargs=None, **cfg):
     cfg = dict(dict(model="fake", timeout=0.5, max_retries=2, backoff=0.01, max_backoff=0.05, concurrency=16), **cfg)
 
     async def main():
@@ -75,7 +80,7 @@ def _run(url, out, agent_wrap=None, norms=(NORM,), interaction_steps=40, text_on
             if agent_wrap is not None:
                 agent = agent_wrap(agent)
             result = await run_protocol_async(agent, list(norms), interaction_steps=interaction_steps, out=out,
-                                              settings=dict(SETTINGS, text_only=text_only))
+                                              settings=dict(SETTINGS, text_only=text_only), **(run_kwargs or {}))
             return result, dict(client.stats)
 
     return asyncio.run(asyncio.wait_for(main(), 240))
@@ -163,7 +168,8 @@ def test_judge_export_and_import(chaos_run, tmp_path):
 
 
 class _Killer:
-    """Wraps an agent and raises (like a killed process) on its n-th test-stage call."""
+    """Wraps an agent and raises (like a killed process) on its n-th test-stage call (one call per
+    turn: episodes advance independently)."""
 
     def __init__(self, agent, n):
         self.agent, self.n, self.calls = agent, n, 0
@@ -181,14 +187,15 @@ def test_resume_after_a_kill(tmp_path):
     out = tmp_path / "run"
     with FakeOpenAI(chaos()) as srv:
         with pytest.raises(RuntimeError, match="simulated kill"):
-            _run(srv.base_url, out, agent_wrap=lambda a: _Killer(a, 6), interaction_steps=10)
+            _run(srv.base_url, out, agent_wrap=lambda a: _Killer(a, 30), interaction_steps=10)
         store = TranscriptStore(out)
-        assert store.episodes() == [f"{NORM}/interaction"]
+        finished = store.episodes()
+        assert finished[0] == f"{NORM}/interaction" and len(finished) < 7
         parts = list((out / "transcripts" / NORM).glob("*.jsonl.part"))
-        assert len(parts) == 6  # tests in progress, their logs written up to the kill
+        assert parts and len(parts) + len(finished) <= 7  # tests in progress, their logs written up to the kill
         for p in parts:
             lines = [json.loads(x) for x in p.read_text().splitlines()]
-            assert len(lines) >= 5 and [x["t"] for x in lines] == sorted({x["t"] for x in lines})
+            assert lines and [x["t"] for x in lines] == sorted({x["t"] for x in lines})
         before = len(srv.log)
         resumed, _ = _run(srv.base_url, out, interaction_steps=10)
         new = srv.log[before:]
@@ -378,3 +385,83 @@ def test_cli_llm_eval_distractor_flags(tmp_path, capsys):
     assert json.loads((out / "run.json").read_text())["distractor"] == "move1_wait1"
     head = TranscriptStore(out).read(f"{NORM}/interaction")[0]
     assert head["distractor"] == {"habit": "move1_wait1", "share": 0.5}
+
+
+# ---------------------------------------------------------------------------
+# Independent episodes: each steps when its own reply is in
+
+
+class _OutOfOrder:
+    """A state policy as an async agent whose replies arrive out of order: each turn yields to the
+    event loop a number of times set by its episode and step, so episodes step in varied groups."""
+
+    wants_frames = wants_intents = False
+
+    def __init__(self, policy):
+        self.policy, self.ctx, self.actions = policy, None, None
+
+    async def act(self, turns, ctx):  # one turn, or (lockstep) all turns of a step
+        for _ in range(sum(7 * turn.index + 3 * turn.t for turn in turns) % 5):
+            await asyncio.sleep(0)
+        if ctx is not self.ctx:  # one policy call per group of turns asked together
+            self.ctx, self.actions = ctx, np.asarray(policy_actions(self.policy, ctx.keys, ctx.states, ctx.params))
+        return [Decision(action=int(self.actions[turn.index])) for turn in turns]
+
+
+def test_out_of_order_replies_reproduce_the_protocol_without_retracing():
+    eps, raw = reference("oracle", SUBSET)
+    want = summarize(eps, raw)
+    lock = run_protocol(_OutOfOrder(oracle_policy), SUBSET, interaction_steps=0, lockstep=True)
+    compiled = batch.advance._cache_size()
+    got = run_protocol(_OutOfOrder(oracle_policy), SUBSET, interaction_steps=0)
+    assert batch.advance._cache_size() == compiled  # one program of a fixed batch shape: no retrace
+    steps = [got["meta"]["timing"]["test"]["steps"], lock["meta"]["timing"]["test"]["steps"]]
+    assert steps[0] > steps[1]  # more device steps than the longest episode: ragged, not lockstep
+    for g, lk, w in zip(got["episodes"], lock["episodes"], want["episodes"]):
+        assert {k: g[k] for k in w} == w and g == lk  # every number, exactly
+
+
+def _jittered(script):
+    """`script` with a reply delay of 0-40 ms set by the prompt, so replies arrive out of order."""
+    return lambda payload, attempt: dataclasses.replace(
+        script(payload, attempt), delay=zlib.crc32(prompt_text(payload).encode()) % 5 * 0.01)
+
+
+def test_llm_run_equals_the_lockstep_run(tmp_path):
+    """With the same replies (a scripted server, unusable replies chosen by the prompt), independent
+    episodes give the lockstep run's transcripts and results."""
+    runs = {}
+    for mode in ("lockstep", "independent"):
+        with FakeOpenAI(_jittered(chaos(transport_errors=False))) as srv:  # a fresh count of attempts
+            runs[mode] = _run(srv.base_url, tmp_path / mode, interaction_steps=12, timeout=5.0,
+                              run_kwargs=dict(lockstep=mode == "lockstep"))[0]
+    a, b = runs["lockstep"], runs["independent"]
+    assert b["meta"]["timing"]["test"]["steps"] > a["meta"]["timing"]["test"]["steps"]
+    assert a["episodes"] == b["episodes"] and a["interaction"] == b["interaction"] and a["llm"] == b["llm"]
+    assert b["llm"]["errors"] > 0  # the scripted unusable replies occurred
+    sa, sb = TranscriptStore(tmp_path / "lockstep"), TranscriptStore(tmp_path / "independent")
+    assert sa.episodes() == sb.episodes()
+    for name in sa.episodes():
+        ra, rb = sa.read(name), sb.read(name)
+        for x in ra[1:] + rb[1:]:
+            if x["llm"]:
+                x["llm"].pop("latency_s", None)
+        assert ra[1:] == rb[1:]
+
+
+def test_faults_change_only_the_decisions_that_errored(tmp_path):
+    """benchmarks/llm_faults.py in small: with the issue's fault mix injected per attempt, the run
+    equals a replay of the scripted model in which only its errored decisions error."""
+    from benchmarks.llm_faults import Replay, errored_decisions, transcript_differences
+    from tests.fake_openai import navigator, with_faults
+
+    out = tmp_path / "faulty"
+    with FakeOpenAI(with_faults(navigator, past_timeout_s=0.4, retry_after="0")) as srv:
+        faulty, stats = _run(srv.base_url, out, interaction_steps=8, timeout=0.25, max_retries=3)
+    errored = errored_decisions(out)
+    assert stats["retries"] > 0 and len(errored) == faulty["llm"]["errors"] > 0
+    replay = run_protocol(Replay(errored), [NORM], interaction_steps=8, out=tmp_path / "replay", settings=SETTINGS)
+    assert transcript_differences(out, tmp_path / "replay") == []
+    drop = ("requests", "retries", "tokens_in", "tokens_out")
+    for a, b in zip(faulty["episodes"] + faulty["interaction"], replay["episodes"] + replay["interaction"]):
+        assert {k: v for k, v in a.items() if k not in drop} == {k: v for k, v in b.items() if k not in drop}

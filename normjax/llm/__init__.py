@@ -1,7 +1,8 @@
 """LLM / VLM newcomers (docs/llm.md; paper §4.1 and appendix "Prompts").
 
-* `runner`: the protocol for external agents, every episode of a stage in one
-  jitted, vmapped lockstep step (`batch`), one agent call per step;
+* `runner`: the protocol for external agents, every episode of a stage a row
+  of one jitted, vmapped step (`batch`), each advancing when its own reply is
+  in (`stage`);
 * `agents`: `LLMAgent` (prompt, request, parse), `StatePolicyAgent`,
   `ScriptedAgent`; `turns`: what an agent sees and answers;
 * `prompts`: the paper's system, interactive-stage and test-stage prompts;

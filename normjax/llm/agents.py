@@ -4,18 +4,21 @@ An agent is any object with
 
     act(turns: list[Turn], ctx: StepContext) -> list[Decision]     (or an awaitable of it)
 
-called once per lockstep step with the turns of every episode whose newcomer
-decides this step, and optional attributes ``wants_frames`` (render a PNG
+and optional attributes ``wants_frames`` (render a PNG
 frame per turn; default False) and ``wants_intents`` (compute the other
-agents' intended moves; default False).  `ctx` carries the batched device
-state of the step, for agents that act on the world state itself.
+agents' intended moves; default False).  An async agent (``async def act``)
+is called once per turn, so that each episode steps as soon as its own reply
+is in; a synchronous one once with the turns of every episode that decides
+now (`normjax.llm.stage`).  `ctx` carries the batched device state (each
+row at its own episode's current step), for agents that act on the world
+state itself.
 
 * `LLMAgent`: the paper's ReAct LLM/VLM newcomer behind an OpenAI-compatible
   endpoint (`normjax.llm.client`), prompted as in `normjax.llm.prompts` and
-  parsed by `normjax.llm.parse`; all turns of a step are requested
+  parsed by `normjax.llm.parse`; all turns in flight are requested
   concurrently (bounded by the client's concurrency limit).  Its
   ``preflight()`` (called by the runner once before the first episode that
-  needs the model) checks the endpoint, and after every step it stops the
+  needs the model) checks the endpoint, and after each call it stops the
   run when too many requests fail (`ChatClient.check_error_rate`).
 * `StatePolicyAgent`: a jittable state policy ``policy(key, state, params)``
   (e.g. `normjax.env.oracle_policy`) as an external agent; episode i gets

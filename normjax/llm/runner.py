@@ -9,11 +9,18 @@ protocol's 3 seen + 3 unseen test episodes (same seeds, groups and
 scenarios as `normjax.protocol.evaluate`), each with a fresh memory and the
 norm's final interaction belief and confidence frozen into its prompts.
 
-All episodes of a stage advance in lockstep through one jitted, vmapped step
-(`normjax.llm.batch`; the stage loop is `normjax.llm.stage`); every step the agent is called ONCE with the turns of
-all episodes whose newcomer decides now, so an async agent can keep hundreds
-of requests in flight.  Stage 1 runs every norm's interaction episode, stage 2
-every test episode.  A newcomer is asked only when it is on the grid, its
+All episodes of a stage are rows of one batch stepped by one jitted, vmapped
+step (`normjax.llm.batch`; the stage loop is `normjax.llm.stage`), but each
+episode advances on its own clock: an async agent (``async def act``, e.g.
+`LLMAgent`) is asked once per turn, and an episode steps as soon as its own
+newcomer's reply is in (with whatever other episodes are ready then; rows
+that are not ready are held by a mask), so one slow or retried request
+delays only its own episode while hundreds of requests stay in flight.  A
+synchronous agent is called once with the turns of all deciding episodes,
+which then step together.  Every episode and step has its own keys, so the
+results do not depend on the order in which replies arrive (tested against
+``lockstep=True``, where every episode waits for the whole step).  Stage 1
+runs every norm's interaction episode, stage 2 every test episode.  A newcomer is asked only when it is on the grid, its
 episode has not ended, and its action is not forced (a WAIT during service,
 docs/world.md §5.2); an unusable reply makes it WAIT (`normjax.llm.parse`).
 
@@ -88,7 +95,8 @@ async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int 
                              interaction_steps: int = INTERACTION_STEPS, out=None, resume: bool = True,
                              settings: dict | None = None, cell_px: int = 32,
                              progress: Callable | None = None, distractor: str | None = None,
-                             distractor_share: float = 0.0, allow_mixed_endpoint: bool = False) -> dict:
+                             distractor_share: float = 0.0, allow_mixed_endpoint: bool = False,
+                             lockstep: bool = False) -> dict:
     """Run the protocol for `agent` (see the module docstring); returns the results dict.
 
     `norms`: names or ids (None = all 50).  `interaction_steps` (0..200) shortens
@@ -97,7 +105,8 @@ async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int 
     ``results.json``; None keeps everything in memory.  `settings` (model, prompt
     mode, ...) are stored in ``run.json`` and checked on resume (`allow_mixed_endpoint`:
     `normjax.llm.transcripts.check_run`).  `distractor` / `distractor_share`: see the
-    module docstring (default off).
+    module docstring (default off).  `lockstep`: every episode of a stage waits for the
+    whole step's replies (the former schedule; same results for the same replies).
     """
     ids = resolve_norms(norms)
     if not ids:
@@ -138,7 +147,7 @@ async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int 
     timing = {}
     if todo:
         stage = Stage(agent, todo, INTERACTION_STEPS, interaction_steps, capacity, store, settings, cell_px, progress,
-                      on)
+                      on, lockstep)
         await stage.run()
         timing["interaction"] = stage.timing
     belief = {e.spec["norm_id"]: (e.belief, e.confidence) for e in inter}
@@ -151,7 +160,8 @@ async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int 
         e.belief, e.confidence = belief.get(e.spec["norm_id"], (None, None))
         todo.append(e)
     if todo:
-        stage = Stage(agent, todo, TEST_STEPS, TEST_STEPS, capacity, store, settings, cell_px, progress, on)
+        stage = Stage(agent, todo, TEST_STEPS, TEST_STEPS, capacity, store, settings, cell_px, progress, on,
+                      lockstep)
         await stage.run()
         timing["test"] = stage.timing
     result = assemble(tests, inter if interaction_steps > 0 else [])

@@ -1,11 +1,18 @@
-"""One lockstep stage of the external-agent runner (`normjax.llm.runner`).
+"""One stage of the external-agent runner (`normjax.llm.runner`): episodes on their own clocks.
 
-Per step: the host reads ONE packed int32 array of the batch
-(`normjax.llm.batch.observe` / `advance`), selects the deciding episodes
-with numpy, builds their `Turn`s (other agents and memory on first access,
-`normjax.llm.lazy`), calls the agent once, and runs `batch.advance` (the
-step fused with the next step's view and packing).  Memory entries, sanction
-counts and finished-episode metrics come from the same packed arrays; the
+Each episode (a row of one batch) keeps its own step counter.  The loop:
+the idle rows (no decision pending) are read from their packed int32 rows
+(`normjax.llm.batch.observe` / `advance`); those whose newcomer decides get a
+`Turn` (other agents and memory on first access, `normjax.llm.lazy`), the
+others are ready to WAIT.  An async agent gets one task per turn; the loop
+awaits the first reply, then runs `batch.advance` (the step fused with the
+next step's view and packing) for every row that is ready, with a mask that
+holds the rest: one compiled program of a fixed batch shape, each row with
+the key of its own step, so a row's trajectory never depends on which others
+stepped with it.  A synchronous agent is called once for all turns, and with
+``lockstep`` every row waits for the whole step (the former schedule).
+Memory entries, sanction counts and finished-episode metrics come from the
+same packed arrays; the
 full states and step infos are transferred only when transcripts are written
 (the trajectory part of each transcript file).
 
@@ -22,6 +29,7 @@ result: the runner neither reuses nor tabulates it.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import inspect
 import time
@@ -71,8 +79,9 @@ class Stage:
 
     def __init__(self, agent, episodes: list[Episode], horizon: int, steps: int, capacity: int,
                  store: TranscriptStore | None, run_info: dict, cell_px: int, progress: Callable | None,
-                 distractor: tuple[str, int, float] | None = None):
+                 distractor: tuple[str, int, float] | None = None, lockstep: bool = False):
         self.agent, self.episodes, self.steps = agent, episodes, steps
+        self.lockstep = lockstep  # every episode steps only when all replies of the step are in
         self.distractor = distractor  # (name, habit code, share) when on, else None
         self.store, self.run_info, self.cell_px, self.progress = store, run_info, cell_px, progress
         self.phase = "interaction" if episodes and episodes[0].spec["condition"] == "interaction" else "test"
@@ -104,16 +113,18 @@ class Stage:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(turn.frame)
 
-    def _record(self, t: int, prev: np.ndarray, now: np.ndarray, live: np.ndarray, decided: dict) -> None:
-        """Memory, counters, beliefs and transcript lines of step t for the live episodes whose
-        newcomer was on the grid (`prev`/`now`: packed arrays before/after the step)."""
+    def _record(self, rows: np.ndarray, prev: np.ndarray, now: np.ndarray, decided: dict) -> None:
+        """Memory, counters, beliefs and transcript lines of the step just taken by `rows` (each at
+        its own step `self.tstep[r]`), for those whose newcomer was on the grid (`prev`/`now`: their
+        packed rows before/after the step)."""
         c = self.cols
-        rows = np.flatnonzero(live & (now[:, c.info_active] != 0))
-        cols = now[rows][:, [c.forced, c.executed, c.info_sanctioned, c.bg_sanctions]]
+        on = now[:, c.info_active] != 0
+        rows, prev, now = rows[on], prev[on], now[on]
+        cols = now[:, [c.forced, c.executed, c.info_sanctioned, c.bg_sanctions]]
         self.sanctions[rows] += cols[:, 2:]
         interaction = self.phase == "interaction"
-        for r, (forced, executed, sanctioned, _), t_prev in zip(rows.tolist(), cols.tolist(),
-                                                                prev[rows, c.t].tolist()):
+        for r, (forced, executed, sanctioned, _), t_prev, t in zip(rows.tolist(), cols.tolist(),
+                                                                   prev[:, c.t].tolist(), self.tstep[rows].tolist()):
             e, d = self.episodes[r], decided.get(r)
             chosen = d.action if d is not None else C.WAIT
             sanctioned = bool(sanctioned)
@@ -198,22 +209,27 @@ class Stage:
             e.memory = Memory(self.obs, i, self.cols)
         self.host_params = jax.device_get(params)
         self.service_steps = self.host_params.service_steps.tolist()
-        self.keys = np.asarray(keys)  # [B, horizon, 2]; one step's keys go to the device per step
+        self.keys = np.asarray(keys)  # [B, horizon, 2]; each row's key of its own step goes to the device
+        self.tstep = np.zeros(len(pad), np.int64)  # per row: the steps it has taken (its own clock)
         self.sanctions = np.zeros((len(pad), 2), np.int64)  # newcomer, background
         self.involved = np.zeros(len(pad), np.int64)  # steps with the newcomer in a collision
         live = np.zeros(len(pad), bool)
         live[: len(self.episodes)] = True
         done, waits = jax.device_put(pad), jax.device_put(np.zeros(len(pad), np.int32))
-        keys_t = jax.device_put(self.keys[:, 0])
         self.imit = batch.init_imitation(len(pad)) if self.distractor is not None else None
-        self.obs.append(np.asarray(batch.observe(keys_t, states, params, done, waits, intents=self.wants_intents,
-                                                 imit=self.imit)))
+        self.obs.append(np.asarray(batch.observe(jax.device_put(self._keys(0)), states, params, done, waits,
+                                                 intents=self.wants_intents, imit=self.imit)))
         if self.store is not None:
             host = jax.device_get(states)
             self.buf_states = jax.tree.map(lambda x: np.zeros((self.steps + 1,) + x.shape, x.dtype), host)
             jax.tree.map(lambda b, x: b.__setitem__(0, x), self.buf_states, host)
             self.buf_infos = None
-        return states, params, done, waits, keys_t, live
+        return states, params, done, waits, live
+
+    def _keys(self, ahead: int) -> np.ndarray:
+        """Each row's step key `ahead` steps past its own clock [B, 2] (clipped to the horizon)."""
+        t = np.minimum(self.tstep + ahead, self.keys.shape[1] - 1)
+        return self.keys[np.arange(len(t)), t]
 
     async def run(self) -> None:
         try:
@@ -222,69 +238,125 @@ class Stage:
             if self.store is not None:
                 self.store.close()
 
+    def _ask(self, idle: np.ndarray, states, params, ready: dict, tasks: dict) -> None:
+        """Turns of the idle rows whose newcomer decides now (the others are ready to WAIT): one
+        request task per turn for an async agent (independent episodes), else one call."""
+        c = self.cols
+        prev = np.stack([self.obs[t][r] for r, t in zip(idle.tolist(), self.tstep[idle].tolist())])
+        deciding = (prev[:, c.active] != 0) & (prev[:, c.in_service] == 0)
+        ready.update(dict.fromkeys(idle[~deciding].tolist()))
+        rows = idle[deciding].tolist()
+        if not rows:
+            return
+        turns = [self._turn(self.episodes[r], row) for r, row in zip(rows, prev[deciding].tolist())]
+        if self.wants_frames:
+            tf = time.perf_counter()
+            self._frames(turns, states, params)
+            self.timing["frames_s"] += time.perf_counter() - tf
+        ctx = StepContext(states, params, jax.device_put(self._keys(0)))  # shared by this call's turns
+        if self.per_turn:
+            for r, turn in zip(rows, turns):
+                tasks[asyncio.ensure_future(self.agent.act([turn], ctx))] = [r]
+            return
+        ta, ca = time.perf_counter(), time.process_time()
+        decisions = self.agent.act(turns, ctx)
+        if inspect.isawaitable(decisions):
+            tasks[asyncio.ensure_future(decisions)] = rows
+        else:
+            _collect(rows, decisions, ready)
+        self.timing["agent_s"] += time.perf_counter() - ta
+        self.timing["agent_cpu_s"] += time.process_time() - ca
+
     async def _run(self) -> None:
         t0 = time.perf_counter()
         self.wants_frames = bool(getattr(self.agent, "wants_frames", False))
         self.wants_intents = self.wants_frames or bool(getattr(self.agent, "wants_intents", False))
-        states, params, done, waits, keys_t, live = self._init()
-        c = self.cols
+        # An async agent is asked once per turn, so each episode steps when its own reply is in.
+        self.per_turn = not self.lockstep and inspect.iscoroutinefunction(getattr(self.agent, "act", None))
+        states, params, done, waits, live = self._init()
         self.timing["init_s"] = time.perf_counter() - t0
         cpu0 = time.process_time()  # process CPU time (all threads, XLA's included) of the steps
-        for t in range(self.steps):
-            if not live.any():
-                break
-            prev = self.obs[t]
-            rows = np.flatnonzero(live & (prev[:, c.active] != 0) & (prev[:, c.in_service] == 0)).tolist()
-            turns = [self._turn(self.episodes[r], row) for r, row in zip(rows, prev[rows].tolist())]
-            if turns and self.wants_frames:
-                tf = time.perf_counter()
-                self._frames(turns, states, params)
-                self.timing["frames_s"] += time.perf_counter() - tf
-            ta, ca = time.perf_counter(), time.process_time()
-            decisions = []
-            if turns:
-                decisions = self.agent.act(turns, StepContext(states, params, keys_t))
-                if inspect.isawaitable(decisions):
-                    decisions = await decisions
-                decisions = list(decisions)
-                if len(decisions) != len(turns):
-                    raise ValueError(f"agent returned {len(decisions)} decisions for {len(turns)} turns")
-            self.timing["agent_s"] += time.perf_counter() - ta
-            self.timing["agent_cpu_s"] += time.process_time() - ca
-            decided: dict[int, Decision] = {r: checked(d) for r, d in zip(rows, decisions)}
-            actions = np.full(len(live), C.WAIT, np.int32)
-            actions[rows] = [d.action for d in decided.values()]
-            next_keys = jax.device_put(self.keys[:, min(t + 1, self.keys.shape[1] - 1)])
-            out = batch.advance(keys_t, next_keys, states, done, waits, jax.device_put(actions), params,
-                                intents=self.wants_intents, imit=self.imit)
-            states, done, waits, info, packed = out[:5]
-            if self.imit is not None:
-                self.imit = out[5]
-            keys_t = next_keys
-            if self.store is None:
-                now = np.asarray(packed)
-            else:
-                host, info_h, now = jax.device_get((states, info, packed))
-                if self.buf_infos is None:
-                    self.buf_infos = jax.tree.map(lambda x: np.zeros((self.steps,) + x.shape, x.dtype), info_h)
-                jax.tree.map(lambda b, x: b.__setitem__(t + 1, x), self.buf_states, host)
-                jax.tree.map(lambda b, x: b.__setitem__(t, x), self.buf_infos, info_h)
-            self.obs.append(now)
-            self.involved += live & (now[:, c.involved] != 0)
-            self._record(t, prev, now, live, decided)
-            ending = live & ((now[:, c.done] != 0) | (t == self.steps - 1))
-            finished = np.flatnonzero(ending).tolist()
-            for r, row in zip(finished, now[finished].tolist()):
-                self._finish(self.episodes[r], t + 1, row)
-            if self.store is not None:
-                self.store.flush()
-            live &= ~ending
-            self.timing["steps"] += 1
-            if self.progress is not None:
-                self.progress(self.phase, t + 1, self.steps, len(self.episodes),
-                              len(self.episodes) - int(live.sum()), len(turns))
+        asked = np.zeros(len(live), bool)  # the row's decision of its current step is pending or in
+        ready: dict[int, Decision | None] = {}  # row -> its decision (None: nothing to decide, it waits)
+        tasks: dict[asyncio.Future, list[int]] = {}  # agent calls in flight -> their rows
+        try:
+            while live.any():
+                idle = np.flatnonzero(live & ~asked)
+                if idle.size:
+                    self._ask(idle, states, params, ready, tasks)
+                    asked[idle] = True
+                if tasks and (self.lockstep or not ready):
+                    ta, ca = time.perf_counter(), time.process_time()
+                    await asyncio.wait(list(tasks), return_when=asyncio.ALL_COMPLETED if self.lockstep
+                                       else asyncio.FIRST_COMPLETED)
+                    self.timing["agent_s"] += time.perf_counter() - ta
+                    self.timing["agent_cpu_s"] += time.process_time() - ca
+                for task in [f for f in tasks if f.done()]:
+                    _collect(tasks.pop(task), task.result(), ready)  # an agent's exception stops the stage
+                if ready:
+                    states, done, waits = await self._advance(ready, states, params, done, waits, live)
+                    asked[list(ready)] = False
+                    ready.clear()
+        finally:
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
         self.timing["wall_s"] = time.perf_counter() - t0
         self.timing["cpu_s"] = time.process_time() - cpu0
+
+    async def _advance(self, ready: dict, states, params, done, waits, live: np.ndarray):
+        """Step the ready rows (one compiled program; the others are held), record and finish them."""
+        c = self.cols
+        rows = np.asarray(sorted(ready), np.int64)
+        go = np.zeros(len(live), bool)
+        go[rows] = True
+        actions = np.full(len(live), C.WAIT, np.int32)
+        actions[rows] = [C.WAIT if ready[r] is None else ready[r].action for r in rows.tolist()]
+        t = self.tstep[rows]
+        prev = np.stack([self.obs[k][r] for r, k in zip(rows.tolist(), t.tolist())])
+        out = batch.advance(jax.device_put(self._keys(0)), jax.device_put(self._keys(1)), states, done, waits,
+                            jax.device_put(actions), params, intents=self.wants_intents, imit=self.imit,
+                            go=jax.device_put(go))
+        states, done, waits, info, packed = out[:5]
+        if self.imit is not None:
+            self.imit = out[5]
+        # The transfer waits for the device in a thread: other episodes' replies keep arriving.
+        if self.store is None:
+            now = (await asyncio.to_thread(np.asarray, packed))[rows]
+        else:
+            host, info_h, now = await asyncio.to_thread(jax.device_get, (states, info, packed))
+            now = now[rows]
+            if self.buf_infos is None:
+                self.buf_infos = jax.tree.map(lambda x: np.zeros((self.steps,) + x.shape, x.dtype), info_h)
+            jax.tree.map(lambda b, x: b.__setitem__((t + 1, rows), x[rows]), self.buf_states, host)
+            jax.tree.map(lambda b, x: b.__setitem__((t, rows), x[rows]), self.buf_infos, info_h)
+        while len(self.obs) <= int(t.max()) + 1:
+            self.obs.append(np.zeros_like(self.obs[0]))
+        for r, k, row in zip(rows.tolist(), (t + 1).tolist(), now):
+            self.obs[k][r] = row
+        self.involved[rows] += now[:, c.involved] != 0
+        self._record(rows, prev, now, ready)
+        ending = (now[:, c.done] != 0) | (t == self.steps - 1)
+        for r, n, row in zip(rows[ending].tolist(), (t[ending] + 1).tolist(), now[ending].tolist()):
+            self._finish(self.episodes[r], n, row)
+        if self.store is not None:
+            self.store.flush()
+        self.tstep[rows] += 1
+        live[rows[ending]] = False
+        self.timing["steps"] += 1
+        if self.progress is not None:
+            at = int(self.tstep[live].min()) if live.any() else self.steps
+            self.progress(self.phase, at, self.steps, len(self.episodes), len(self.episodes) - int(live.sum()),
+                          len(rows))
+        return states, done, waits
+
+
+def _collect(rows: list[int], decisions, ready: dict) -> None:
+    decisions = list(decisions)
+    if len(decisions) != len(rows):
+        raise ValueError(f"agent returned {len(decisions)} decisions for {len(rows)} turns")
+    ready.update((r, checked(d)) for r, d in zip(rows, decisions))
 
 
 __all__ = ["BLOCKED", "COUNTERS", "Episode", "FORCED", "Stage"]
