@@ -6,6 +6,6 @@
 * `normjax.finetune.rewards`: the verifiers, plain Python (no JAX), in the calling
   convention of RL fine-tuning libraries.
 
-Nothing is imported here: `from normjax.finetune.rewards import reward_funcs` loads no JAX.
-See docs/finetune.md.
+Nothing is imported here.  The verifiers run no JAX code (they read the records' stored
+fields); importing any `normjax` module does import JAX (`normjax/__init__.py`).  See docs/finetune.md.
 """

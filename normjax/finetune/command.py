@@ -1,0 +1,44 @@
+"""`normjax finetune-data`: one task's records for one family and split, as JSON Lines + manifest."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from normjax.cli_names import FAMILIES, FINETUNE_TASKS, HARVEST_POLICIES
+
+
+def add_parser(sub, parents: list) -> argparse.ArgumentParser:
+    f = sub.add_parser("finetune-data", parents=parents,
+                       help="training / held-out records of the paper's fine-tuning tasks (docs/finetune.md)")
+    f.add_argument("--task", required=True, choices=FINETUNE_TASKS)
+    f.add_argument("--family", required=True, choices=FAMILIES)
+    f.add_argument("--split", required=True, choices=("train", "test"),
+                   help="the family's training norms, or its held-out norms (paper Table A4)")
+    f.add_argument("--n", type=int, required=True, help="number of records")
+    f.add_argument("--policy", choices=HARVEST_POLICIES, default="oracle",
+                   help="the newcomer whose states are harvested (compliant_action, norm_selection)")
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--batch", type=int, default=16, help="episodes per compiled call")
+    f.add_argument("--unbalanced", action="store_true",
+                   help="norm_judgment: draw transitions uniformly instead of half violations")
+    f.add_argument("--out", required=True, metavar="DIR", help="writes TASK_FAMILY_SPLIT.jsonl and .manifest.json")
+    f.set_defaults(fn=cmd_finetune_data)
+    return f
+
+
+def cmd_finetune_data(args) -> int:
+    from normjax.finetune.dataset import build, check_args, write
+
+    check_args(args.task, args.family, args.split, args.n, args.policy)  # before tracing
+    if args.batch < 1:
+        raise ValueError(f"--batch must be >= 1, got {args.batch}")
+    records, manifest = build(args.task, args.family, args.split, args.n, seed=args.seed, policy=args.policy,
+                              batch=args.batch, balance=not args.unbalanced)
+    data, meta = write(args.out, records, manifest)
+    print(json.dumps({k: manifest[k] for k in ("records", "counts", "violation_share", "wall_s")}))
+    print(f"wrote {data} and {meta}")
+    if len(records) < args.n:
+        print(f"normjax: error: only {len(records)} of {args.n} records could be drawn (see {meta})")
+        return 1
+    return 0
