@@ -20,6 +20,8 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
                    help="the newcomer whose states are harvested (compliant_action, norm_selection)")
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--batch", type=int, default=16, help="episodes per compiled call")
+    f.add_argument("--steps", type=int, default=200,
+                   help="steps per interaction-phase episode (the paper's 200; shorter for quick checks)")
     f.add_argument("--unbalanced", action="store_true",
                    help="norm_judgment: draw transitions uniformly instead of half violations")
     f.add_argument("--out", required=True, metavar="DIR", help="writes TASK_FAMILY_SPLIT.jsonl and .manifest.json")
@@ -31,10 +33,10 @@ def cmd_finetune_data(args) -> int:
     from normjax.finetune.dataset import build, check_args, write
 
     check_args(args.task, args.family, args.split, args.n, args.policy)  # before tracing
-    if args.batch < 1:
-        raise ValueError(f"--batch must be >= 1, got {args.batch}")
+    if args.batch < 1 or args.steps < 1:
+        raise ValueError(f"--batch and --steps must be >= 1, got {args.batch} and {args.steps}")
     records, manifest = build(args.task, args.family, args.split, args.n, seed=args.seed, policy=args.policy,
-                              batch=args.batch, balance=not args.unbalanced)
+                              batch=args.batch, steps=args.steps, balance=not args.unbalanced)
     data, meta = write(args.out, records, manifest)
     print(json.dumps({k: manifest[k] for k in ("records", "counts", "violation_share", "wall_s")}))
     print(f"wrote {data} and {meta}")
