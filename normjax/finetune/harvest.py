@@ -39,6 +39,7 @@ import numpy as np
 from normjax import constants as C
 from normjax.community.planner import INF, action_costs, plan_actions
 from normjax.env import COMMUNITY, blind_policy, env_step, oracle_policy
+from normjax.norms import N_NORMS
 from normjax.observer.interaction import INTERACTION_STEPS, learn
 from normjax.world.step import state_norm
 
@@ -156,6 +157,9 @@ def harvest(norm_ids, seeds, policy: str = "oracle", steps: int = INTERACTION_ST
                          f"and {seeds.shape}")
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
+    bad = [int(n) for n in norm_ids if not 0 <= int(n) < N_NORMS]
+    if bad:
+        raise ValueError(f"norm ids must be in 0..{N_NORMS - 1}, got {bad}")
     keys = jnp.stack([jax.random.PRNGKey(int(s)) for s in seeds])
     out = _program(policy, int(steps))(keys, jnp.asarray(norm_ids))
     return Harvest(norm_ids, seeds, policy, jax.tree.map(np.asarray, out))
