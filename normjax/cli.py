@@ -244,9 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="analyse although some beliefs have no usable score (they are listed; see docs/llm.md)")
     b.set_defaults(fn=cmd_llm_beliefs)
 
-    from normjax.finetune.command import add_parser as finetune_parser
+    from normjax.finetune.command import add_parsers as finetune_parsers
 
-    finetune_parser(sub, cache)
+    finetune_parsers(sub, cache, _client_options(0.0, "sampling temperature (0: greedy, Table A5's accuracy)"))
     return ap
 
 

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from normjax.cli_names import FAMILIES, FINETUNE_TASKS, HARVEST_POLICIES
+
+
+def add_parsers(sub, parents: list, client: argparse.ArgumentParser) -> None:
+    """`finetune-data` and `finetune-eval` (`client`: the endpoint options of normjax.cli)."""
+    add_parser(sub, parents)
+    e = sub.add_parser("finetune-eval", parents=parents + [client],
+                       help="score an OpenAI-compatible model on a finetune-data file (paper Table A5 metrics)")
+    e.add_argument("--data", required=True, metavar="FILE", help="a finetune-data .jsonl file (held-out split)")
+    e.add_argument("--out", default=None, metavar="DIR", help="write replies.jsonl and metrics.json here")
+    e.set_defaults(fn=cmd_finetune_eval)
 
 
 def add_parser(sub, parents: list) -> argparse.ArgumentParser:
@@ -43,4 +54,19 @@ def cmd_finetune_data(args) -> int:
     if len(records) < args.n:
         print(f"normjax: error: only {len(records)} of {args.n} records could be drawn (see {meta})")
         return 1
+    return 0
+
+
+def cmd_finetune_eval(args) -> int:
+    from normjax.commands import _client_settings
+    from normjax.finetune.evaluate import finetune_eval
+    from normjax.llm.client import ClientConfig, EndpointError
+
+    config = ClientConfig(base_url=args.base_url, model=args.model, **_client_settings(args))
+    try:
+        result = finetune_eval(args.data, config, args.out)
+    except EndpointError as e:
+        print(f"normjax: error: {e}", file=sys.stderr)
+        return 3
+    print(json.dumps(result, indent=2))
     return 0
