@@ -52,7 +52,8 @@ def cmd_finetune_data(args) -> int:
     print(json.dumps({k: manifest[k] for k in ("records", "counts", "violation_share", "wall_s")}))
     print(f"wrote {data} and {meta}")
     if len(records) < args.n:
-        print(f"normjax: error: only {len(records)} of {args.n} records could be drawn (see {meta})")
+        print(f"normjax: error: only {len(records)} of {args.n} records could be drawn (see {meta})",
+              file=sys.stderr)
         return 1
     return 0
 
