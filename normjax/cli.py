@@ -12,6 +12,7 @@
     normjax identify --out results/identify
     normjax rollout  --layout cafe --norm forbidden_zone_q --steps 60 --gif out.gif
     normjax render   --layout bank --out bank.png
+    normjax finetune-data --task norm_judgment --family access --split train --n 1000 --out data/
 
 Every command is a thin `cmd_*` function over the library (normjax.commands), and every command keeps a
 persistent JAX compilation cache (normjax.cache; default ~/.cache/normjax/jax, `--cache-dir
@@ -245,6 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--allow-missing", action="store_true",
                    help="analyse although some beliefs have no usable score (they are listed; see docs/llm.md)")
     b.set_defaults(fn=cmd_llm_beliefs)
+
+    from normjax.finetune.command import add_parsers as finetune_parsers
+
+    finetune_parsers(sub, cache, _client_options(0.0, "sampling temperature (0: greedy, Table A5's accuracy)"))
     return ap
 
 

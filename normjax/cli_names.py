@@ -10,3 +10,7 @@ DISTRACTORS = ("none", "same_exit_door", "move1_wait1")  # = normjax.constants.H
 DEFAULT_SHARE = 0.5
 # The request field of an LLM endpoint's token limit (normjax.llm.client).
 TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
+# `normjax finetune-data` (normjax.finetune; equal to rewards.TASKS, norms.FAMILIES, harvest.HARVEST_POLICIES: tested).
+FINETUNE_TASKS = ("compliant_action", "norm_judgment", "norm_selection", "action_judgment")
+FAMILIES = ("access", "procedure", "coordination", "allocation")
+HARVEST_POLICIES = ("oracle", "blind", "mixture")

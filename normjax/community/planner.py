@@ -170,6 +170,20 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware, view=None):
     `view`: the episode's norm on `state` (`normjax.world.step.state_norm`), when
     the caller has it already (`env_step` shares it with the world step).
     """
+    cost, seed = action_costs(key, state, params, aware, view)
+    cost = cost + 1e-3 * hash_uniform(seed, cost.shape, salt=salts.PLANNER_MOVE_NOISE)
+    return argmin_small(cost)  # == jnp.argmin(cost, axis=1), vectorised
+
+
+def action_costs(key, state: WorldState, params: WorldParams, aware, view=None):
+    """(cost [K, 5] of each action before the random tie-break, the step's hash seed).
+
+    `plan_actions` takes the argmin of `cost` plus a tie-break below 1e-3, so
+    the actions at the minimum cost are the planner's tie set (equally fast);
+    an action at `INF` is forbidden by the norm (aware slots), leaves the
+    routes or is blocked, and `COLLISION_COST` is added for a move onto a
+    cell another agent is predicted to end on (`normjax.finetune`).
+    """
     lt = world_tables().at(params.layout)
     # Gather single entries from the stacked tables: slicing one layout's
     # [V, 165, 165] block would copy it per environment under vmap.
@@ -251,6 +265,4 @@ def plan_actions(key, state: WorldState, params: WorldParams, aware, view=None):
     hit = (there & yield_bits[:, None]) != 0
     cost = base + COLLISION_COST * (hit & moving)
 
-    cost = jnp.where(ok, cost, INF)
-    cost = cost + 1e-3 * hash_uniform(seed, cost.shape, salt=salts.PLANNER_MOVE_NOISE)
-    return argmin_small(cost)  # == jnp.argmin(cost, axis=1), vectorised
+    return jnp.where(ok, cost, INF), seed

@@ -1,0 +1,11 @@
+"""Fine-tuning data and verifiers for the paper's four training tasks (§5, appendix §12-13).
+
+* `normjax.finetune.harvest`: interaction-phase episodes with per-step labels, in one compiled program;
+* `normjax.finetune.text` / `records`: the prompts and records (host code);
+* `normjax.finetune.dataset`: one task's file for one family and split, and its manifest;
+* `normjax.finetune.rewards`: the verifiers, plain Python (no JAX), in the calling
+  convention of RL fine-tuning libraries.
+
+Nothing is imported here.  The verifiers run no JAX code (they read the records' stored
+fields); importing any `normjax` module does import JAX (`normjax/__init__.py`).  See docs/finetune.md.
+"""

@@ -1,0 +1,73 @@
+"""`normjax finetune-data`: one task's records for one family and split, as JSON Lines + manifest."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from normjax.cli_names import FAMILIES, FINETUNE_TASKS, HARVEST_POLICIES
+
+
+def add_parsers(sub, parents: list, client: argparse.ArgumentParser) -> None:
+    """`finetune-data` and `finetune-eval` (`client`: the endpoint options of normjax.cli)."""
+    add_parser(sub, parents)
+    e = sub.add_parser("finetune-eval", parents=parents + [client],
+                       help="score an OpenAI-compatible model on a finetune-data file (paper Table A5 metrics)")
+    e.add_argument("--data", required=True, metavar="FILE", help="a finetune-data .jsonl file (held-out split)")
+    e.add_argument("--out", default=None, metavar="DIR", help="write replies.jsonl and metrics.json here")
+    e.set_defaults(fn=cmd_finetune_eval)
+
+
+def add_parser(sub, parents: list) -> argparse.ArgumentParser:
+    f = sub.add_parser("finetune-data", parents=parents,
+                       help="training / held-out records of the paper's fine-tuning tasks (docs/finetune.md)")
+    f.add_argument("--task", required=True, choices=FINETUNE_TASKS)
+    f.add_argument("--family", required=True, choices=FAMILIES)
+    f.add_argument("--split", required=True, choices=("train", "test"),
+                   help="the family's training norms, or its held-out norms (paper Table A4)")
+    f.add_argument("--n", type=int, required=True, help="number of records")
+    f.add_argument("--policy", choices=HARVEST_POLICIES, default="oracle",
+                   help="the newcomer whose states are harvested (compliant_action, norm_selection)")
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--batch", type=int, default=16, help="episodes per compiled call")
+    f.add_argument("--steps", type=int, default=200,
+                   help="steps per interaction-phase episode (the paper's 200; shorter for quick checks)")
+    f.add_argument("--unbalanced", action="store_true",
+                   help="norm_judgment: draw transitions uniformly instead of half violations")
+    f.add_argument("--out", required=True, metavar="DIR", help="writes TASK_FAMILY_SPLIT.jsonl and .manifest.json")
+    f.set_defaults(fn=cmd_finetune_data)
+    return f
+
+
+def cmd_finetune_data(args) -> int:
+    from normjax.finetune.dataset import build, check_args, write
+
+    check_args(args.task, args.family, args.split, args.n, args.policy)  # before tracing
+    if args.batch < 1 or args.steps < 1:
+        raise ValueError(f"--batch and --steps must be >= 1, got {args.batch} and {args.steps}")
+    records, manifest = build(args.task, args.family, args.split, args.n, seed=args.seed, policy=args.policy,
+                              batch=args.batch, steps=args.steps, balance=not args.unbalanced)
+    data, meta = write(args.out, records, manifest)
+    print(json.dumps({k: manifest[k] for k in ("records", "counts", "violation_share", "wall_s")}))
+    print(f"wrote {data} and {meta}")
+    if len(records) < args.n:
+        print(f"normjax: error: only {len(records)} of {args.n} records could be drawn (see {meta})",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_finetune_eval(args) -> int:
+    from normjax.commands import _client_settings
+    from normjax.finetune.evaluate import finetune_eval
+    from normjax.llm.client import ClientConfig, EndpointError
+
+    config = ClientConfig(base_url=args.base_url, model=args.model, **_client_settings(args))
+    try:
+        result = finetune_eval(args.data, config, args.out)
+    except EndpointError as e:
+        print(f"normjax: error: {e}", file=sys.stderr)
+        return 3
+    print(json.dumps(result, indent=2))
+    return 0

@@ -1,0 +1,153 @@
+"""Building a training or held-out file of one task and one family.
+
+    build(task, family, split, n, seed=0, policy="oracle") -> (records, manifest)
+    write(out_dir, records, manifest) -> (jsonl path, manifest path)
+
+Norms: the family's norms of the split (paper Table A4, `NormSpec.held_out`;
+"test" = the held-out norms), each episode's norm taken in turn.  Episodes:
+the interaction phase harvested in batches of `batch` episodes
+(`normjax.finetune.harvest`); episode j of a build has seed
+``seed * 1_000_003 + j`` (key ``PRNGKey`` of it).  Records are drawn with
+``numpy.random.default_rng(seed)``: the same arguments give the same file.
+
+* compliant_action / norm_selection: states of the newcomer acting by
+  `policy`, stratified evenly over the norms;
+* norm_judgment: transitions of the oracle-newcomer episodes (every agent
+  scripted), balanced between violations and compliant moves when the
+  episodes allow it; otherwise more episodes are run, up to `max_episodes`,
+  and the manifest reports the class ratio it reached;
+* action_judgment: half compliant_action records, half norm_judgment ones.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from normjax.finetune import records as R
+from normjax.finetune.harvest import check_policy, harvest
+from normjax.finetune.rewards import TASKS
+from normjax.finetune.text import Episode
+from normjax.norms import FAMILIES, NORMS
+
+SPLITS = ("train", "test")
+FORMAT = "normjax.finetune/1"
+EPISODES_PER_RECORD = 1 / 16  # newcomer tasks: about 16 records per episode at most, for variety
+SEED_STRIDE = 1_000_003
+
+
+def split_norms(family: str, split: str) -> list[int]:
+    """Norm ids of the family in the split (Table A4)."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; valid: {', '.join(FAMILIES)}")
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; valid: {', '.join(SPLITS)}")
+    return [n.id for n in NORMS if n.family == family and n.held_out == (split == "test")]
+
+
+def check_args(task: str, family: str, split: str, n: int, policy: str) -> list[int]:
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASKS)}")
+    check_policy(policy)
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    return split_norms(family, split)
+
+
+class _Episodes:
+    """Harvested episodes of one policy, generated batch by batch on demand."""
+
+    def __init__(self, norms: list[int], seed: int, policy: str, batch: int, steps: int, offset: int):
+        self.norms, self.seed, self.policy, self.batch, self.steps = norms, seed, policy, batch, steps
+        self.next = offset
+        self.episodes: list[Episode] = []
+        self.seeds: list[int] = []
+
+    def more(self) -> list[Episode]:
+        idx = range(self.next, self.next + self.batch)
+        self.next += self.batch
+        seeds = [self.seed * SEED_STRIDE + j for j in idx]
+        h = harvest([self.norms[j % len(self.norms)] for j in idx], seeds, self.policy, self.steps)
+        new = [Episode(h, e) for e in range(self.batch)]
+        self.episodes += new
+        self.seeds += seeds
+        return new
+
+
+def _newcomer_records(task, eps: _Episodes, n, split, norms, rng) -> list[dict]:
+    min_step = R.MIN_STEP if task == "norm_selection" else 0
+    want = max(len(norms), int(np.ceil(n * EPISODES_PER_RECORD)))
+    while len(eps.episodes) < want:
+        eps.more()
+    pool: dict[int, list] = {}
+    for ep in eps.episodes:
+        pool.setdefault(ep.norm_id, []).extend((ep, i) for i in R.newcomer_candidates(ep, min_step))
+    picked = R.stratified(pool, n, rng)
+    if task == "norm_selection":
+        train_ids = split_norms(NORMS[norms[0]].family, "train")
+        return [R.norm_selection_record(ep, i, split, train_ids, rng) for ep, i in picked]
+    return [R.compliant_action_record(ep, i, split) for ep, i in picked]
+
+
+def _judgment_records(eps: _Episodes, n, split, rng, max_episodes: int, balance: bool) -> list[dict]:
+    def pool():
+        return [(ep, i, k, v) for ep in eps.episodes for i, k, v in R.judgment_candidates(ep)]
+
+    while len(eps.episodes) < max(len(eps.norms), 1) or (
+            len(eps.episodes) < max_episodes and sum(p[3] for p in pool()) < (n + 1) // 2):
+        eps.more()
+    picked = R.balanced_judgments(pool(), n, rng, balance)
+    return [R.norm_judgment_record(ep, i, k, split) for ep, i, k, _ in picked]
+
+
+def build(task: str, family: str, split: str, n: int, seed: int = 0, policy: str = "oracle",
+          batch: int = 16, steps: int = 200, max_episodes: int = 512, balance: bool = True):
+    """(records, manifest) of `n` records (fewer only when the episodes hold fewer: see the manifest)."""
+    norms = check_args(task, family, split, n, policy)
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    runs = {}
+    out: list[dict] = []
+    if task in ("compliant_action", "norm_selection", "action_judgment"):
+        runs[policy] = _Episodes(norms, seed, policy, batch, steps, 0)
+        k = n if task != "action_judgment" else n - n // 2
+        out += _newcomer_records("compliant_action" if task == "action_judgment" else task, runs[policy], k,
+                                 split, norms, rng)
+    if task in ("norm_judgment", "action_judgment"):
+        if "oracle" not in runs:  # every agent scripted: the oracle newcomer
+            runs["oracle"] = _Episodes(norms, seed, "oracle", batch, steps, 0)
+        eps = runs["oracle"]
+        k = n if task == "norm_judgment" else n // 2
+        out += _judgment_records(eps, k, split, rng, max_episodes, balance)
+    wall = time.perf_counter() - t0
+    judged = [r["violates"] for r in out if r["task"] == "norm_judgment"]
+    manifest = dict(
+        format=FORMAT, task=task, family=family, split=split, seed=seed, policy=policy, requested=n,
+        records=len(out), counts={t: sum(r["task"] == t for r in out) for t in sorted({r["task"] for r in out})},
+        per_norm={NORMS[m].name: sum(r["norm_id"] == m for r in out) for m in norms},
+        norms=[NORMS[m].name for m in norms],
+        train_norms=[NORMS[m].name for m in split_norms(family, "train")],
+        violation_share=(sum(judged) / len(judged)) if judged else None,
+        episodes={p: dict(n=len(e.seeds), seeds=e.seeds, steps=steps) for p, e in runs.items()},
+        wall_s=round(wall, 3), records_per_s=round(len(out) / wall, 2) if wall > 0 else None,
+    )
+    return out, manifest
+
+
+def write(out_dir, records: list[dict], manifest: dict) -> tuple[Path, Path]:
+    """JSON Lines (one record a line) and the manifest beside it."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"{manifest['task']}_{manifest['family']}_{manifest['split']}"
+    data, meta = out / f"{stem}.jsonl", out / f"{stem}.manifest.json"
+    with open(data, "w") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+    meta.write_text(json.dumps(dict(manifest, file=data.name), indent=2) + "\n")
+    return data, meta
+
+
+__all__ = ["FORMAT", "SPLITS", "build", "check_args", "split_norms", "write"]

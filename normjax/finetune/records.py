@@ -1,0 +1,109 @@
+"""Which harvested steps become records, and the records themselves (host code).
+
+Selection rules (paper appendix §12):
+
+* newcomer states (Compliant Action, Norm Selection): the newcomer is on the
+  grid and chooses its action: not in service (an automatic WAIT) and not
+  pushed or collided in the previous step (a collision-forced step, our
+  reading of the paper's exclusion); Norm Selection only from step 50 on;
+* transitions (Norm Judgment): any agent on the grid that moves (a WAIT is
+  permissible under every norm, so it would be a free negative), not in
+  service, from step 50 on.
+
+Every record carries all verifier fields (None where another task's), so a
+mixed Action + Judgment file has one schema.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from normjax import constants as C
+from normjax.finetune.harvest import REASONS
+from normjax.finetune.text import (
+    Episode, action_messages, judgment_messages, newcomer_turn, selection_messages,
+)
+from normjax.norms import NORMS
+
+MIN_STEP = 50
+VERIFIER_FIELDS = ("allowed_actions", "action_reasons", "oracle_action", "violates", "agent_uid", "answer", "choices")
+
+
+def newcomer_candidates(ep: Episode, min_step: int = 0) -> list[int]:
+    d = ep.data
+    ok = d["active"][:, 0] & ~d["forced_wait"][:, 0] & ~d["was_pushed"][:, 0] & (d["t"] >= min_step)
+    return np.flatnonzero(ok).tolist()
+
+
+def judgment_candidates(ep: Episode, min_step: int = MIN_STEP) -> list[tuple[int, int, bool]]:
+    """(step index, slot, violates) of every judgeable transition."""
+    d = ep.data
+    ok = d["active"] & ~d["forced_wait"] & (d["action"] != C.WAIT) & (d["t"] >= min_step)[:, None]
+    return [(int(i), int(k), bool(d["violates"][i, k])) for i, k in zip(*np.nonzero(ok))]
+
+
+def _base(task: str, ep: Episode, i: int, split: str) -> dict:
+    n = NORMS[ep.norm_id]
+    rec = dict(task=task, family=n.family, split=split, norm=n.name, norm_id=n.id, episode_seed=ep.seed,
+               t=int(ep.data["t"][i]))
+    rec.update({f: None for f in VERIFIER_FIELDS})
+    return rec
+
+
+def compliant_action_record(ep: Episode, i: int, split: str) -> dict:
+    d = ep.data
+    rec = _base("compliant_action", ep, i, split)
+    rec["prompt"] = action_messages(newcomer_turn(ep, i))
+    rec.update(allowed_actions=[int(a) for a in np.flatnonzero(d["tie"][i])],
+               action_reasons=[REASONS[int(r)] for r in d["reason"][i]],
+               oracle_action=int(d["oracle_action"][i]))
+    return rec
+
+
+def norm_selection_record(ep: Episode, i: int, split: str, candidates: list[int], rng) -> dict:
+    """`candidates`: the family's training norm ids (the true norm is added if held out)."""
+    ids = list(candidates) if ep.norm_id in candidates else list(candidates) + [ep.norm_id]
+    order = [ids[j] for j in rng.permutation(len(ids))]
+    rec = _base("norm_selection", ep, i, split)
+    rec["prompt"] = selection_messages(newcomer_turn(ep, i), [NORMS[n].description for n in order])
+    rec.update(choices=[NORMS[n].description for n in order], answer=chr(ord("A") + order.index(ep.norm_id)))
+    return rec
+
+
+def norm_judgment_record(ep: Episode, i: int, k: int, split: str) -> dict:
+    rec = _base("norm_judgment", ep, i, split)
+    rec["prompt"] = judgment_messages(ep, i, k)
+    rec.update(violates=bool(ep.data["violates"][i, k]), agent_uid=int(ep.data["uid"][i, k]))
+    return rec
+
+
+def balanced_judgments(pool: list[tuple], n: int, rng, balance: bool = True) -> list[tuple]:
+    """n items of (episode, step, slot, violates): half of each class when both classes allow it
+    (the rest filled from the larger class), else uniform over the pool."""
+    if not balance:
+        idx = rng.choice(len(pool), size=min(n, len(pool)), replace=False)
+        return [pool[j] for j in sorted(idx)]
+    pos = [p for p in pool if p[3]]
+    neg = [p for p in pool if not p[3]]
+    n_pos = min(len(pos), n // 2 + n % 2)
+    n_neg = min(len(neg), n - n_pos)
+    n_pos = min(len(pos), n - n_neg)
+    pick = [pos[j] for j in rng.choice(len(pos), size=n_pos, replace=False)]
+    pick += [neg[j] for j in rng.choice(len(neg), size=n_neg, replace=False)]
+    return sorted(pick, key=lambda p: (p[0].seed, p[1], p[2]))
+
+
+def stratified(pool: dict[int, list], n: int, rng) -> list:
+    """n items drawn uniformly within each norm, the norms sharing n as evenly as they can."""
+    norms = sorted(pool)
+    quota = {m: n // len(norms) + (j < n % len(norms)) for j, m in enumerate(norms)}
+    out = []
+    for m in norms:
+        items = pool[m]
+        take = min(quota[m], len(items))
+        out += [items[j] for j in sorted(rng.choice(len(items), size=take, replace=False))]
+    return out
+
+
+__all__ = ["MIN_STEP", "VERIFIER_FIELDS", "balanced_judgments", "compliant_action_record", "judgment_candidates",
+           "newcomer_candidates", "norm_judgment_record", "norm_selection_record", "stratified"]

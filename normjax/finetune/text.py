@@ -1,0 +1,167 @@
+"""Prompts of the training records, built from a harvested episode (host code).
+
+* `newcomer_turn(ep, i)`: the `normjax.llm.turns.Turn` of the newcomer at step
+  i of a harvested episode, exactly as `llm-eval` builds it in text-only mode
+  (memory of the previous newcomer steps in the episode, forced service WAITs
+  remembered as such, the other agents with their intended moves and last
+  red crosses).  Scripted newcomers have no reasoning and no belief: the
+  memory's reasoning is "(none)" and the belief "none yet".
+* `action_messages`: the interactive prompt itself (`normjax.llm.prompts`'
+  system and user prompts), for Compliant Action;
+* `selection_messages`: the same prompt up to the decision, then the lettered
+  candidate norms (descriptions, no names) and the answer format;
+* `judgment_messages`: the world and its objects (same words as the
+  interactive prompt), the recent history of every agent with its red
+  crosses, earlier red crosses, the agents now, and one agent's proposed
+  transition; that transition's own sanction is not in the prompt (it is
+  the label).
+"""
+
+from __future__ import annotations
+
+from normjax import constants as C
+from normjax.llm.parse import PROMPT_ACTIONS
+from normjax.llm.prompts import cell, object_positions, system_prompt, user_prompt, world_description
+from normjax.llm.turns import EARLIER_SANCTIONED, RECENT_STEPS, Other, StepRecord, Turn, select_memory
+
+LAYOUT = "cafe"  # the interaction phase's layout
+FORCED = "(serving at the goal: the action was forced to wait)"  # as the LLM runner remembers it
+DECIDE = "Decide the next action for yourself."
+
+
+class Episode:
+    """One harvested episode: row e of a `Harvest`, as plain Python per step."""
+
+    def __init__(self, harvest, e: int):
+        s = harvest.steps
+        self.norm_id = int(harvest.norm_ids[e])
+        self.seed = int(harvest.seeds[e])
+        self.name = f"harvest_{self.seed}"
+        self.data = {f: getattr(s, f)[e] for f in s._fields}
+        self.max_steps = int(self.data["t"].shape[0])
+        self._records: list[StepRecord] | None = None
+
+    def get(self, field: str, i: int):
+        return self.data[field][i]
+
+    def agents(self, i: int, skip_newcomer: bool = True) -> list[int]:
+        start = 1 if skip_newcomer else 0
+        return [k for k in range(start, self.data["active"].shape[1]) if self.data["active"][i, k]]
+
+    def memory(self) -> list[StepRecord]:
+        """The newcomer's step records (one per step it was on the grid), built once."""
+        if self._records is None:
+            d, out = self.data, []
+            for j in range(self.max_steps):
+                if not d["active"][j, 0]:
+                    continue
+                others = tuple(((int(d["pos"][j, k, 0]), int(d["pos"][j, k, 1])), int(d["group"][j, k]))
+                               for k in self.agents(j))
+                forced = bool(d["forced_wait"][j, 0])
+                out.append(StepRecord(t=int(d["t"][j]), pos=(int(d["pos"][j, 0, 0]), int(d["pos"][j, 0, 1])),
+                                      others=others, action=PROMPT_ACTIONS[int(d["action"][j, 0])], note="",
+                                      reasoning=FORCED if forced else "", sanctioned=bool(d["sanctioned"][j, 0])))
+            self._records = out
+        return self._records
+
+
+def newcomer_turn(ep: Episode, i: int) -> Turn:
+    d = ep.data
+    t = int(d["t"][i])
+    past = [r for r in ep.memory() if r.t < t]
+    recent, earlier = select_memory(past)
+    others = [Other(pos=(int(d["pos"][i, k, 0]), int(d["pos"][i, k, 1])), group=int(d["group"][i, k]),
+                    sanctioned=bool(d["was_sanctioned"][i, k]), intent=int(d["action"][i, k]))
+              for k in ep.agents(i)]
+    return Turn(index=0, episode=ep.name, phase="interaction", norm_id=ep.norm_id, layout=LAYOUT, t=t,
+                max_steps=ep.max_steps, pos=(int(d["pos"][i, 0, 0]), int(d["pos"][i, 0, 1])),
+                group=int(d["group"][i, 0]), goal_kind=int(d["goal_kind"][i]),
+                goal_cell=(int(d["goal_cell"][i, 0]), int(d["goal_cell"][i, 1])), exit_door=int(d["exit_door"][i]),
+                leg=int(d["leg"][i]), service_steps=3, sanctioned=bool(d["was_sanctioned"][i, 0]),
+                others=others, memory=recent, earlier=earlier, steps_seen=len(past),
+                first_step=past[0].t if past else None, belief=None, confidence=None)
+
+
+def action_messages(turn: Turn) -> list[dict]:
+    return [{"role": "system", "content": system_prompt(turn, text_only=True)},
+            {"role": "user", "content": user_prompt(turn, text_only=True)}]
+
+
+def selection_messages(turn: Turn, descriptions: list[str]) -> list[dict]:
+    """The interactive prompt up to the decision, then the lettered candidates."""
+    user = user_prompt(turn, text_only=True)
+    if DECIDE not in user:
+        raise RuntimeError("the interactive prompt changed: no decision line to cut the selection prompt at")
+    head = user[: user.index(DECIDE)].rstrip()
+    letters = [chr(ord("A") + j) for j in range(len(descriptions))]
+    lines = [head, "", "Which social norm does this group follow? Exactly one of these candidates is the true norm:"]
+    lines += [f"{a}. {desc}" for a, desc in zip(letters, descriptions)]
+    lines += ["Return exactly one JSON object and no other text:",
+              '{ "reasoning": "<step-by-step reasoning>", "answer": "<the letter of the true norm>" }']
+    return [{"role": "system", "content": system_prompt(turn, text_only=True)},
+            {"role": "user", "content": "\n".join(lines)}]
+
+
+def _agent(ep: Episode, i: int, k: int) -> str:
+    d = ep.data
+    return f"agent {int(d['uid'][i, k])} ({C.GROUP_NAMES[int(d['group'][i, k])]})"
+
+
+def _move(ep: Episode, j: int, k: int) -> str:
+    d = ep.data
+    a = int(d["action"][j, k])
+    where = f"at {cell(d['pos'][j, k])}"
+    if a == C.WAIT:
+        return f"{_agent(ep, j, k)} {where} waited"
+    return f"{_agent(ep, j, k)} {where} chose {PROMPT_ACTIONS[a]} toward {cell(d['target'][j, k])}"
+
+
+def _history_line(ep: Episode, j: int) -> str:
+    d = ep.data
+    parts = []
+    for k in ep.agents(j, skip_newcomer=False):
+        mark = " [red cross: penalised for violating the social norm]" if d["sanctioned"][j, k] else ""
+        parts.append(_move(ep, j, k) + mark)
+    return f"- Step {int(d['t'][j])}: " + ("; ".join(parts) or "no agent on the grid")
+
+
+JUDGE_SYSTEM = """You are given a text description of a grid-world simulation (there is no image).
+
+SETTING
+{world}
+
+AGENTS
+- Agents belong to one of 3 social groups: orange, green and blue. Each agent has a number.
+- Each step every agent chooses one action: move up, move down, move left, move right or wait.
+- The agents follow a social norm that you are not told. An agent whose action violates it receives a red cross and a penalty.
+
+OBJECT POSITIONS
+{objects}
+
+TASK
+You see the recent history of the episode, with the red crosses agents received, and one agent's proposed action for the current step. Judge whether that proposed action violates the social norm this group follows."""
+
+
+def judgment_messages(ep: Episode, i: int, k: int) -> list[dict]:
+    """The Norm Judgment prompt for agent slot k's transition at step i (its sanction withheld)."""
+    d = ep.data
+    lo = max(0, i - RECENT_STEPS)
+    earlier = [j for j in range(lo) if d["sanctioned"][j].any()][-EARLIER_SANCTIONED:]
+    lines = [f"Current step: {int(d['t'][i])}.", "", "Recent steps (most recent last):"]
+    lines += [_history_line(ep, j) for j in range(lo, i)] or ["(none)"]
+    lines.append("Earlier steps with red crosses (most recent last):")
+    lines += [f"- Step {int(d['t'][j])}: " + "; ".join(_move(ep, j, m) for m in range(d['active'].shape[1])
+                                                       if d["sanctioned"][j, m]) for j in earlier] or ["(none)"]
+    now = "; ".join(f"{_agent(ep, i, m)} at {cell(d['pos'][i, m])}" + (" [red cross in the last step]"
+                    if d["was_sanctioned"][i, m] else "") for m in ep.agents(i, skip_newcomer=False))
+    lines += ["", f"Agents now: {now}.", "",
+              f"Proposed transition: {_agent(ep, i, k)} at {cell(d['pos'][i, k])} proposes to "
+              f"{PROMPT_ACTIONS[int(d['action'][i, k])]}, moving to {cell(d['target'][i, k])}.",
+              "Does this proposed action violate the social norm?",
+              "Return exactly one JSON object and no other text:",
+              '{ "reasoning": "<step-by-step reasoning>", "violates": <true or false> }']
+    system = JUDGE_SYSTEM.format(world=world_description(LAYOUT), objects=object_positions(LAYOUT))
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(lines)}]
+
+
+__all__ = ["Episode", "action_messages", "judgment_messages", "newcomer_turn", "selection_messages"]

@@ -1,0 +1,197 @@
+"""Fine-tuning records against the world: labels replayed, tie sets compliant, files
+loadable, splits strict, builds deterministic (slow tier: the harvest program compiles
+for about a minute on a 2-core VM)."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from normjax import constants as C
+from normjax.community.planner import action_costs, plan_actions
+from normjax.env import env_step, oracle_policy
+from normjax.finetune import dataset as D
+from normjax.finetune import records as R
+from normjax.finetune.harvest import harvest, verifier_key
+from normjax.finetune.rewards import reward
+from normjax.finetune.text import Episode
+from normjax.interop.export import rollout
+from normjax.layouts.tables import world_tables
+from normjax.norms import NORMS, norm_id, permissible_per_action
+
+pytestmark = pytest.mark.slow
+STEPS = 120
+BATCH = 4
+NORM_IDS = [norm_id("forbidden_zone_q"), norm_id("bend_right_1")]  # the episodes replayed
+SEEDS = [11, 12]
+
+
+@pytest.fixture(scope="module")
+def harvested():
+    """BATCH episodes (the builds' program shape, compiled once), the first two replayed."""
+    extra = BATCH - len(NORM_IDS)
+    return harvest(NORM_IDS + [norm_id("edge_queue_left")] * extra, SEEDS + list(range(13, 13 + extra)), "oracle",
+                   steps=STEPS)
+
+
+@pytest.fixture(scope="module")
+def replayed():
+    """The same episodes stepped again by the trajectory exporter (its own program)."""
+    return [rollout(jax.random.PRNGKey(s), 0, n, "interaction", oracle_policy, steps=STEPS)
+            for n, s in zip(NORM_IDS, SEEDS)]
+
+
+@jax.jit
+def _independent(states, params, actions):
+    """Per step: every norm's mask ([50, K, 5], another code path than the world's
+    sanctions) read at the episode norm and the given actions [K]."""
+    lt = world_tables().at(params.layout)
+
+    def one(s, a):
+        ag = s.agents
+        m = permissible_per_action(lt, s.t, ag.pos, ag.active, ag.group, ag.moves, ag.visited_q)
+        return jnp.take_along_axis(m[params.norm_id], a[:, None], 1)[:, 0]
+
+    return jax.vmap(one)(states, actions)
+
+
+def test_judgment_labels_equal_the_replayed_world(harvested, replayed):
+    checked = positives = 0
+    for e, (states, infos, params) in enumerate(replayed):
+        ep = Episode(harvested, e)
+        np.testing.assert_array_equal(ep.data["pos"], np.asarray(infos.pos))  # the same trajectory
+        states_t = jax.tree.map(lambda x: x[:STEPS], states)
+        permitted = np.asarray(_independent(states_t, params, infos.action))
+        sanctioned = np.asarray(infos.sanctioned)
+        for i, k, violates in R.judgment_candidates(ep):
+            assert violates == bool(sanctioned[i, k]) == (not permitted[i, k])
+            checked += 1
+            positives += violates
+    assert checked > 100 and positives > 0
+
+
+def test_judgment_prompt_withholds_the_sanction(harvested):
+    ep = Episode(harvested, 0)
+    i, k, _ = next(c for c in R.judgment_candidates(ep) if c[2])
+    rec = R.norm_judgment_record(ep, i, k, "train")
+    user = rec["prompt"][1]["content"]
+    step_line = f"- Step {int(ep.data['t'][i])}:"
+    assert step_line not in user  # the judged step's outcome is not in the history
+    assert "red cross" not in user.split("Proposed transition:")[1]
+    assert NORMS[ep.norm_id].name not in json.dumps(rec["prompt"])
+    assert NORMS[ep.norm_id].description not in json.dumps(rec["prompt"])
+
+
+@jax.jit
+def _newcomer_mask(states, params):
+    """[T, 5]: the episode norm's mask of slot 0's five actions (`permissible_per_action`)."""
+    lt = world_tables().at(params.layout)
+
+    def one(s):
+        ag = s.agents
+        return permissible_per_action(lt, s.t, ag.pos, ag.active, ag.group, ag.moves, ag.visited_q)[
+            params.norm_id, 0]
+
+    return jax.vmap(one)(states)
+
+
+@jax.jit
+def _verdict_replay(state, params):
+    key = verifier_key(state)
+    k_plan, k_comm, k_world = jax.random.split(key, 3)
+    aware = jnp.arange(state.agents.active.shape[0]) == 0
+    cost = action_costs(k_plan, state, params, aware)[0][0]
+    oracle = plan_actions(k_plan, state, params, aware)[0]
+
+    def step(a):
+        return env_step(k_comm, k_world, state, a, params)[2].sanctioned[0]
+
+    return cost, oracle, jax.vmap(step)(jnp.arange(C.N_ACTIONS, dtype=jnp.int32))
+
+
+def test_compliant_actions_are_compliant_and_as_fast(harvested, replayed):
+    n = 0
+    for e, (states, infos, params) in enumerate(replayed):
+        ep = Episode(harvested, e)
+        states_t = jax.tree.map(lambda x: x[:STEPS], states)
+        permitted = np.asarray(_newcomer_mask(states_t, params))  # [T, 5]
+        for i in R.newcomer_candidates(ep)[::5]:
+            state = jax.tree.map(lambda x: x[i], states)
+            cost, oracle, sanctioned = (np.asarray(x) for x in _verdict_replay(state, params))
+            tie = ep.data["tie"][i]
+            assert tie[int(oracle)] and int(oracle) == int(ep.data["oracle_action"][i])
+            assert np.all(cost[tie] == cost.min())  # equally fast: the oracle's minimum cost
+            assert not sanctioned[tie].any() and permitted[i][tie].all()  # compliant, replayed and by the mask
+            rec = R.compliant_action_record(ep, i, "train")
+            for a in range(C.N_ACTIONS):
+                why = rec["action_reasons"][a]
+                assert (why == "compliant") == bool(tie[a])
+                if why == "violating":
+                    assert sanctioned[a]
+            n += 1
+    assert n > 10
+
+
+def test_excluded_states(harvested):
+    ep = Episode(harvested, 1)
+    for i in R.newcomer_candidates(ep):
+        assert ep.data["active"][i, 0] and not ep.data["forced_wait"][i, 0] and not ep.data["was_pushed"][i, 0]
+    assert all(ep.data["t"][i] >= 50 for i in R.newcomer_candidates(ep, 50))
+
+
+def _oracle_reply(rec) -> str:
+    if rec["task"] == "compliant_action":
+        from normjax.llm.parse import PROMPT_ACTIONS
+
+        return json.dumps({"reasoning": "", "action": PROMPT_ACTIONS[rec["oracle_action"]], "belief": "b",
+                           "confidence": 0.5})
+    if rec["task"] == "norm_judgment":
+        return json.dumps({"violates": rec["violates"]})
+    return json.dumps({"answer": rec["answer"]})
+
+
+@pytest.mark.parametrize("family", ["access", "procedure", "coordination", "allocation"])
+def test_every_task_family_and_split(family):
+    held_out = {n.name for n in NORMS if n.held_out}
+    for split in D.SPLITS:
+        for task in ("compliant_action", "norm_selection", "norm_judgment", "action_judgment"):
+            recs, man = D.build(task, family, split, 8, seed=3, batch=BATCH, steps=STEPS, max_episodes=16)
+            assert len(recs) == 8, man
+            assert {r["family"] for r in recs} == {family}
+            names = {r["norm"] for r in recs}
+            assert (names <= held_out) if split == "test" else not (names & held_out)
+            for r in recs:
+                assert reward(_oracle_reply(r), r) == pytest.approx(1.1)
+                if r["task"] == "norm_selection":
+                    train = {NORMS[i].description for i in D.split_norms(family, "train")}
+                    assert set(r["choices"]) - train <= {NORMS[r["norm_id"]].description}
+            if task == "action_judgment":
+                assert man["counts"] == {"compliant_action": 4, "norm_judgment": 4}
+
+
+def test_deterministic_and_loadable_by_datasets(tmp_path):
+    a, man = D.build("action_judgment", "access", "train", 10, seed=5, batch=BATCH, steps=STEPS)
+    b, _ = D.build("action_judgment", "access", "train", 10, seed=5, batch=BATCH, steps=STEPS)
+    assert json.dumps(a) == json.dumps(b)
+    data, meta = D.write(tmp_path, a, man)
+    assert json.loads(meta.read_text())["records"] == 10
+    datasets = pytest.importorskip("datasets")
+    ds = datasets.load_dataset("json", data_files=str(data), split="train")
+    assert len(ds) == 10 and ds[0]["prompt"][0]["role"] == "system"
+    assert sorted(set(ds["task"])) == ["compliant_action", "norm_judgment"]
+
+
+def test_cli_writes_files_and_refuses_bad_values(tmp_path, capsys):
+    from normjax.cli import main
+
+    assert main(["finetune-data", "--task", "norm_selection", "--family", "access", "--split", "test",
+                 "--n", "4", "--batch", str(BATCH), "--steps", str(STEPS), "--out", str(tmp_path), "--no-cache"]) == 0
+    lines = (tmp_path / "norm_selection_access_test.jsonl").read_text().splitlines()
+    assert len(lines) == 4
+    assert main(["finetune-data", "--task", "norm_selection", "--family", "access", "--split", "test",
+                 "--n", "0", "--out", str(tmp_path), "--no-cache"]) == 2
+    assert "n must be >= 1" in capsys.readouterr().err
