@@ -1,12 +1,14 @@
 """`normjax play` through Flask's test client (the browser test: tests/test_play_browser.py).
 
-One participant plays a short protocol over HTTP: a 3-step interaction phase
+Default tier: bad requests (4xx, nothing changes, ids cannot leave --out) and
+a server killed after a step (a new app on the same --out resumes at the same
+turn).  Slow tier: one participant plays a short protocol over HTTP: a 3-step interaction phase
 with beliefs, then the six test episodes, choosing the oracle's action at
 every turn (the test reads it from the session's world, as a person reads
 the frame).  Checked:
 
-* the results equal `normjax.protocol.run_episode`'s for the oracle on the
-  same episodes, number for number (the same seeds, scenarios and step);
+* the results equal `normjax.protocol.run_episodes`' (evaluate's program) for
+  the oracle on the same episodes, number for number (the same seeds, scenarios and step);
 * the server is "killed" mid-episode (a new app on the same --out): the
   participant resumes at the same turn and world step, nothing lost or
   repeated, and a stale or repeated key press is refused with 409;
@@ -30,8 +32,8 @@ from normjax.llm.batch import policy_actions  # noqa: E402
 from normjax.llm.judge import export_judge_prompts  # noqa: E402
 from normjax.play.app import create_app  # noqa: E402
 from normjax.play.session import LOG, read_log  # noqa: E402
-from normjax.protocol.runner import summarize  # noqa: E402
-from tests.shared_protocol import reference  # noqa: E402
+from normjax.protocol.runner import run_episodes, summarize  # noqa: E402
+from normjax.protocol.seeds import test_episodes as protocol_episodes  # noqa: E402
 
 NORM = "forbidden_zone_q"
 NORM_ID = 0
@@ -51,7 +53,7 @@ def _step(client, pid, view, action, **extra):
     return r.get_json()
 
 
-def test_a_participant_plays_the_protocol_over_http(tmp_path):
+def test_bad_requests_and_resume_after_a_kill(tmp_path):
     out = tmp_path / "study"
     app = create_app(out, [NORM_ID], interaction_steps=STEPS)
     c = app.test_client()
@@ -79,6 +81,32 @@ def test_a_participant_plays_the_protocol_over_http(tmp_path):
     assert c.get("/p/..%2f..%2fpyproject.toml").status_code in (400, 404)
     assert c.get("/api/alice/view").get_json()["turn"] == 0 and not read_log(out / "alice" / LOG)
 
+    v = _step(c, "alice", v, "left", belief="agents avoid zone Q", confidence=0.5)
+    assert v["turn"] == 1 and v["belief"] == "agents avoid zone Q"
+    app.config["sessions"]["alice"].close()  # the server dies; a new one on the same --out resumes
+    app = create_app(out, [NORM_ID], interaction_steps=STEPS)
+    c = app.test_client()
+    w = c.post("/api/alice/start").get_json()
+    assert {k: w[k] for k in ("turn", "t", "phase", "prompt", "belief")} == \
+        {k: v[k] for k in ("turn", "t", "phase", "prompt", "belief")}
+    assert c.post("/api/alice/step", json=dict(turn=0, action="left")).status_code == 409  # no step repeated
+    assert [r["action"] for r in read_log(out / "alice" / LOG)] == [2]
+    assert sorted(p.name for p in out.iterdir()) == ["alice"]  # nothing written elsewhere
+    app.config["sessions"]["alice"].close()
+
+
+@pytest.mark.slow
+def test_a_participant_plays_the_protocol_over_http(tmp_path):
+    out = tmp_path / "study"
+    app = create_app(out, [NORM_ID], interaction_steps=STEPS)
+    c = app.test_client()
+    assert c.get("/api/alice/view").status_code == 404  # not started
+    v = c.post("/api/alice/start").get_json()
+    assert v["status"] == "playing" and v["phase"] == "interaction" and v["turn"] == 0
+    assert "Current step: 0." in v["prompt"] and NORM not in json.dumps(v)  # the norm is not revealed
+    png = c.get("/api/alice/frame.png")
+    assert png.status_code == 200 and png.data[:8] == b"\x89PNG\r\n\x1a\n"
+
     beliefs = ["agents avoid the middle", "agents avoid zone Q", "agents avoid zone Q"]
     for i in range(STEPS):
         v = _step(c, "alice", v, _oracle(app, "alice"), belief=beliefs[i], confidence=0.25 * (i + 1))
@@ -102,8 +130,8 @@ def test_a_participant_plays_the_protocol_over_http(tmp_path):
 
     # The results: evaluate's format and numbers for the oracle on these episodes.
     got = json.loads((out / "alice" / "results.json").read_text())
-    eps, raw = reference("oracle", [NORM_ID])
-    want = summarize(eps, raw)
+    eps = protocol_episodes([NORM_ID])
+    want = summarize(eps, run_episodes(oracle_policy, eps))
     for g, e in zip(got["episodes"], want["episodes"]):
         assert {k: g[k] for k in e} == e
     assert got["seen"] == want["seen"] and got["unseen"] == want["unseen"]
