@@ -12,6 +12,8 @@ the frame).  Checked:
 * the server is "killed" mid-episode (a new app on the same --out): the
   participant resumes at the same turn and world step, nothing lost or
   repeated, and a stale or repeated key press is refused with 409;
+* replaying actions.jsonl through the runner's jitted step reproduces every
+  recorded state of the transcripts exactly;
 * every accepted step is in actions.jsonl; the transcripts are trajectory
   files (export format) with the beliefs where llm-judge reads them;
 * bad requests get a clear 4xx and change nothing; participant ids cannot
@@ -30,6 +32,9 @@ pytest.importorskip("flask", reason="needs the [play] extra (Flask)")
 from normjax.env import oracle_policy  # noqa: E402
 from normjax.llm.batch import policy_actions  # noqa: E402
 from normjax.llm.judge import export_judge_prompts  # noqa: E402
+from normjax.llm.runner import run_protocol  # noqa: E402
+from normjax.llm.transcripts import TranscriptStore  # noqa: E402
+from normjax.llm.turns import Decision  # noqa: E402
 from normjax.play.app import create_app  # noqa: E402
 from normjax.play.session import LOG, read_log  # noqa: E402
 from normjax.protocol.runner import run_episodes, summarize  # noqa: E402
@@ -150,3 +155,25 @@ def test_a_participant_plays_the_protocol_over_http(tmp_path):
     lines = [json.loads(x) for x in (out / "alice" / "judge_prompts.jsonl").read_text().splitlines()]
     assert judge and {x["belief"] for x in lines} == set(beliefs)
     assert sorted(p.name for p in out.iterdir()) == ["alice"]  # nothing else written
+
+    # Replaying the logged actions through the runner's jitted step (all six test episodes in
+    # one lockstep batch this time) reproduces every recorded state exactly.
+    replay = _Replay({(r["episode"], r["t"]): r["action"] for r in log})
+    run_protocol(replay, [NORM_ID], interaction_steps=STEPS, out=tmp_path / "replay")
+    human, again = TranscriptStore(out / "alice"), TranscriptStore(tmp_path / "replay")
+    assert human.episodes() == again.episodes() and len(human.episodes()) == 7
+    strip = lambda recs: [{k: v for k, v in r.items() if k != "llm"} for r in recs[1:]]  # noqa: E731
+    for name in human.episodes():
+        assert strip(human.read(name)) == strip(again.read(name)), name
+
+
+class _Replay:
+    """Logged actions as an external agent (intents on: the same compiled step as the session's)."""
+
+    wants_frames, wants_intents = False, True
+
+    def __init__(self, actions):
+        self.actions = actions
+
+    def act(self, turns, ctx):
+        return [Decision(action=self.actions[(t.episode, t.t)]) for t in turns]
