@@ -58,8 +58,8 @@ def _step(client, pid, view, action, **extra):
     return r.get_json()
 
 
-def test_bad_requests_and_resume_after_a_kill(tmp_path):
-    out = tmp_path / "study"
+def _start(out):
+    """A new app on `out` and participant alice's first view (checked)."""
     app = create_app(out, [NORM_ID], interaction_steps=STEPS)
     c = app.test_client()
     assert c.get("/api/alice/view").status_code == 404  # not started
@@ -68,6 +68,12 @@ def test_bad_requests_and_resume_after_a_kill(tmp_path):
     assert "Current step: 0." in v["prompt"] and NORM not in json.dumps(v)  # the norm is not revealed
     png = c.get("/api/alice/frame.png")
     assert png.status_code == 200 and png.data[:8] == b"\x89PNG\r\n\x1a\n"
+    return app, c, v
+
+
+def test_bad_requests_and_resume_after_a_kill(tmp_path):
+    out = tmp_path / "study"
+    app, c, v = _start(out)
 
     # Bad requests: a clear 4xx, nothing changes.
     for body, code, words in [({"turn": 0, "action": "jump"}, 400, "one of up, down"),
@@ -103,14 +109,7 @@ def test_bad_requests_and_resume_after_a_kill(tmp_path):
 @pytest.mark.slow
 def test_a_participant_plays_the_protocol_over_http(tmp_path):
     out = tmp_path / "study"
-    app = create_app(out, [NORM_ID], interaction_steps=STEPS)
-    c = app.test_client()
-    assert c.get("/api/alice/view").status_code == 404  # not started
-    v = c.post("/api/alice/start").get_json()
-    assert v["status"] == "playing" and v["phase"] == "interaction" and v["turn"] == 0
-    assert "Current step: 0." in v["prompt"] and NORM not in json.dumps(v)  # the norm is not revealed
-    png = c.get("/api/alice/frame.png")
-    assert png.status_code == 200 and png.data[:8] == b"\x89PNG\r\n\x1a\n"
+    app, c, v = _start(out)
 
     beliefs = ["agents avoid the middle", "agents avoid zone Q", "agents avoid zone Q"]
     for i in range(STEPS):
