@@ -104,6 +104,9 @@ def test_bad_requests_and_resume_after_a_kill(tmp_path):
     assert [r["action"] for r in read_log(out / "alice" / LOG)] == [2]
     assert sorted(p.name for p in out.iterdir()) == ["alice"]  # nothing written elsewhere
     app.config["sessions"]["alice"].close()
+    other = create_app(out, [NORM_ID], interaction_steps=STEPS + 1).test_client()  # another protocol length
+    r = other.post("/api/alice/start")
+    assert r.status_code == 409 and "interaction_steps: 3 -> 4" in r.get_json()["error"]
 
 
 @pytest.mark.slow

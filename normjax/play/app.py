@@ -56,7 +56,10 @@ def create_app(out_dir, norm_ids: list[int], *, seed: int = 0, interaction_steps
             s = sessions.get(pid)
             if s is None and create:
                 s = Session(out, pid, norm_ids, seed, capacity, interaction_steps, cell_px)
-                s.start()
+                try:
+                    s.start()
+                except ValueError as e:  # the folder holds this participant's run with other settings
+                    raise BadRequest(str(e), 409) from None
                 sessions[pid] = s
         if s is None:
             raise BadRequest(f"unknown participant {pid!r}: start the session first (POST /api/{pid}/start)", 404)
