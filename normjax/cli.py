@@ -13,6 +13,7 @@
     normjax rollout  --layout cafe --norm forbidden_zone_q --steps 60 --gif out.gif
     normjax render   --layout bank --out bank.png
     normjax finetune-data --task norm_judgment --family access --split train --n 1000 --out data/
+    normjax play     --norms forbidden_zone_q --out runs/human
 
 Every command is a thin `cmd_*` function over the library (normjax.commands), and every command keeps a
 persistent JAX compilation cache (normjax.cache; default ~/.cache/normjax/jax, `--cache-dir
@@ -35,7 +36,7 @@ from normjax.cli_names import (  # noqa: F401 (re-exported)
 )
 from normjax.commands import (  # noqa: F401 (_norm_list re-exported)
     _norm_list, cmd_evaluate, cmd_export, cmd_identify, cmd_llm_beliefs, cmd_llm_eval, cmd_llm_judge, cmd_render,
-    cmd_report, cmd_rollout, cmd_train,
+    cmd_play, cmd_report, cmd_rollout, cmd_train,
 )
 
 
@@ -250,6 +251,17 @@ def build_parser() -> argparse.ArgumentParser:
     from normjax.finetune.command import add_parsers as finetune_parsers
 
     finetune_parsers(sub, cache, _client_options(0.0, "sampling temperature (0: greedy, Table A5's accuracy)"))
+
+    pl = sub.add_parser("play", parents=cache, formatter_class=_DefaultsFormatter,
+                        help="a person plays the protocol in the browser (docs/play.md)")
+    pl.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
+    pl.add_argument("--host", default="127.0.0.1", help="address to bind (another host exposes the study)")
+    pl.add_argument("--port", type=int, default=8000)
+    pl.add_argument("--seed", type=int, default=0, help="protocol seed (0 = canonical)")
+    pl.add_argument("--interaction-steps", type=int, default=200, metavar="N",
+                    help="length of the interaction phase, 0-200 (the protocol's is 200; shorter for quick checks)")
+    pl.add_argument("--out", required=True, help="study directory: one run directory per participant")
+    pl.set_defaults(fn=cmd_play)
     return ap
 
 

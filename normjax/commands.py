@@ -270,6 +270,23 @@ def cmd_llm_eval(args) -> int:
     return 0
 
 
+def cmd_play(args) -> int:
+    norms = _norm_list(args.norms)  # before any tracing
+    from normjax.llm.runner import INTERACTION_STEPS
+    from normjax.play.app import serve
+    from normjax.protocol import resolve_norms
+
+    if not 0 <= args.interaction_steps <= INTERACTION_STEPS:
+        raise ValueError(f"--interaction-steps must be in 0..{INTERACTION_STEPS}, got {args.interaction_steps}")
+    try:
+        serve(args.out, resolve_norms(norms), host=args.host, port=args.port, seed=args.seed,
+              interaction_steps=args.interaction_steps)
+    except ImportError as e:  # Flask missing: name the extra
+        print(f"normjax: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def cmd_llm_judge(args) -> int:
     """Exit 0: every belief scored; 1: some judge replies unusable; 3: the endpoint failed."""
     from normjax.llm.client import ClientConfig, EndpointError

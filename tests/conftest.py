@@ -15,7 +15,7 @@ import pytest
 from normjax.cache import atomic_cache_writes
 from normjax.xla_cpu import configure
 
-NEEDS_SLOW_TIER = ("training", "distributed", "notebook", "benchmark", "full_protocol")
+NEEDS_SLOW_TIER = ("training", "distributed", "notebook", "benchmark", "full_protocol", "browser")
 
 _cache = Path(os.environ.get("NORMJAX_TEST_CACHE", Path(__file__).resolve().parents[1] / ".jax_cache"))
 jax.config.update("jax_compilation_cache_dir", str(_cache))

@@ -1,0 +1,6 @@
+"""`normjax play`: a person plays the protocol in the browser, recorded like any other newcomer.
+
+`normjax.play.session`: one participant's protocol run (the human as an external
+agent of the LLM runner, a durable action log, resume); `normjax.play.app`: the
+Flask web app (needs the ``[play]`` extra).  docs/play.md describes a study.
+"""
