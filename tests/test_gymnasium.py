@@ -229,5 +229,5 @@ def test_make_vec_and_seed_lists():
 def test_missing_gymnasium_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "gymnasium", None)
     monkeypatch.delitem(sys.modules, "normjax.wrappers.gymnasium")
-    with pytest.raises(ImportError, match=r'pip install "normjax\[gym\]"'):
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[gym\]"'):
         importlib.import_module("normjax.wrappers.gymnasium")

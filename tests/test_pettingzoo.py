@@ -145,5 +145,5 @@ def test_bad_arguments_are_named():
 def test_missing_pettingzoo_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "pettingzoo", None)
     monkeypatch.delitem(sys.modules, "normjax.wrappers.pettingzoo")
-    with pytest.raises(ImportError, match=r'pip install "normjax\[pettingzoo\]"'):
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[pettingzoo\]"'):
         importlib.import_module("normjax.wrappers.pettingzoo")

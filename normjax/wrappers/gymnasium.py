@@ -53,13 +53,13 @@ from gymnasium import spaces  # noqa: E402
 from normjax import constants as C  # noqa: E402
 from normjax.env.environment import NormGymEnv  # noqa: E402
 from normjax.interop.render import render_frame_jit  # noqa: E402
-from normjax.registration import make, parse_env_id, registered_envs  # noqa: E402
+from normjax.registration import parse_env_id, registered_envs  # noqa: E402
 from normjax.wrappers.actions import check_action  # noqa: E402
 from normjax.wrappers.bounds import observation_box  # noqa: E402
 from normjax.wrappers.core import seed_key  # noqa: E402
-from normjax.wrappers.hostside import PicklableJit, action_mask, refuse_forked_jax, resolve_params  # noqa: E402
+from normjax.wrappers.hostside import (  # noqa: E402
+    RENDER_FPS, PicklableJit, action_mask, check_render_mode, refuse_forked_jax, resolve_env, resolve_params)
 
-RENDER_FPS = 4
 # Horizon of each phase (docs/world.md §9.1), as `phase_params` sets `max_steps`.
 HORIZON = {"interaction": 200, "train": 200, "test": 100}
 
@@ -73,20 +73,6 @@ def compiled_env(capacity: int):
     """
     env = NormGymEnv(capacity=capacity)
     return jax.jit(env.reset), jax.jit(env.step)
-
-
-def resolve_env(env_id, env, overrides) -> NormGymEnv:
-    if env is None:
-        return make(env_id, **overrides) if env_id is not None else make(**overrides)
-    if env_id is not None or overrides:
-        raise TypeError("pass either env=NormGymEnv(...) or an id / overrides, not both")
-    return env
-
-
-def check_render_mode(render_mode):
-    if render_mode not in (None, "rgb_array"):
-        raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-    return render_mode
 
 
 class NormGymGymnasiumEnv(PicklableJit, gymnasium.Env):

@@ -45,8 +45,8 @@ from normjax.world.rare import run_where
 from normjax.wrappers.actions import check_actions
 from normjax.wrappers.bounds import observation_box
 from normjax.wrappers.core import reset_key, seed_key, step_info, world_state
-from normjax.wrappers.gymnasium import RENDER_FPS, check_render_mode, resolve_env
-from normjax.wrappers.hostside import PicklableJit, action_mask, refuse_forked_jax, resolve_params
+from normjax.wrappers.hostside import (
+    RENDER_FPS, PicklableJit, action_mask, check_render_mode, refuse_forked_jax, resolve_env, resolve_params)
 from normjax.wrappers.stats import LogWrapper
 
 EPISODE_KEY = "normjax_episode"

@@ -6,6 +6,7 @@
   `PicklableJit` drops the functions and moves the arrays to NumPy, and rebuilds
   the functions on unpickle (from the per-process cache, so nothing recompiles
   that this process already compiled).
+* `resolve_env`, `check_render_mode`: the constructors' shared argument handling.
 * `resolve_params`: default params with an optional horizon (`max_episode_steps`,
   PettingZoo's `max_cycles`).
 * Fork safety: JAX's runtime does not survive `fork()` (its thread pools are gone
@@ -24,9 +25,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
+from normjax.registration import make
 
 ASYNC_HINT = ('gymnasium.make_vec(id, num_envs, vectorization_mode="async", '
               'vector_kwargs={"context": "forkserver"})  (or "spawn")')
+
+RENDER_FPS = 4
 
 _FORKED_AFTER_JAX = [False]
 
@@ -61,6 +65,21 @@ def action_mask(obs: np.ndarray) -> np.ndarray:
     return (np.asarray(obs)[..., -C.N_ACTIONS:] > 0.5).astype(np.int8)
 
 
+def resolve_env(env_id, env, overrides):
+    """The `NormGymEnv` of an id and overrides, or `env` itself."""
+    if env is None:
+        return make(env_id, **overrides) if env_id is not None else make(**overrides)
+    if env_id is not None or overrides:
+        raise TypeError("pass either env=NormGymEnv(...) or an id / overrides, not both")
+    return env
+
+
+def check_render_mode(render_mode):
+    if render_mode not in (None, "rgb_array"):
+        raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+    return render_mode
+
+
 def resolve_params(env, params, max_episode_steps):
     """The env's default params (or `params`), with the horizon `max_episode_steps` if given."""
     params = env.default_params if params is None else params
@@ -90,4 +109,5 @@ class PicklableJit:
         self._build_jitted()
 
 
-__all__ = ["ASYNC_HINT", "PicklableJit", "action_mask", "refuse_forked_jax", "resolve_params"]
+__all__ = ["ASYNC_HINT", "PicklableJit", "RENDER_FPS", "action_mask", "check_render_mode", "refuse_forked_jax",
+           "resolve_env", "resolve_params"]

@@ -72,9 +72,9 @@ from normjax.world.step import terminated, truncated  # noqa: E402
 from normjax.wrappers.actions import check_action  # noqa: E402
 from normjax.wrappers.bounds import observation_bounds, observation_box  # noqa: E402
 from normjax.wrappers.core import seed_key  # noqa: E402
-from normjax.wrappers.hostside import PicklableJit, action_mask, refuse_forked_jax, resolve_params  # noqa: E402
+from normjax.wrappers.hostside import (  # noqa: E402
+    RENDER_FPS, PicklableJit, action_mask, check_render_mode, refuse_forked_jax, resolve_params)
 
-RENDER_FPS = 4
 
 
 @functools.lru_cache(maxsize=None)
@@ -126,8 +126,7 @@ class NormGymParallelEnv(PicklableJit, pettingzoo.ParallelEnv):
         slots = tuple(int(s) for s in controlled)
         if not slots or len(set(slots)) != len(slots) or not all(0 <= s < env.capacity for s in slots):
             raise ValueError(f"controlled must be distinct slots in 0..{env.capacity - 1}, got {controlled!r}")
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        check_render_mode(render_mode)
         self.env = env
         self.slots = tuple(sorted(slots))
         params = resolve_params(env, params, max_cycles)
