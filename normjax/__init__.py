@@ -9,7 +9,9 @@ world are written down in docs/world.md.
 
 `normjax.make` is `normjax.registration.make`: it takes an environment id
 (`normjax.registered_envs`, e.g. "NormGym-cafe-clockwise_circulation-train-v0") or
-the keyword arguments of `normjax.env.make`.  Pure-JAX wrappers (auto-reset,
+the keyword arguments of `normjax.env.make`; with `return_params=True` it returns
+`(env, env.default_params)`, the gymnax / XLand-MiniGrid idiom (gymnax's own
+wrappers want `normjax.wrappers.gymnax.make`).  Pure-JAX wrappers (auto-reset,
 episode statistics, flat or dict observations) live in `normjax.wrappers`.
 """
 
@@ -29,7 +31,7 @@ _LAZY = {
     "LAYOUTS": "normjax.layouts", "LayoutError": "normjax.layouts", "get_layout": "normjax.layouts",
     "load_layout": "normjax.layouts",
     "NORMS": "normjax.norms", "get_norm": "normjax.norms", "norm_id": "normjax.norms",
-    "env_id": "normjax.registration", "make": "normjax.registration", "registered_envs": "normjax.registration",
+    "env_id": "normjax.registration", "registered_envs": "normjax.registration",
     "Observation": "normjax.world.observation", "obs_size": "normjax.world.observation",
     "observe": "normjax.world.observation",
     "WorldConfig": "normjax.world.state", "WorldParams": "normjax.world.state", "WorldState": "normjax.world.state",
@@ -37,6 +39,30 @@ _LAZY = {
     "StepInfo": "normjax.world.step", "reset_world": "normjax.world.step", "step_world": "normjax.world.step",
     "configure": "normjax.xla_cpu", "configured": "normjax.xla_cpu",
 }
+
+
+def make(*args, return_params: bool = False, **kwargs):
+    """`normjax.registration.make`; `return_params=True` gives `(env, env.default_params)`."""
+    from normjax.registration import make as _make
+
+    env = _make(*args, **kwargs)
+    return (env, env.default_params) if return_params else env
+
+
+def enable_compilation_cache(path=None):
+    """Keep this process's compiled programs on disk (JAX's persistent compilation cache).
+
+    Off by default in the library (the `normjax` commands turn it on).  Call it once,
+    before the first environment compiles; every later compilation in the process
+    (the pure JAX env, the Gymnasium, PettingZoo and gymnax adapters, training) then
+    loads a program compiled by an earlier process instead of compiling it again.
+    `path` defaults as for the commands: `NORMJAX_CACHE_DIR`, else
+    `$XDG_CACHE_HOME/normjax/jax` (`~/.cache/normjax/jax`).  Returns the directory
+    (None, and the cache off, where `NORMJAX_NO_CACHE` is set and no `path` given).
+    """
+    from normjax.cache import configure_cache
+
+    return configure_cache(None if path is None else str(path))
 
 
 def __getattr__(name):
@@ -65,6 +91,7 @@ __all__ = [
     "WorldState",
     "configure",
     "configured",
+    "enable_compilation_cache",
     "env_id",
     "env_step",
     "get_layout",

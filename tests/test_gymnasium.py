@@ -51,7 +51,7 @@ def test_every_id_is_registered_without_building_anything():
     spec = gymnasium.spec(ID)
     assert spec.entry_point == "normjax.wrappers.gymnasium:NormGymGymnasiumEnv"
     assert spec.vector_entry_point == "normjax.wrappers.gymnasium:NormGymVectorEnv"
-    assert spec.kwargs == {"env_id": ID} and spec.max_episode_steps is None
+    assert spec.kwargs == {"env_id": ID} and spec.max_episode_steps == 100  # the test horizon
     env = gymnasium.make("NormGym-bank-none-train-v0", capacity=6)
     assert env.unwrapped.env == normjax.make("NormGym-bank-none-train-v0", capacity=6)
     assert env.observation_space.shape == (553,) and env.action_space.n == 5
@@ -151,7 +151,7 @@ def _reference_rollout(seed, actions, params):
 
 
 def test_vector_env_equals_the_jitted_env():
-    venv = NormGymVectorEnv(ID, num_envs=N, params=BATCHED)
+    venv = NormGymVectorEnv(ID, num_envs=N, params=BATCHED, autoreset_mode="same-step")
     assert venv.metadata["autoreset_mode"] == gymnasium.vector.AutoresetMode.SAME_STEP
     assert venv.observation_space.shape == (N, 585) and venv.single_action_space.n == 5
     actions = np.random.default_rng(0).integers(0, 5, size=(9, N))
@@ -168,17 +168,46 @@ def test_vector_env_equals_the_jitted_env():
             ret[i] += r_rew
             length[i] += 1
             done = r_term or r_trunc
-            assert info["_final_obs"][i] == done and info["_episode"][i] == done
+            assert info["_final_obs"][i] == done and info["_normjax_episode"][i] == done
             np.testing.assert_array_equal(info["final_obs"][i], r_final)
             if done:
-                assert info["episode"]["r"][i] == pytest.approx(ret[i], abs=1e-4)
-                assert info["episode"]["l"][i] == length[i]
+                assert info["normjax_episode"]["r"][i] == pytest.approx(ret[i], abs=1e-4)
+                assert info["normjax_episode"]["l"][i] == length[i]
                 ret[i], length[i], ended[i] = 0.0, 0, True
         assert obs in venv.observation_space
     assert ended.all()
     frames = NormGymVectorEnv(ID, num_envs=N, params=BATCHED, render_mode="rgb_array")
     frames.reset(seed=0)
     assert len(frames.render()) == N
+
+
+def test_next_step_mode_restarts_on_the_following_call():
+    """NEXT_STEP (the default): the ending step returns the episode's last observation;
+    the next call restarts that env with NormGymEnv.reset(k) of its own chain key and
+    ignores its action (reward 0, flags False).  Same compiled program as SAME_STEP."""
+    venv = NormGymVectorEnv(ID, num_envs=N, params=BATCHED)
+    assert venv.autoreset_mode == gymnasium.vector.AutoresetMode.NEXT_STEP
+    obs, _ = venv.reset(seed=11)
+    chains = list(jax.random.split(jax.random.PRNGKey(11), N))
+    states = []
+    for i in range(N):
+        chains[i], k = jax.random.split(chains[i])
+        states.append(REF_RESET(k, _row(BATCHED, i))[1])
+    pending = np.zeros(N, bool)
+    for _ in range(7):  # horizons 5, 3, 4: each env ends and restarts
+        obs, rew, term, trunc, info = venv.step(np.full(N, 4))
+        for i in range(N):
+            chains[i], k = jax.random.split(chains[i])
+            if pending[i]:
+                r_obs, states[i] = REF_RESET(k, _row(BATCHED, i))
+                assert (rew[i], term[i], trunc[i], info["_exited"][i]) == (0.0, False, False, False)
+            else:
+                r_obs, states[i], r, te, tr, _ = REF_STEP(k, states[i], np.int32(4), _row(BATCHED, i))
+                assert (float(rew[i]), bool(term[i]), bool(trunc[i])) == (float(r), bool(te), bool(tr))
+            np.testing.assert_array_equal(obs[i], r_obs)
+        assert "final_obs" not in info and "episode" not in info
+        pending = term | trunc
+    assert info["action_mask"].dtype == np.int8
 
 
 def test_make_vec_and_seed_lists():
@@ -191,12 +220,14 @@ def test_make_vec_and_seed_lists():
     np.testing.assert_array_equal(a[1], REF_RESET(chain, _row(BATCHED, 1))[0])
     with pytest.raises(ValueError, match="3 rows"):
         NormGymVectorEnv(ID, num_envs=4, params=BATCHED)
-    with pytest.raises(ValueError, match="actions must be 3 ints"):
+    with pytest.raises(TypeError, match="actions must be 3 values"):
         venv.step(np.zeros(2, int))
+    with pytest.raises(ValueError, match="got 5 at index 2"):
+        venv.step(np.array([0, 1, 5]))
 
 
 def test_missing_gymnasium_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "gymnasium", None)
     monkeypatch.delitem(sys.modules, "normjax.wrappers.gymnasium")
-    with pytest.raises(ImportError, match=r'pip install "normjax\[gym\]"'):
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[gym\]"'):
         importlib.import_module("normjax.wrappers.gymnasium")

@@ -8,6 +8,7 @@ import importlib
 import sys
 
 import jax
+import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test
 
@@ -30,6 +31,10 @@ def test_parallel_api_test_passes():
     assert set(obs) == set(infos) == set(env.agents) == set(env.possible_agents)
     assert all(o.shape == (585,) and o in env.observation_space(a) for a, o in obs.items())
     assert env.action_space("agent_3").n == 5
+    assert infos["agent_0"]["action_mask"].dtype == np.int8 and infos["agent_0"]["action_mask"][4] == 1
+    state = env.state()  # the global observation: every slot's own observation
+    assert state.shape == (10 * 585,) and state in env.state_space
+    np.testing.assert_array_equal(state.reshape(10, 585)[9], obs["agent_9"])
 
 
 def test_controlled_slots_are_always_in_use():
@@ -104,9 +109,10 @@ def test_a_departed_background_slot_returns_to_the_community():
 
 
 def test_truncation_at_the_horizon():
-    params = phase_params("train", layout_id("bank"), norm_id("move1_wait1"), max_steps=5)
+    params = phase_params("train", layout_id("bank"), norm_id("move1_wait1"), max_steps=9)
     env = parallel_env(layout="bank", norm="move1_wait1", controlled=(0, 2), params=params,
-                       render_mode="rgb_array")
+                       render_mode="rgb_array", max_cycles=5)  # max_cycles overrides the params' horizon
+    assert env.max_cycles == 5
     env.reset(seed=4)
     for t in range(5):
         live = list(env.agents)
@@ -139,5 +145,5 @@ def test_bad_arguments_are_named():
 def test_missing_pettingzoo_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "pettingzoo", None)
     monkeypatch.delitem(sys.modules, "normjax.wrappers.pettingzoo")
-    with pytest.raises(ImportError, match=r'pip install "normjax\[pettingzoo\]"'):
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[pettingzoo\]"'):
         importlib.import_module("normjax.wrappers.pettingzoo")

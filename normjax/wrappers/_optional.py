@@ -16,6 +16,6 @@ def require(module: str, extra: str, needed_by: str):
         return importlib.import_module(module)
     except ImportError as err:
         raise ImportError(
-            f"{needed_by} needs the '{module}' package, which is not installed; "
-            f'install it with: pip install "normjax[{extra}]"'
+            f"{needed_by} needs the '{module}' package, which is not installed; install it "
+            f'from a normjax checkout with: pip install -e ".[{extra}]"'
         ) from err

@@ -13,12 +13,23 @@ environment step is composed.  The other slots keep their scripted roles (docs/w
 Semantics (PettingZoo's parallel API):
 
 * observations: `observe(state, params, slot=i).flat()`, the DQN vector of
-  docs/world.md §10 seen from slot i (same `Box(-1, 1)` space as the newcomer's);
+  docs/world.md §10 seen from slot i (the newcomer's `Box`, with the true bounds of
+  `normjax.wrappers.bounds`); `state()` is the global observation: every slot's
+  observation, [K * obs_size] in slot order (`state_space`);
+* actions: checked by `normjax.wrappers.actions.check_action`; `infos[a]["action_mask"]`
+  is the physical mask as int8;
+* `max_cycles=n` sets the horizon (`params.max_steps`, default the phase's);
 * an agent is terminated on the step its slot's agent exits, and leaves
   `env.agents`; its slot then returns to the scripted community (turnover refills
   background slots, and slot 0 when the phase replaces the newcomer);
-* all remaining agents are truncated at the horizon (`max_steps`), and when a test
+* all remaining agents are truncated at the horizon (`max_cycles`), and when a test
   episode ends because the newcomer (slot 0) exited;
+* one episode per id, but not one episode per agent: the world's episode is the
+  Gymnasium adapter's (the horizon, or the test newcomer's exit), while a PettingZoo
+  agent's episode ends earlier when its own slot's agent exits.  With
+  `controlled=(0,)` in a train or interaction phase, agent_0 is terminated when the
+  first newcomer exits, where `gymnasium.make` on the same id keeps stepping its
+  replacements until the horizon (docs/wrappers.md, "One episode per id");
 * controlled slots are always in use: `min_agents` is raised to the largest
   controlled slot + 1 (docs/world.md §2.1 draws m agents from min_agents..K), so an
   agent may be pending (not yet entered; its actions are forced WAITs) for the few
@@ -30,6 +41,10 @@ Keys: as in `normjax.wrappers.gymnasium`: `reset(seed=s)` starts the chain
 c = seed_key(s) (PRNGKey(s) for s < 2**32); every reset and step splits
 (c, k) = split(c); a step splits k into the community and world keys exactly as
 `NormGymEnv.step` does.
+
+`env(...)` is the same world as a PettingZoo AEC env (`parallel_to_aec`).  Adapters
+pickle (the jitted functions are rebuilt on unpickle) and refuse to run in a process
+forked after JAX started (`normjax.wrappers.hostside`).
 """
 
 from __future__ import annotations
@@ -54,9 +69,12 @@ from normjax.interop.render import render_frame_jit  # noqa: E402
 from normjax.registration import make  # noqa: E402
 from normjax.world.observation import observe  # noqa: E402
 from normjax.world.step import terminated, truncated  # noqa: E402
+from normjax.wrappers.actions import check_action  # noqa: E402
+from normjax.wrappers.bounds import observation_bounds, observation_box  # noqa: E402
 from normjax.wrappers.core import seed_key  # noqa: E402
+from normjax.wrappers.hostside import (  # noqa: E402
+    RENDER_FPS, PicklableJit, action_mask, check_render_mode, refuse_forked_jax, resolve_params)
 
-RENDER_FPS = 4
 
 
 @functools.lru_cache(maxsize=None)
@@ -95,22 +113,24 @@ def _agent_name(slot: int) -> str:
     return f"agent_{slot}"
 
 
-class NormGymParallelEnv(pettingzoo.ParallelEnv):
+class NormGymParallelEnv(PicklableJit, pettingzoo.ParallelEnv):
     """A NormGym world with `controlled` slots driven by the caller (see module doc)."""
 
     metadata = {"name": "normgym_v0", "render_modes": ["rgb_array"], "render_fps": RENDER_FPS,
                 "is_parallelizable": True}
+    _JITTED = ("_reset_fn", "_step_fn")
 
     def __init__(self, env: NormGymEnv, controlled=(0,), params=None,
-                 render_mode: str | None = None, cell_px: int = 32):
+                 render_mode: str | None = None, cell_px: int = 32, max_cycles: int | None = None):
+        refuse_forked_jax(type(self).__name__)
         slots = tuple(int(s) for s in controlled)
         if not slots or len(set(slots)) != len(slots) or not all(0 <= s < env.capacity for s in slots):
             raise ValueError(f"controlled must be distinct slots in 0..{env.capacity - 1}, got {controlled!r}")
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        check_render_mode(render_mode)
         self.env = env
         self.slots = tuple(sorted(slots))
-        params = env.default_params if params is None else params
+        params = resolve_params(env, params, max_cycles)
+        self.max_cycles = int(params.max_steps)
         self.params = params.replace(
             min_agents=jnp.maximum(params.min_agents, max(self.slots) + 1).astype(jnp.int32))
         self.render_mode = render_mode
@@ -118,19 +138,31 @@ class NormGymParallelEnv(pettingzoo.ParallelEnv):
         self.possible_agents = [_agent_name(s) for s in self.slots]
         self.agents = []
         self._slot_of = dict(zip(self.possible_agents, self.slots))
-        box = spaces.Box(-1.0, 1.0, (env.obs_size,), np.float32)
+        box = observation_box(env.capacity)
+        low, high = observation_bounds(env.capacity)
+        self.state_space = spaces.Box(np.tile(low, env.capacity), np.tile(high, env.capacity), dtype=np.float32)
         # PettingZoo asks for the same space object on every call.
         self._obs_spaces = {a: box for a in self.possible_agents}
         self._act_spaces = {a: spaces.Discrete(C.N_ACTIONS) for a in self.possible_agents}
-        self._reset_fn, self._step_fn = compiled_parallel(env.capacity)
+        self._build_jitted()
         self._chain = None
         self._state = None
+        self._all_obs = None
+
+    def _build_jitted(self):
+        self._reset_fn, self._step_fn = compiled_parallel(self.env.capacity)
 
     def observation_space(self, agent):
         return self._obs_spaces[agent]
 
     def action_space(self, agent):
         return self._act_spaces[agent]
+
+    def state(self) -> np.ndarray:
+        """The global observation: every slot's observation in slot order, [K * obs_size]."""
+        if self._all_obs is None:
+            raise RuntimeError("call reset() before state()")
+        return self._all_obs.reshape(-1).copy()
 
     @property
     def world_state(self):
@@ -148,9 +180,10 @@ class NormGymParallelEnv(pettingzoo.ParallelEnv):
             self._chain = seed_key(np.random.default_rng().integers(2**32))
         self._state, obs = self._reset_fn(self._next_key(), self.params)
         obs, active = jax.device_get((obs, self._state.agents.active))
+        self._all_obs = np.array(obs)
         self.agents = list(self.possible_agents)
         observations = {a: np.array(obs[s]) for a, s in self._slot_of.items()}
-        infos = {a: {"active": bool(active[s]), "action_mask": observations[a][-C.N_ACTIONS:] > 0.5}
+        infos = {a: {"active": bool(active[s]), "action_mask": action_mask(observations[a])}
                  for a, s in self._slot_of.items()}
         return observations, infos
 
@@ -168,13 +201,12 @@ class NormGymParallelEnv(pettingzoo.ParallelEnv):
         joint = np.full(self.env.capacity, C.WAIT, np.int32)
         control = np.zeros(self.env.capacity, bool)
         for a in live:
-            if not self._act_spaces[a].contains(actions[a]):
-                raise ValueError(f"action of {a} must be an int in 0..{C.N_ACTIONS - 1}, got {actions[a]!r}")
-            joint[self._slot_of[a]] = int(actions[a])
+            joint[self._slot_of[a]] = check_action(actions[a], what=f"action of {a}")
             control[self._slot_of[a]] = True
         self._state, obs, per_agent, over = self._step_fn(
             self._next_key(), self._state, jnp.asarray(joint), jnp.asarray(control), self.params)
         obs, per_agent, over = jax.device_get((obs, per_agent, over))
+        self._all_obs = np.array(obs)
         observations, rewards, terms, truncs, infos = {}, {}, {}, {}, {}
         for a in live:
             i = self._slot_of[a]
@@ -184,7 +216,7 @@ class NormGymParallelEnv(pettingzoo.ParallelEnv):
             truncs[a] = bool(over) and not terms[a]
             infos[a] = {key: per_agent[key][i].item() for key in
                         ("sanctioned", "collided", "goals_completed", "active")}
-            infos[a]["action_mask"] = observations[a][-C.N_ACTIONS:] > 0.5
+            infos[a]["action_mask"] = action_mask(observations[a])
         self.agents = [a for a in live if not (terms[a] or truncs[a])]
         return observations, rewards, terms, truncs, infos
 
@@ -201,7 +233,8 @@ class NormGymParallelEnv(pettingzoo.ParallelEnv):
 
 
 def parallel_env(env_id: str | None = None, *, controlled=(0,), params=None,
-                 render_mode: str | None = None, cell_px: int = 32, **fields) -> NormGymParallelEnv:
+                 render_mode: str | None = None, cell_px: int = 32, max_cycles: int | None = None,
+                 **fields) -> NormGymParallelEnv:
     """A `pettingzoo.ParallelEnv` of a NormGym world with `controlled` slots as agents.
 
     The world comes from an id and/or `NormGymEnv` fields (layout, norm, phase,
@@ -209,7 +242,14 @@ def parallel_env(env_id: str | None = None, *, controlled=(0,), params=None,
     """
     env = make(env_id, **fields) if env_id is not None else make(**fields)
     return NormGymParallelEnv(env, controlled=controlled, params=params,
-                              render_mode=render_mode, cell_px=cell_px)
+                              render_mode=render_mode, cell_px=cell_px, max_cycles=max_cycles)
 
 
-__all__ = ["NormGymParallelEnv", "compiled_parallel", "parallel_env"]
+def env(env_id: str | None = None, **kwargs):
+    """The same world as a PettingZoo AEC env (`parallel_to_aec(parallel_env(...))`)."""
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    return parallel_to_aec(parallel_env(env_id, **kwargs))
+
+
+__all__ = ["NormGymParallelEnv", "compiled_parallel", "env", "parallel_env"]

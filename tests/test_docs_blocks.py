@@ -1,0 +1,45 @@
+"""Every ```python block of the docs runs as written, each in a fresh interpreter (slow tier).
+
+`python_blocks(paths)` takes a list of files, so README.md can join `DOC_FILES` once
+it is rewritten.  Blocks that run the whole test protocol are `full_protocol`.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DOC_FILES = sorted((REPO / "docs").glob("*.md"))  # README.md joins once it is rewritten
+# Blocks that run the whole test protocol go with the protocol's own tier.
+HEAVY_DOCS = {"observer.md": pytest.mark.full_protocol}
+
+
+def python_blocks(paths):
+    """(file name, block number, code) of every ```python block in `paths`."""
+    out = []
+    for path in paths:
+        blocks = re.findall(r"^```python\n(.*?)^```", Path(path).read_text(), flags=re.S | re.M)
+        out += [(Path(path).name, i, code) for i, code in enumerate(blocks)]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name, index, code",
+    [pytest.param(*b, id=f"{b[0]}-{b[1]}", marks=HEAVY_DOCS.get(b[0], ())) for b in python_blocks(DOC_FILES)])
+def test_docs_code_block_runs_on_its_own(name, index, code, tmp_path):
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, f"{name} block {index} failed:\n{code}\n{out.stderr[-3000:]}"
+
+
+def test_the_block_extractor_finds_every_block(tmp_path):
+    doc = tmp_path / "a.md"
+    doc.write_text("text\n```python\nx = 1\n```\n```bash\nls\n```\n```python\ny = 2\nprint(y)\n```\n")
+    assert python_blocks([doc]) == [("a.md", 0, "x = 1\n"), ("a.md", 1, "y = 2\nprint(y)\n")]
+    assert len(python_blocks([REPO / "docs" / "wrappers.md"])) == 7
+
+
