@@ -26,7 +26,7 @@ keys the same way.
 key: the caller chooses the action, so the env splits its key in two,
 ``k_comm, k_world = split(key)``, and uses the default community.  It equals
 `episode_step(StepKeys(k_comm, k_comm, k_world), start_episode(state), params,
-fixed_action(action))` (tested, tests/test_episode_step.py); a protocol step
+fixed_action(action))` (tested, tests/test_env_jit.py); a protocol step
 with key k is `episode_step(k, ...)` with the scenario community.
 """
 
