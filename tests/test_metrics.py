@@ -123,7 +123,7 @@ def test_community_totals_count_exited_and_present_agents():
 
 def test_summarize_uses_involvement_and_every_community_agent():
     eps = [dict(norm_id=0, norm="forbidden_zone_q", family="spatial", condition="seen", layout="cafe",
-                episode=i, seed=i, group=0) for i in range(3)]
+                layout_id=0, episode=i, seed=i, group=0) for i in range(3)]
     raw = dict(goals=np.asarray([2, 2, 0]), sanctions=np.zeros(3, int), collisions=np.asarray([0, 1, 0]),
                involved=np.asarray([2, 1, 0]), path_length=np.asarray([10, 20, 100]),
                finished=np.asarray([True, True, False]), t_end=np.asarray([10, 20, 100]),
