@@ -164,7 +164,9 @@ def cmd_evaluate(args) -> int:
     else:
         policy = STATE_POLICIES[check_policy_name(args.policy)]
     timing: dict = {}
-    result = evaluate(policy, norms=norms, seed=args.seed, capacity=args.capacity, timing=timing, **distractor)
+    key = json.dumps(dict(policy=args.policy, capacity=args.capacity, **extra, **distractor), sort_keys=True)
+    result = evaluate(policy, norms=norms, seed=args.seed, capacity=args.capacity, timing=timing,
+                      program_key=key, **distractor)
     result["meta"] = dict(policy=args.policy, seed=args.seed, capacity=args.capacity,
                           norms=norms, **extra, **distractor, **{k: round(v, 3) if isinstance(v, float) else v
                                                    for k, v in timing.items()})

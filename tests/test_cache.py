@@ -137,6 +137,18 @@ def test_repeated_export_loads_whole_programs(tmp_path):
     assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
 
 
+def test_repeated_evaluate_loads_whole_programs(tmp_path):
+    """A second identical `normjax evaluate` loads its protocol program whole and gives the same rows."""
+    cmd = ["evaluate", "--policy", "random", "--norms", "bend_right_1", "--capacity", "6",
+           "--cache-dir", str(tmp_path / "c")]
+    first = _stats(_start(tmp_path, [*cmd, "--out", str(tmp_path / "one.json")]))
+    assert first["executable_stores"] == 1 and first["executable_loads"] == 0
+    second = _stats(_start(tmp_path, [*cmd, "--out", str(tmp_path / "two.json")]))
+    assert second["executable_loads"] == 1 and second["executable_stores"] == 0 and second["writes"] == 0
+    one, two = (json.loads((tmp_path / f).read_text()) for f in ("one.json", "two.json"))
+    assert {k: v for k, v in one.items() if k != "meta"} == {k: v for k, v in two.items() if k != "meta"}
+
+
 def _run_export(tmp_path, out, *flags):
     cmd = ["export", "--norm", "bend_right_1", "--phase", "seen", "--seed", "4", "--policy", "random",
            "--steps", "10", "--out", str(tmp_path / out), *flags]

@@ -290,7 +290,7 @@ def summarize(episodes: list[dict], raw: dict[str, np.ndarray]) -> dict:
 
 
 def evaluate(policy: Callable, norms=None, seed: int = 0, capacity: int = 10, timing: dict | None = None,
-             distractor: str | None = None, distractor_share: float = 0.0) -> dict:
+             distractor: str | None = None, distractor_share: float = 0.0, program_key: str | None = None) -> dict:
     """Run the protocol for `policy` on `norms` (names or ids; None = all 50),
     with optional distractor habits (module doc; validated before tracing).
 
@@ -299,7 +299,10 @@ def evaluate(policy: Callable, norms=None, seed: int = 0, capacity: int = 10, ti
     task and collision_rate).  If `timing` is a dict, it receives
     `compile_s` and `run_s` (wall time of the run after compilation; for a
     `StatefulPolicy` both include its `prepare` program, e.g. the interaction
-    phases).
+    phases).  `program_key` names the policy across processes (e.g. its command-line
+    name and settings): with it, the compiled programs go through the executable cache
+    (`normjax.cache.compiled`), so a repeated command loads them instead of tracing
+    and compiling; without it they are compiled here.
     """
     ids = resolve_norms(norms)
     episodes = test_episodes(ids, seed)
@@ -309,14 +312,14 @@ def evaluate(policy: Callable, norms=None, seed: int = 0, capacity: int = 10, ti
         pkeys = jnp.stack([jax.random.PRNGKey(base_seed(n, seed)) for n in ids])
         pargs = (pkeys, jnp.asarray(ids, jnp.int32))
         t0 = time.perf_counter()
-        prep = _compiled_prepare(policy.prepare, capacity).lower(*pargs).compile()
+        prep = _build("evaluate-prepare", _compiled_prepare(policy.prepare, capacity), pargs, program_key)
         t1 = time.perf_counter()
         states = jax.block_until_ready(prep(*pargs))
         prep_compile, prep_run = t1 - t0, time.perf_counter() - t1
         args += (_episode_states(states, ids, episodes),)
     fn = _compiled(policy, capacity, on)
     t0 = time.perf_counter()
-    compiled = fn.lower(*args).compile()
+    compiled = _build("evaluate", fn, args, program_key)
     t1 = time.perf_counter()
     out = jax.block_until_ready(compiled(*args))
     t2 = time.perf_counter()
@@ -324,6 +327,15 @@ def evaluate(policy: Callable, norms=None, seed: int = 0, capacity: int = 10, ti
         timing.update(compile_s=prep_compile + t1 - t0, run_s=prep_run + t2 - t1, n_episodes=len(episodes))
     raw = {k: np.asarray(v) for k, v in out.items()}
     return summarize(episodes, raw)
+
+
+def _build(name: str, jitted, args: tuple, program_key: str | None):
+    """`jitted` compiled for `args`: through the executable cache when the program has a key."""
+    if program_key is None:
+        return jitted.lower(*args).compile()
+    from normjax.cache import compiled
+
+    return compiled(name, jitted, args, static_key=program_key)
 
 
 def _fmt(v):
