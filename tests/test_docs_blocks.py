@@ -1,7 +1,5 @@
-"""Every ```python block of the docs runs as written, each in a fresh interpreter (slow tier).
-
-`python_blocks(paths)` takes a list of files, so README.md can join `DOC_FILES` once
-it is rewritten.  Blocks that run the whole test protocol are `full_protocol`.
+"""Every ```python block of README.md and docs/ runs as written, each in a fresh interpreter
+(slow tier).  Blocks that run the whole test protocol are `full_protocol`.
 """
 
 import re
@@ -12,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-DOC_FILES = sorted((REPO / "docs").glob("*.md"))  # README.md joins once it is rewritten
+DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # Blocks that run the whole test protocol go with the protocol's own tier.
 HEAVY_DOCS = {"observer.md": pytest.mark.full_protocol}
 
