@@ -4,6 +4,8 @@ A tiny command (`normjax rollout --steps 2`) runs in fresh subprocesses: the
 first run writes cache entries, the second identical run loads every program
 from them (JAX's own cache-hit events, counted by `normjax.cache.cache_stats`)
 and writes nothing; `--no-cache` / `NORMJAX_NO_CACHE=1` leave the directory empty.
+The tests that start fresh processes are in the slow tier; the default tier tests the
+cache's logic in this process (precedence, executable keys and reloads, whole writes).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ def test_every_command_takes_cache_flags():
     assert ap.parse_args(["train", "--config", "c", "--no-cache"]).no_cache
 
 
+@pytest.mark.slow  # two fresh `normjax` processes (slow tier); the cache logic is tested in process here too
 def test_second_run_loads_from_cache_and_no_cache_writes_nothing(tmp_path):
     """`--no-cache` wins over `--cache-dir` (NORMJAX_NO_CACHE takes the same path: test_resolve_precedence).
 
@@ -127,6 +130,7 @@ def test_executable_cache_keys_and_reloads(tmp_path, monkeypatch):
         assert cache.compiled("t", f, (arr,), {"n": n}, f"n={n}")(arr).shape == arr.shape
 
 
+@pytest.mark.slow  # two fresh `normjax` processes (slow tier); the cache logic is tested in process here too
 def test_repeated_export_loads_whole_programs(tmp_path):
     """A second identical `normjax export` loads its start and scan programs whole (no tracing)."""
     args = ["--cache-dir", str(tmp_path / "c")]
@@ -137,6 +141,7 @@ def test_repeated_export_loads_whole_programs(tmp_path):
     assert (tmp_path / "one.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
 
 
+@pytest.mark.slow  # two fresh `normjax` processes (slow tier); the cache logic is tested in process here too
 def test_repeated_evaluate_loads_whole_programs(tmp_path):
     """A second identical `normjax evaluate` loads its protocol program whole and gives the same rows."""
     cmd = ["evaluate", "--policy", "random", "--norms", "bend_right_1", "--capacity", "6",
