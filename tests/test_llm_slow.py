@@ -88,7 +88,7 @@ def test_all_norms_through_the_fake_server(tmp_path):
     out = tmp_path / "full"
 
     async def main(url):
-        cfg = ClientConfig(base_url=url, model="fake", timeout=5.0, max_retries=2, backoff=0.01, concurrency=128)
+        cfg = ClientConfig(base_url=url, model="fake", timeout=60.0, max_retries=2, backoff=0.01, concurrency=128)
         async with ChatClient(cfg) as client:
             return await run_protocol_async(LLMAgent(client, text_only=True), None, out=out,
                                             settings=dict(model="fake", text_only=True))

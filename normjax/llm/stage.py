@@ -315,9 +315,11 @@ class Stage:
         actions[rows] = [C.WAIT if ready[r] is None else ready[r].action for r in rows.tolist()]
         t = self.tstep[rows]
         prev = np.stack([self.obs[k][r] for r, k in zip(rows.tolist(), t.tolist())])
-        out = batch.advance(jax.device_put(self._keys(0)), jax.device_put(self._keys(1)), states, done, waits,
-                            jax.device_put(actions), params, intents=self.wants_intents, imit=self.imit,
-                            go=jax.device_put(go))
+        # Dispatched from a thread: the first call of a stage compiles (seconds), and other
+        # episodes' requests are in flight meanwhile; a blocked event loop would time them out.
+        out = await asyncio.to_thread(
+            batch.advance, jax.device_put(self._keys(0)), jax.device_put(self._keys(1)), states, done, waits,
+            jax.device_put(actions), params, intents=self.wants_intents, imit=self.imit, go=jax.device_put(go))
         states, done, waits, info, packed = out[:5]
         if self.imit is not None:
             self.imit = out[5]
