@@ -36,7 +36,7 @@ from normjax.cli_names import (  # noqa: F401 (re-exported)
 )
 from normjax.commands import (  # noqa: F401 (_norm_list re-exported)
     _norm_list, cmd_evaluate, cmd_export, cmd_identify, cmd_llm_beliefs, cmd_llm_eval, cmd_llm_judge, cmd_render,
-    cmd_play, cmd_report, cmd_rollout, cmd_train,
+    cmd_final_test, cmd_play, cmd_report, cmd_rollout, cmd_train,
 )
 
 
@@ -152,6 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--markdown", action="store_true",
                     help="only the final tests as markdown tables, pooled over the directories (chunks of one run)")
     rp.set_defaults(fn=cmd_report)
+
+    ft = sub.add_parser("final-test", parents=cache,
+                        help="re-run a finished training run's final tests from its final_params.npz (e.g. on new scenarios)")
+    ft.add_argument("run_dir", nargs="+", help="run directories holding final_params.npz and config.json")
+    ft.set_defaults(fn=cmd_final_test)
 
     e = sub.add_parser("evaluate", parents=cache + distract, help="run the test protocol (3 seen + 3 unseen episodes per norm)")
     e.add_argument("--policy", required=True, choices=POLICY_NAMES + OBSERVER_NAMES,

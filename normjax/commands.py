@@ -148,6 +148,17 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_final_test(args) -> int:
+    from train.report import report
+    from train.run import final_tests_from_params
+
+    for run_dir in args.run_dir:
+        final_tests_from_params(run_dir)
+        print(f"wrote {Path(run_dir) / 'results.json'}")
+    print(report(args.run_dir))
+    return 0
+
+
 def cmd_evaluate(args) -> int:
     norms = _norm_list(args.norms)  # before any tracing
     distractor = _distractor(args)
