@@ -195,7 +195,8 @@ async def _pipelined(agent, inter_todo, inter, tests_todo, interaction_steps, st
     pending = {}
     for e in tests_todo:
         pending.setdefault(e.spec["norm_id"], []).append(e)
-    started, stages, span = [], [], []
+    started, stages, span, done_per_stage = [], [], [], {}
+    progress = stage_args[4]
 
     def start_tests(norm_id: int) -> None:
         eps = pending.pop(norm_id, [])
@@ -203,7 +204,10 @@ async def _pipelined(agent, inter_todo, inter, tests_todo, interaction_steps, st
             if not span:
                 span.extend((time.perf_counter(), time.process_time()))
             _freeze_beliefs(eps, inter)
-            stage = Stage(agent, eps, TEST_STEPS, TEST_STEPS, *stage_args)
+            args = list(stage_args)
+            if progress is not None:  # one count over all norms' test stages
+                args[4] = _counted(progress, len(tests_todo), done_per_stage, len(stages))
+            stage = Stage(agent, eps, TEST_STEPS, TEST_STEPS, *args)
             stages.append(stage)
             started.append(asyncio.ensure_future(stage.run()))
 
@@ -228,6 +232,16 @@ async def _pipelined(agent, inter_todo, inter, tests_todo, interaction_steps, st
         timing["test"] = {k: round(sum(st.timing[k] for st in stages), 4) for k in stages[0].timing}
         timing["test"].update(wall_s=time.perf_counter() - span[0], cpu_s=time.process_time() - span[1],
                               stages=len(stages))
+
+
+def _counted(progress: Callable, total: int, done_per_stage: dict, stage: int) -> Callable:
+    """A stage's progress callback reporting the episodes done over all test stages of the run."""
+
+    def report(phase, t, steps, _total, done, asked):
+        done_per_stage[stage] = done
+        progress(phase, t, steps, total, sum(done_per_stage.values()), asked)
+
+    return report
 
 
 def run_protocol(agent, norms=None, **kwargs) -> dict:
