@@ -3,11 +3,13 @@
 The app runs a study (``--assign 1``) in a thread on a free local port;
 headless Chromium (/usr/bin/chromium with the system chromedriver; never a
 downloaded browser) opens the participant's page, reads the consent page and
-clicks "I agree" (recorded before any step), then on the play page types a belief, sets the confidence, presses arrow keys
-and space, reloads mid-interaction and goes on, and the test checks the log:
-every key press once, in order, none lost or repeated by the reload, with
-the typed belief.  A screenshot is written to docs/play_page.png when
-NORMJAX_PLAY_SCREENSHOT is set (how docs/play.md's picture was taken).
+clicks "I agree" (recorded before any step), then on the play page types a
+belief, sets the confidence, presses arrow keys and space, reloads
+mid-interaction and goes on, and the test checks the log: every key press
+once, in order, none lost or repeated by the reload, with the typed belief.
+Only when NORMJAX_PLAY_SCREENSHOT names a file is a screenshot written there
+(``NORMJAX_PLAY_SCREENSHOT=docs/play_page.png``: the picture of docs/play.md
+and README); otherwise the test writes nothing outside its temporary folder.
 """
 
 from __future__ import annotations

@@ -140,10 +140,11 @@ def _transcript(d, name, beliefs=()):
     p.write_text("".join(json.dumps(x) + "\n" for x in lines))
 
 
-def _participant(out, pid, norms, rows=None, finished=(), log_lines=0):
+def _participant(out, pid, norms, rows=None, finished=(), log_lines=0, started=True):
     d = out / pid
     d.mkdir(parents=True)
-    (d / "run.json").write_text(json.dumps(dict(policy="human", participant=pid)))
+    if started:
+        (d / "run.json").write_text(json.dumps(dict(policy="human", participant=pid)))
     (d / "assignment.json").write_text(json.dumps(dict(norms=[NORMS[n].name for n in norms])))
     (d / "actions.jsonl").write_text("".join(json.dumps(dict(turn=i)) + "\n" for i in range(log_lines)))
     for n in finished:
@@ -158,9 +159,11 @@ def test_export_lists_the_incomplete_and_pools_the_complete(tmp_path):
     out = tmp_path / "study"
     # alice (complete): access norm 0: seen 3/3 joint, unseen 1/3; procedure norm 12: seen 0/3 (task 0.5), unseen 3/3.
     rows = ([_row(0, "seen", e, True, 1.0) for e in range(3)] + [_row(0, "unseen", e, e == 0, 1.0) for e in range(3)]
-            + [_row(12, "seen", e, False, 0.5) for e in range(3)] + [_row(12, "unseen", e, True, 1.0) for e in range(3)])
+            + [_row(12, "seen", e, False, 0.5) for e in range(3)]
+            + [_row(12, "unseen", e, True, 1.0) for e in range(3)])
     _participant(out, "alice", [0, 12], rows, finished=[0, 12], log_lines=9)
     _participant(out, "bob", [23, 39], finished=[23], log_lines=4)  # bob stopped in his second norm
+    _participant(out, "carol", [1, 13], started=False)  # agreed, never started
     (out / "notes").mkdir()  # not a participant
     model = tmp_path / "oracle.json"
     model.write_text(json.dumps(dict(meta=dict(policy="oracle"), episodes=[
@@ -169,14 +172,16 @@ def test_export_lists_the_incomplete_and_pools_the_complete(tmp_path):
     summary = export_study(out, [str(model), f"blind={model}"])
     assert summary["complete"] == ["alice"] and summary["judge_lines"] == 4  # 2 distinct beliefs x 2 norms
     ex = json.loads((out / "export.json").read_text())
-    assert ex["complete"] == ["alice"] and ex["incomplete"] == ["bob"] and sorted(ex["participants"]) == ["alice", "bob"]
+    assert ex["complete"] == ["alice"] and ex["incomplete"] == ["bob", "carol"]
+    assert sorted(ex["participants"]) == ["alice", "bob", "carol"] and ex["participants"]["carol"]["steps_logged"] == 0
     bob = ex["participants"]["bob"]
     assert bob["status"] == "incomplete" and bob["steps_logged"] == 4
     assert bob["finished_norms"] == [NORMS[23].name] and bob["missing_norms"] == [NORMS[39].name]
     pooled = ex["pooled"]  # alice only: bob's finished norm is not counted, nor zeros for his missing one
     assert {r["participant"] for r in pooled["episodes"]} == {"alice"} and len(pooled["episodes"]) == 12
     assert pooled["seen"]["overall"]["joint"] == 50.0 and pooled["seen"]["overall"]["task"] == 75.0
-    assert pooled["unseen"]["access"]["joint"] == pytest.approx(100 / 3) and pooled["unseen"]["procedure"]["joint"] == 100
+    assert pooled["unseen"]["access"]["joint"] == pytest.approx(100 / 3)
+    assert pooled["unseen"]["procedure"]["joint"] == 100
     assert set(pooled["seen"]) == {"overall", "access", "procedure"}
 
     md = (out / "export.md").read_text().splitlines()
@@ -185,12 +190,13 @@ def test_export_lists_the_incomplete_and_pools_the_complete(tmp_path):
     assert "| blind | procedure | 1 | 6 | 100.0 | 100.0 | 100.0 | 100.0 |" in md
     i = md.index("| human (1 participant) | access | 1 | 6 | 100.0 | 100.0 | 33.3 | 100.0 |")
     assert md[i + 1].startswith("| oracle | access |")  # the human row beside the model rows
-    assert "1 incomplete participant(s) not counted" in md[0]
+    assert "2 incomplete participant(s) not counted" in md[0]
     txt = (out / "export.txt").read_text()
     assert "pooled: human (1 participant), 12 test episodes" in txt and "bob: incomplete" in txt
     judge = [json.loads(x) for x in (out / "judge_prompts.jsonl").read_text().splitlines()]
     assert {x["id"] for x in judge} == {f"alice/{NORMS[n].name}#{j}" for n in (0, 12) for j in (0, 1)}
-    assert {x["belief"] for x in judge} == {"avoid zone Q", "keep right"} and {x["participant"] for x in judge} == {"alice"}
+    assert {x["belief"] for x in judge} == {"avoid zone Q", "keep right"}
+    assert {x["participant"] for x in judge} == {"alice"}
     assert (out / "alice" / "judge_prompts.jsonl").exists()  # llm-judge --run DIR/alice reads this one
 
     summary = export_study(out, [str(model)], all_norms=True)
@@ -201,5 +207,5 @@ def test_export_lists_the_incomplete_and_pools_the_complete(tmp_path):
     with pytest.raises(ValueError, match="not the six test episodes"):
         export_study(out)
     (out / "alice" / "results.json").unlink()
-    with pytest.raises(ValueError, match=r"no participant .* has finished .*alice, bob"):
+    with pytest.raises(ValueError, match=r"no participant .* has finished .*alice, bob, carol"):
         export_study(out)

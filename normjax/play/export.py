@@ -1,10 +1,12 @@
 """`normjax play-export`: every participant of a study in one result, and beside model rows.
 
 A participant is a folder ``DIR/<id>/`` whose ``run.json`` says ``policy:
-"human"``.  One is complete when its ``results.json`` exists (written once
-the last test episode of the last norm ends) and holds the six test
-episodes of each of its norms; otherwise it is listed as incomplete with the
-norms it finished, and none of its episodes count (never as zeros).
+"human"``, or that holds a study assignment (agreed, not started). One is
+complete when its ``results.json`` exists (written once the last test episode
+of the last norm ends) and holds the six test episodes of each of its norms;
+otherwise it is listed as incomplete with the norms it finished, and none of
+its episodes count (never as zeros).
+
 Written into the study directory (names with a dot: no participant id can
 take them):
 
@@ -18,8 +20,8 @@ take them):
   model rows of ``--compare`` (evaluate JSON files or llm-eval run
   directories), with the same columns; model rows only over the norms the
   participants played, unless ``all_norms``;
-* ``judge_prompts.jsonl``: every complete participant's beliefs as llm-judge's lines,
-  ids ``<id>/<norm>#<j>`` and a ``participant`` field (each participant's own
+* ``judge_prompts.jsonl``: every complete participant's beliefs as llm-judge's
+  lines, ids ``<id>/<norm>#<j>`` and a ``participant`` field (each one's own
   ``DIR/<id>/judge_prompts.jsonl`` is written too: ``normjax llm-judge --run
   DIR/<id>`` reads it as a model run's).
 """
@@ -42,11 +44,15 @@ TESTS = tuple(f"{c}_{e}" for c in CONDITIONS for e in range(3))  # a norm's six 
 
 
 def participant_dirs(study_dir) -> list[Path]:
-    """The study's participant folders (``run.json`` with ``policy: "human"``), by id."""
+    """The study's participant folders, by id: a ``run.json`` with ``policy: "human"``, or an
+    assignment (a study participant who agreed but has not started)."""
     out = []
     for d in sorted(Path(study_dir).iterdir()):
         run = d / "run.json"
-        if d.is_dir() and run.is_file() and json.loads(run.read_text(encoding="utf-8")).get("policy") == "human":
+        if run.is_file():
+            if json.loads(run.read_text(encoding="utf-8")).get("policy") == "human":
+                out.append(d)
+        elif (d / ASSIGNMENT_FILE).is_file():
             out.append(d)
     return out
 
