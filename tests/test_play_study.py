@@ -201,6 +201,11 @@ def test_export_lists_the_incomplete_and_pools_the_complete(tmp_path):
 
     summary = export_study(out, [str(model)], all_norms=True)
     assert "| oracle | overall | 3 | 18 |" in summary["markdown"]
+    run = tmp_path / "llm_run"  # an llm-eval run directory: its results.json, labelled by the model
+    run.mkdir()
+    (run / "results.json").write_text(json.dumps(dict(meta=dict(model="qwen-vl"), episodes=[
+        _row(0, c, e, c == "seen", 1.0) for c in ("seen", "unseen") for e in range(3)])))
+    assert "| qwen-vl | access | 1 | 6 | 100.0 | 100.0 | 0.0 | 100.0 |" in export_study(out, [str(run)])["markdown"]
     with pytest.raises(ValueError, match="not a normjax evaluate JSON"):
         export_study(out, [str(tmp_path / "missing.json")])
     (out / "alice" / "results.json").write_text(json.dumps(dict(episodes=rows[:6])))
