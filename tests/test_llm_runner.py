@@ -413,12 +413,8 @@ def test_out_of_order_replies_reproduce_the_protocol_without_retracing():
     want = summarize(eps, raw)
     lock = run_protocol(_OutOfOrder(oracle_policy), SUBSET, interaction_steps=0, lockstep=True)
     compiled = batch.advance._cache_size()
-    calls = []
-    got = run_protocol(_OutOfOrder(oracle_policy), SUBSET, interaction_steps=0, progress=lambda *a: calls.append(a))
-    # One count over the norms' test stages: it ends at every test episode done.
-    assert {c[3] for c in calls} == {6 * len(SUBSET)} and max(c[4] for c in calls) == 6 * len(SUBSET)
-    # Masked rows, not new shapes: at most one new program (each norm's test stage has 6 rows).
-    assert batch.advance._cache_size() - compiled <= 1
+    got = run_protocol(_OutOfOrder(oracle_policy), SUBSET, interaction_steps=0)
+    assert batch.advance._cache_size() == compiled  # one program of a fixed batch shape: no retrace
     steps = [got["meta"]["timing"]["test"]["steps"], lock["meta"]["timing"]["test"]["steps"]]
     assert steps[0] > steps[1]  # more device steps than the longest episode: ragged, not lockstep
     for g, lk, w in zip(got["episodes"], lock["episodes"], want["episodes"]):

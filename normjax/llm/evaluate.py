@@ -42,24 +42,24 @@ class Progress:
     """A tqdm line per stage: episodes done, requests, errors and retries of the client."""
 
     def __init__(self, stats: dict):
-        self.stats, self.bars = stats, {}  # stage -> its bar (a norm's tests run beside the interactions)
+        self.stats, self.bar, self.stage = stats, None, None
 
     def __call__(self, stage: str, t: int, steps: int, total: int, done: int, asked: int) -> None:
         from tqdm.auto import tqdm
 
-        bar = self.bars.get(stage)
-        if bar is None:
-            bar = self.bars[stage] = tqdm(total=total, desc=f"llm-eval {stage}", unit="ep", mininterval=0.5,
-                                          leave=True, position=len(self.bars))
+        if stage != self.stage:
+            self.close()
+            self.stage = stage
+            self.bar = tqdm(total=total, desc=f"llm-eval {stage}", unit="ep", mininterval=0.5, leave=True)
         s = self.stats
-        bar.set_postfix_str(f"step {t}/{steps}, requests {s['requests']}, errors {s['errors']}, "
-                            f"retries {s['retries']}", refresh=False)
-        bar.update(done - bar.n)
+        self.bar.set_postfix_str(f"step {t}/{steps}, requests {s['requests']}, errors {s['errors']}, "
+                                 f"retries {s['retries']}", refresh=False)
+        self.bar.update(done - self.bar.n)
 
     def close(self) -> None:
-        for bar in self.bars.values():
-            bar.close()
-        self.bars = {}
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def _record_invocation(out, entry: dict) -> list[dict]:

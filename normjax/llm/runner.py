@@ -58,7 +58,6 @@ Transcripts, resume and the judge export: `normjax.llm.transcripts`,
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import time
 from pathlib import Path
@@ -135,39 +134,36 @@ async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int 
         await agent.preflight()
     if out is not None:
         write_run(out, run_json)
-    stage_args = (capacity, store, settings, cell_px, progress, on, lockstep)
-    inter_todo = []
+    todo = []
     for e in inter if interaction_steps > 0 else []:
         header = load(e.name)
         if header is not None:
             _stored(e, header)
             continue
-        inter_todo.append(e)
+        todo.append(e)
         for t in tests:  # their frozen belief would come from a new interaction
             if t.spec["norm_id"] == e.spec["norm_id"] and store is not None:
                 store.discard(t.name)
-    tests_todo = [e for e in tests if load(e.name) is None]
-    for e in tests:
-        if e not in tests_todo:
-            _stored(e, load(e.name))
     timing = {}
-    pipelined = not lockstep and inspect.iscoroutinefunction(getattr(agent, "act", None))
-    try:
-        if pipelined:
-            await _pipelined(agent, inter_todo, inter, tests_todo, interaction_steps, stage_args, timing)
-        else:
-            if inter_todo:
-                stage = Stage(agent, inter_todo, INTERACTION_STEPS, interaction_steps, *stage_args)
-                await stage.run()
-                timing["interaction"] = stage.timing
-            _freeze_beliefs(tests_todo, inter)
-            if tests_todo:
-                stage = Stage(agent, tests_todo, TEST_STEPS, TEST_STEPS, *stage_args)
-                await stage.run()
-                timing["test"] = stage.timing
-    finally:
-        if store is not None:
-            store.close()
+    if todo:
+        stage = Stage(agent, todo, INTERACTION_STEPS, interaction_steps, capacity, store, settings, cell_px, progress,
+                      on, lockstep)
+        await stage.run()
+        timing["interaction"] = stage.timing
+    belief = {e.spec["norm_id"]: (e.belief, e.confidence) for e in inter}
+    todo = []
+    for e in tests:
+        header = load(e.name)
+        if header is not None:
+            _stored(e, header)
+            continue
+        e.belief, e.confidence = belief.get(e.spec["norm_id"], (None, None))
+        todo.append(e)
+    if todo:
+        stage = Stage(agent, todo, TEST_STEPS, TEST_STEPS, capacity, store, settings, cell_px, progress, on,
+                      lockstep)
+        await stage.run()
+        timing["test"] = stage.timing
     result = assemble(tests, inter if interaction_steps > 0 else [])
     result["meta"] = dict(settings, norms=[NORMS[n].name for n in ids], wall_s=round(time.perf_counter() - t0, 3),
                           timing=timing)
@@ -178,70 +174,6 @@ async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int 
     if out is not None:
         Path(out, "results.json").write_text(json.dumps(result, indent=1))
     return result
-
-
-def _freeze_beliefs(tests: list[Episode], inter: list[Episode]) -> None:
-    """Each test episode gets its norm's final interaction belief and confidence (None without one)."""
-    belief = {e.spec["norm_id"]: (e.belief, e.confidence) for e in inter}
-    for e in tests:
-        e.belief, e.confidence = belief.get(e.spec["norm_id"], (None, None))
-
-
-async def _pipelined(agent, inter_todo, inter, tests_todo, interaction_steps, stage_args, timing) -> None:
-    """Every norm's test episodes start as soon as its own interaction episode ends (one stage of
-    6 rows per norm), so the run takes the longest norm's interaction + tests, not the longest
-    interaction plus the longest test episode.  Results equal the two-stage schedule's: every
-    episode and step has its own keys."""
-    pending = {}
-    for e in tests_todo:
-        pending.setdefault(e.spec["norm_id"], []).append(e)
-    started, stages, span, done_per_stage = [], [], [], {}
-    progress = stage_args[4]
-
-    def start_tests(norm_id: int) -> None:
-        eps = pending.pop(norm_id, [])
-        if eps:
-            if not span:
-                span.extend((time.perf_counter(), time.process_time()))
-            _freeze_beliefs(eps, inter)
-            args = list(stage_args)
-            if progress is not None:  # one count over all norms' test stages
-                args[4] = _counted(progress, len(tests_todo), done_per_stage, len(stages))
-            stage = Stage(agent, eps, TEST_STEPS, TEST_STEPS, *args)
-            stages.append(stage)
-            started.append(asyncio.ensure_future(stage.run()))
-
-    waiting = {e.spec["norm_id"] for e in inter_todo}
-    for norm_id in [n for n in pending if n not in waiting]:  # their interaction is stored or skipped
-        start_tests(norm_id)
-    try:
-        if inter_todo:
-            stage = Stage(agent, inter_todo, INTERACTION_STEPS, interaction_steps, *stage_args,
-                          on_finish=lambda e: start_tests(e.spec["norm_id"]))
-            await stage.run()
-            timing["interaction"] = stage.timing
-        while started:  # a finished stage may not start others, but gather what is running
-            await asyncio.gather(*started)
-            started = [f for f in started if not f.done()]
-    finally:
-        for f in started:
-            f.cancel()
-        if started:
-            await asyncio.gather(*started, return_exceptions=True)
-    if stages:  # sums over the norms' stages, but wall and CPU seconds over their span (they overlap)
-        timing["test"] = {k: round(sum(st.timing[k] for st in stages), 4) for k in stages[0].timing}
-        timing["test"].update(wall_s=time.perf_counter() - span[0], cpu_s=time.process_time() - span[1],
-                              stages=len(stages))
-
-
-def _counted(progress: Callable, total: int, done_per_stage: dict, stage: int) -> Callable:
-    """A stage's progress callback reporting the episodes done over all test stages of the run."""
-
-    def report(phase, t, steps, _total, done, asked):
-        done_per_stage[stage] = done
-        progress(phase, t, steps, total, sum(done_per_stage.values()), asked)
-
-    return report
 
 
 def run_protocol(agent, norms=None, **kwargs) -> dict:

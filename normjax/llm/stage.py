@@ -79,10 +79,8 @@ class Stage:
 
     def __init__(self, agent, episodes: list[Episode], horizon: int, steps: int, capacity: int,
                  store: TranscriptStore | None, run_info: dict, cell_px: int, progress: Callable | None,
-                 distractor: tuple[str, int, float] | None = None, lockstep: bool = False,
-                 on_finish: Callable[[Episode], None] | None = None):
+                 distractor: tuple[str, int, float] | None = None, lockstep: bool = False):
         self.agent, self.episodes, self.steps = agent, episodes, steps
-        self.on_finish = on_finish  # called with each episode as soon as it has its result
         self.lockstep = lockstep  # every episode steps only when all replies of the step are in
         self.distractor = distractor  # (name, habit code, share) when on, else None
         self.store, self.run_info, self.cell_px, self.progress = store, run_info, cell_px, progress
@@ -183,8 +181,6 @@ class Stage:
         incomplete = e.counts["request_errors"] > INCOMPLETE_SHARE * e.counts["decisions"]
         e.result = dict(raw=raw, llm=dict(e.counts, belief=e.belief, confidence=e.confidence, incomplete=incomplete))
         e.done = True
-        if self.on_finish is not None:
-            self.on_finish(e)
         if self.store is None:
             return
         take = lambda buf, m: jax.tree.map(lambda b: b[:m, r], buf)  # noqa: E731
@@ -239,8 +235,8 @@ class Stage:
         try:
             await self._run()
         finally:
-            if self.store is not None:  # only this stage's logs: stages of one run may share the store
-                self.store.close([e.name for e in self.episodes])
+            if self.store is not None:
+                self.store.close()
 
     def _ask(self, idle: np.ndarray, states, params, ready: dict, tasks: dict) -> None:
         """Turns of the idle rows whose newcomer decides now (the others are ready to WAIT): one

@@ -150,9 +150,9 @@ class TranscriptStore:
         if f is not None:
             f.close()
 
-    def close(self, names=None) -> None:
-        """Close the open .part logs of `names` (default: all); their lines stay on disk."""
-        for name in list(self._parts) if names is None else names:
+    def close(self) -> None:
+        """Close every open .part log (their lines stay on disk)."""
+        for name in list(self._parts):
             self._close(name)
 
     def finish(self, name: str, records: list[dict]) -> Path:
