@@ -24,6 +24,7 @@ compile in well under JAX's default one second, are cached too.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -235,6 +236,28 @@ def compiled(name: str, jitted, args: tuple, static: dict | None = None, static_
     return exe
 
 
+@contextlib.contextmanager
+def _without_jax_cache():
+    """JAX's persistent cache off for one compile whose executable is stored here.
+
+    On XLA:CPU (jax 0.10.2) an executable that JAX loaded from its own cache serialises
+    without some of its kernels: the stored file loads, then fails at its first call
+    ("Function compare_reduce_fusion.4 not found").  So a program that goes to disk is
+    compiled afresh (tests/test_cache.py::test_stored_program_compiled_after_a_jax_cache_hit_runs).
+    """
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache as jax_cache
+
+    was = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    jax_cache.reset_cache()  # JAX reads the setting once per cache initialisation
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", was)
+        jax_cache.reset_cache()
+
+
 def _load_or_compile(key: str, jitted, args: tuple, static: dict):
     from jax.experimental import serialize_executable as se
 
@@ -246,16 +269,18 @@ def _load_or_compile(key: str, jitted, args: tuple, static: dict):
             return exe
         except Exception:  # noqa: BLE001  (a stale or partial file: compile again)
             pass
-    exe = jitted.lower(*args, **static).compile()
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(zlib.compress(pickle.dumps(se.serialize(exe)), 1))
-            tmp.replace(path)
-            _exe_counts["executable_stores"] += 1
-        except Exception:  # noqa: BLE001  (an executable that cannot be serialised is still usable)
-            pass
+    if path is None:
+        return jitted.lower(*args, **static).compile()
+    with _without_jax_cache():
+        exe = jitted.lower(*args, **static).compile()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(zlib.compress(pickle.dumps(se.serialize(exe)), 1))
+        tmp.replace(path)
+        _exe_counts["executable_stores"] += 1
+    except Exception:  # noqa: BLE001  (an executable that cannot be serialised is still usable)
+        pass
     return exe
 
 

@@ -272,3 +272,38 @@ def test_train_programs_go_through_the_cache_only_with_a_directory(tmp_path, mon
     assert isinstance(p, cache.Program) and p(jnp.arange(3.0)).tolist() == [1.0, 3.0, 5.0]
     assert p.static_key != cached("t", f, config, n=2).static_key != cached("t", f, None, n=1).static_key
     assert len(list((tmp_path / "executables").iterdir())) == 1
+
+
+_STORE_AND_LOAD = """
+import json, sys
+import jax, jax.numpy as jnp
+from normjax import cache
+cache.configure_cache(sys.argv[1])
+def mean_so_far(x):
+    return jnp.cumsum(x, axis=1) / (1 + jnp.arange(x.shape[1]))
+x = jnp.linspace(0.0, 1.0, 64).reshape(4, 16)
+if sys.argv[2] == "store":
+    jax.jit(mean_so_far)(x)  # JAX's own cache now holds this lowering
+    jax.clear_caches()  # so the next compile is served by it
+y = cache.compiled("t", jax.jit(mean_so_far), (x,))(x)
+print(json.dumps(dict(sum=float(y.sum()), **cache.cache_stats())))
+"""
+
+
+@pytest.mark.slow  # two fresh processes
+def test_stored_program_compiled_after_a_jax_cache_hit_runs(tmp_path):
+    """A program whose lowering JAX's own cache already holds (e.g. after an edit elsewhere in
+    the package changed the executable key) is stored in a form that a new process loads and
+    runs: on XLA:CPU an executable loaded from JAX's cache serialises without its kernels
+    ("Function convert_divide_fusion not found" at the stored copy's first call)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "NORMJAX_", "XLA_"))}
+    env.update(PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
+    runs = []
+    for step in ("store", "load"):
+        run = subprocess.run([sys.executable, "-c", _STORE_AND_LOAD, str(tmp_path / "c"), step], env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+        runs.append(json.loads(run.stdout.strip().splitlines()[-1]))
+    store, load = runs
+    assert store["executable_stores"] == 1 and load["executable_loads"] == 1 and load["executable_stores"] == 0
+    assert load["sum"] == store["sum"]
