@@ -174,15 +174,63 @@ def test_every_task_family_and_split(family):
 
 
 def test_deterministic_and_loadable_by_datasets(tmp_path):
-    a, man = D.build("action_judgment", "access", "train", 10, seed=5, batch=BATCH, steps=STEPS)
-    b, _ = D.build("action_judgment", "access", "train", 10, seed=5, batch=BATCH, steps=STEPS)
-    assert json.dumps(a) == json.dumps(b)
-    data, meta = D.write(tmp_path, a, man)
+    a, man = D.build("action_judgment", "access", "train", 10, seed=5, batch=BATCH, steps=STEPS, frames=True)
+    b, _ = D.build("action_judgment", "access", "train", 10, seed=5, batch=BATCH, steps=STEPS, frames=True)
+    assert json.dumps(a) == json.dumps(b) and a.pngs == b.pngs and len(a.pngs) == 5  # same bytes twice
+    data, meta = D.write(tmp_path / "a", a, man)
+    data_b, _ = D.write(tmp_path / "b", b, man)
+    assert data.read_bytes() == data_b.read_bytes()
+    assert all((tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes() for rel in a.pngs)
     assert json.loads(meta.read_text())["records"] == 10
     datasets = pytest.importorskip("datasets")
     ds = datasets.load_dataset("json", data_files=str(data), split="train")
     assert len(ds) == 10 and ds[0]["prompt"][0]["role"] == "system"
     assert sorted(set(ds["task"])) == ["compliant_action", "norm_judgment"]
+    row = next(r for r in ds if r["task"] == "compliant_action")
+    assert row["images"][0].startswith("images/compliant_action/") and row["prompt"][1]["content"][-1]["type"] == "image"
+    text, man = D.build("compliant_action", "access", "train", 3, seed=5, batch=BATCH, steps=STEPS)
+    assert text.pngs == {} and all(r["images"] == [] and isinstance(r["prompt"][1]["content"], str) for r in text)
+
+
+@jax.jit
+def _render_one(state, params):
+    from normjax.interop.render import render_frame
+
+    return render_frame(state, params, 32, show_habits=False)
+
+
+def test_frames_are_the_recorded_states(tmp_path):
+    """Every image exists beside the file, decodes as a PNG of the runner's frame size, and equals the
+    frame drawn independently from the state of the same episode stepped again by the exporter."""
+    import io
+
+    from PIL import Image
+
+    from normjax.llm.frames import annotated_png
+    from normjax.llm.turns import Other
+
+    recs, man = D.build("norm_selection", "access", "train", 6, seed=9, batch=BATCH, steps=STEPS, frames=True)
+    data, _ = D.write(tmp_path, recs, man)
+    lines = [json.loads(x) for x in data.read_text().splitlines()]
+    episodes = {}
+    for r in lines:
+        assert "The given image shows the environment" in r["prompt"][1]["content"][0]["text"]
+        path = data.parent / r["images"][0]
+        img = Image.open(io.BytesIO(path.read_bytes()))
+        assert img.format == "PNG" and img.size == (C.W * 32 + 16, C.H * 32 + 16)
+        key = r["episode_seed"], r["norm_id"]
+        if key not in episodes:
+            episodes[key] = rollout(jax.random.PRNGKey(r["episode_seed"]), 0, r["norm_id"], "interaction",
+                                    oracle_policy, steps=STEPS)
+        states, infos, params = episodes[key]
+        i = r["t"]  # the interaction phase's step index is its row
+        state = jax.tree.map(lambda x: x[i], states)
+        act, pos = (np.asarray(getattr(infos, f)[i]) for f in ("active", "pos"))
+        others = [Other(tuple(int(v) for v in pos[k]), int(np.asarray(state.agents.group)[k]),
+                        bool(np.asarray(state.agents.sanctioned)[k]), int(np.asarray(infos.action)[i, k]))
+                  for k in range(1, act.shape[0]) if act[k]]
+        want = annotated_png(np.asarray(_render_one(state, params)), others, 32)
+        assert np.array_equal(np.asarray(img), np.asarray(Image.open(io.BytesIO(want))))
 
 
 def test_cli_writes_files_and_refuses_bad_values(tmp_path, capsys):

@@ -5,9 +5,13 @@
   (memory of the previous newcomer steps in the episode, forced service WAITs
   remembered as such, the other agents with their intended moves and last
   red crosses).  Scripted newcomers have no reasoning and no belief: the
-  memory's reasoning is "(none)" and the belief "none yet".
+  memory's reasoning is "(none)" and the belief "none yet".  An episode
+  read back from an `llm-eval` transcript (`decisions`) remembers what the
+  runner remembered: the model's chosen action (a blocked move noted as
+  such), its reasoning or its error, and the belief it held.
 * `action_messages`: the interactive prompt itself (`normjax.llm.prompts`'
-  system and user prompts), for Compliant Action;
+  system and user prompts), for Compliant Action; with `image` the VLM
+  prompt (the prompts' image mode) in the multimodal chat layout (`vlm`);
 * `selection_messages`: the same prompt up to the decision, then the lettered
   candidate norms (descriptions, no names) and the answer format;
 * `judgment_messages`: the world and its objects (same words as the
@@ -19,6 +23,8 @@
 
 from __future__ import annotations
 
+import jax
+
 from normjax import constants as C
 from normjax.llm.parse import PROMPT_ACTIONS
 from normjax.llm.prompts import cell, object_positions, system_prompt, user_prompt, world_description
@@ -26,13 +32,14 @@ from normjax.llm.turns import EARLIER_SANCTIONED, RECENT_STEPS, Other, StepRecor
 
 LAYOUT = "cafe"  # the interaction phase's layout
 FORCED = "(serving at the goal: the action was forced to wait)"  # as the LLM runner remembers it
+BLOCKED = "blocked: I did not move"  # likewise (normjax.llm.stage)
 DECIDE = "Decide the next action for yourself."
 
 
 class Episode:
     """One harvested episode: row e of a `Harvest`, as plain Python per step."""
 
-    def __init__(self, harvest, e: int):
+    def __init__(self, harvest, e: int, decisions: dict | None = None):
         s = harvest.steps
         self.norm_id = int(harvest.norm_ids[e])
         self.seed = int(harvest.seeds[e])
@@ -40,6 +47,35 @@ class Episode:
         self.data = {f: getattr(s, f)[e] for f in s._fields}
         self.max_steps = int(self.data["t"].shape[0])
         self._records: list[StepRecord] | None = None
+        # the world before each step (numpy), for frames
+        self.states = None if harvest.states is None else jax.tree.map(lambda x: x[e], harvest.states)
+        # step t -> the transcript's `llm` record of that step (episodes read back from llm-eval)
+        self.decisions = decisions or {}
+
+    def state(self, i: int):
+        return jax.tree.map(lambda x: x[i], self.states)
+
+    def belief(self, t: int) -> tuple[str | None, float | None]:
+        """The belief and confidence held before step t (transcripts; scripted newcomers hold none)."""
+        before = [u for u in self.decisions if u < t]
+        if not before:
+            return None, None
+        rec = self.decisions[max(before)]
+        return rec.get("belief"), rec.get("confidence")
+
+    def _remembered(self, j: int, t: int) -> tuple[str, str, str]:
+        """(action, note, reasoning) of step j as the runner remembers it."""
+        d = self.data
+        if bool(d["forced_wait"][j, 0]):
+            return PROMPT_ACTIONS[C.WAIT], "", FORCED
+        rec = self.decisions.get(t)
+        if rec is None:  # a scripted newcomer: its effective action, no reasoning
+            return PROMPT_ACTIONS[int(d["action"][j, 0])], "", ""
+        chosen = int(rec["action"])
+        if rec.get("error"):
+            return PROMPT_ACTIONS[chosen], "", f"(no valid reply: {rec['error']}; I waited)"
+        note = BLOCKED if int(d["action"][j, 0]) != chosen else ""
+        return PROMPT_ACTIONS[chosen], note, rec.get("reasoning") or ""
 
     def get(self, field: str, i: int):
         return self.data[field][i]
@@ -57,10 +93,11 @@ class Episode:
                     continue
                 others = tuple(((int(d["pos"][j, k, 0]), int(d["pos"][j, k, 1])), int(d["group"][j, k]))
                                for k in self.agents(j))
-                forced = bool(d["forced_wait"][j, 0])
-                out.append(StepRecord(t=int(d["t"][j]), pos=(int(d["pos"][j, 0, 0]), int(d["pos"][j, 0, 1])),
-                                      others=others, action=PROMPT_ACTIONS[int(d["action"][j, 0])], note="",
-                                      reasoning=FORCED if forced else "", sanctioned=bool(d["sanctioned"][j, 0])))
+                t = int(d["t"][j])
+                action, note, reasoning = self._remembered(j, t)
+                out.append(StepRecord(t=t, pos=(int(d["pos"][j, 0, 0]), int(d["pos"][j, 0, 1])),
+                                      others=others, action=action, note=note, reasoning=reasoning,
+                                      sanctioned=bool(d["sanctioned"][j, 0])))
             self._records = out
         return self._records
 
@@ -70,6 +107,7 @@ def newcomer_turn(ep: Episode, i: int) -> Turn:
     t = int(d["t"][i])
     past = [r for r in ep.memory() if r.t < t]
     recent, earlier = select_memory(past)
+    belief, confidence = ep.belief(t)
     others = [Other(pos=(int(d["pos"][i, k, 0]), int(d["pos"][i, k, 1])), group=int(d["group"][i, k]),
                     sanctioned=bool(d["was_sanctioned"][i, k]), intent=int(d["action"][i, k]))
               for k in ep.agents(i)]
@@ -79,17 +117,28 @@ def newcomer_turn(ep: Episode, i: int) -> Turn:
                 goal_cell=(int(d["goal_cell"][i, 0]), int(d["goal_cell"][i, 1])), exit_door=int(d["exit_door"][i]),
                 leg=int(d["leg"][i]), service_steps=3, sanctioned=bool(d["was_sanctioned"][i, 0]),
                 others=others, memory=recent, earlier=earlier, steps_seen=len(past),
-                first_step=past[0].t if past else None, belief=None, confidence=None)
+                first_step=past[0].t if past else None, belief=belief, confidence=confidence)
 
 
-def action_messages(turn: Turn) -> list[dict]:
-    return [{"role": "system", "content": system_prompt(turn, text_only=True)},
-            {"role": "user", "content": user_prompt(turn, text_only=True)}]
+def vlm(messages: list[dict], image: bool) -> list[dict]:
+    """The multimodal chat layout: every content a list of parts, the user's text followed by an
+    image placeholder (the record's ``images`` holds the file), as `llm-eval` sends text then image."""
+    out = [{"role": m["role"], "content": [{"type": "text", "text": m["content"]}]} for m in messages]
+    if image:
+        out[-1]["content"].append({"type": "image"})
+    return out
 
 
-def selection_messages(turn: Turn, descriptions: list[str]) -> list[dict]:
+def action_messages(turn: Turn, image: bool = False) -> list[dict]:
+    text_only = not image
+    msgs = [{"role": "system", "content": system_prompt(turn, text_only=text_only)},
+            {"role": "user", "content": user_prompt(turn, text_only=text_only)}]
+    return vlm(msgs, True) if image else msgs
+
+
+def selection_messages(turn: Turn, descriptions: list[str], image: bool = False) -> list[dict]:
     """The interactive prompt up to the decision, then the lettered candidates."""
-    user = user_prompt(turn, text_only=True)
+    user = user_prompt(turn, text_only=not image)
     if DECIDE not in user:
         raise RuntimeError("the interactive prompt changed: no decision line to cut the selection prompt at")
     head = user[: user.index(DECIDE)].rstrip()
@@ -98,8 +147,9 @@ def selection_messages(turn: Turn, descriptions: list[str]) -> list[dict]:
     lines += [f"{a}. {desc}" for a, desc in zip(letters, descriptions)]
     lines += ["Return exactly one JSON object and no other text:",
               '{ "reasoning": "<step-by-step reasoning>", "answer": "<the letter of the true norm>" }']
-    return [{"role": "system", "content": system_prompt(turn, text_only=True)},
+    msgs = [{"role": "system", "content": system_prompt(turn, text_only=not image)},
             {"role": "user", "content": "\n".join(lines)}]
+    return vlm(msgs, True) if image else msgs
 
 
 def _agent(ep: Episode, i: int, k: int) -> str:
@@ -164,4 +214,4 @@ def judgment_messages(ep: Episode, i: int, k: int) -> list[dict]:
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(lines)}]
 
 
-__all__ = ["Episode", "action_messages", "judgment_messages", "newcomer_turn", "selection_messages"]
+__all__ = ["BLOCKED", "Episode", "action_messages", "judgment_messages", "newcomer_turn", "selection_messages", "vlm"]
