@@ -48,7 +48,8 @@ def main() -> None:
     t0 = time.perf_counter()
     build("compliant_action", args.family, args.split, 1, seed=10_000, batch=args.batch)
     first_s = time.perf_counter() - t0
-    build("compliant_action", args.family, args.split, 1, seed=10_001, batch=args.batch, frames=True)  # compiles the renderer
+    # compiles the renderer
+    build("compliant_action", args.family, args.split, 1, seed=10_001, batch=args.batch, frames=True)
 
     norms = split_norms(args.family, args.split)
     ids = [norms[j % len(norms)] for j in range(args.batch)]

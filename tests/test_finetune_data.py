@@ -187,7 +187,8 @@ def test_deterministic_and_loadable_by_datasets(tmp_path):
     assert len(ds) == 10 and ds[0]["prompt"][0]["role"] == "system"
     assert sorted(set(ds["task"])) == ["compliant_action", "norm_judgment"]
     row = next(r for r in ds if r["task"] == "compliant_action")
-    assert row["images"][0].startswith("images/compliant_action/") and row["prompt"][1]["content"][-1]["type"] == "image"
+    assert row["images"][0].startswith("images/compliant_action/")
+    assert row["prompt"][1]["content"][-1]["type"] == "image"
     text, man = D.build("compliant_action", "access", "train", 3, seed=5, batch=BATCH, steps=STEPS)
     assert text.pngs == {} and all(r["images"] == [] and isinstance(r["prompt"][1]["content"], str) for r in text)
 

@@ -39,7 +39,8 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
     f.add_argument("--states-from", default=None, metavar="RUN_DIR",
                    help="compliant_action / norm_selection: the newcomer states of an llm-eval run's interaction "
                         "transcripts (replayed and checked), instead of --policy's")
-    f.add_argument("--no-progress", action="store_true", help="no progress bar (none either when stderr is not a terminal)")
+    f.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (none either when stderr is not a terminal)")
     f.add_argument("--unbalanced", action="store_true",
                    help="norm_judgment: draw transitions uniformly instead of half violations")
     f.add_argument("--out", required=True, metavar="DIR", help="writes TASK_FAMILY_SPLIT.jsonl and .manifest.json")
