@@ -9,8 +9,8 @@ apart:
 * per task, ``records_per_s``: records per second of a text-only build with a
   fresh seed (new episodes: harvesting, labelling and the host's prompt formatting),
   and ``records_per_s_frames``: the same with frames (`normjax finetune-data`'s
-  default: each newcomer record's frame rendered and PNG-encoded; judgment
-  records have none), another fresh seed, the render program compiled before;
+  default: each record's frame rendered and PNG-encoded), another fresh seed,
+  the render program compiled before;
 * ``harvest``: labelled steps per second of the harvest program alone
   (every step of every episode with its judgment labels and the newcomer's
   tie set and reasons).

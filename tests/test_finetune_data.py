@@ -176,7 +176,7 @@ def test_every_task_family_and_split(family):
 def test_deterministic_and_loadable_by_datasets(tmp_path):
     a, man = D.build("action_judgment", "access", "train", 10, seed=5, batch=BATCH, steps=STEPS, frames=True)
     b, _ = D.build("action_judgment", "access", "train", 10, seed=5, batch=BATCH, steps=STEPS, frames=True)
-    assert json.dumps(a) == json.dumps(b) and a.pngs == b.pngs and len(a.pngs) == 5  # same bytes twice
+    assert json.dumps(a) == json.dumps(b) and a.pngs == b.pngs and len(a.pngs) == 10  # same bytes twice
     data, meta = D.write(tmp_path / "a", a, man)
     data_b, _ = D.write(tmp_path / "b", b, man)
     assert data.read_bytes() == data_b.read_bytes()
@@ -211,8 +211,11 @@ def test_frames_are_the_recorded_states(tmp_path):
     from normjax.llm.turns import Other
 
     recs, man = D.build("norm_selection", "access", "train", 6, seed=9, batch=BATCH, steps=STEPS, frames=True)
+    judged, man_j = D.build("norm_judgment", "access", "train", 6, seed=9, batch=BATCH, steps=STEPS, frames=True)
     data, _ = D.write(tmp_path, recs, man)
-    lines = [json.loads(x) for x in data.read_text().splitlines()]
+    data_j, _ = D.write(tmp_path, judged, man_j)
+    lines = [json.loads(x) for x in data.read_text().splitlines() + data_j.read_text().splitlines()]
+    assert len(lines) == 12 and len({r["images"][0] for r in lines}) == 12
     episodes = {}
     for r in lines:
         assert "The given image shows the environment" in r["prompt"][1]["content"][0]["text"]
@@ -230,6 +233,11 @@ def test_frames_are_the_recorded_states(tmp_path):
         others = [Other(tuple(int(v) for v in pos[k]), int(np.asarray(state.agents.group)[k]),
                         bool(np.asarray(state.agents.sanctioned)[k]), int(np.asarray(infos.action)[i, k]))
                   for k in range(1, act.shape[0]) if act[k]]
+        if r["task"] == "norm_judgment":  # one arrow: the judged agent's proposed move
+            uid = np.asarray(infos.uid)[i]
+            others = [Other(tuple(int(v) for v in pos[k]), 0, False, int(np.asarray(infos.action)[i, k]))
+                      for k in range(act.shape[0]) if act[k] and uid[k] == r["agent_uid"]]
+            assert len(others) == 1 and others[0].intent != C.WAIT
         want = annotated_png(np.asarray(_render_one(state, params)), others, 32)
         assert np.array_equal(np.asarray(img), np.asarray(Image.open(io.BytesIO(want))))
 

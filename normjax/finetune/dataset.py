@@ -116,7 +116,7 @@ def _newcomer_records(task, eps, n, split, norms, rng, frames: bool, pngs: dict,
     return out
 
 
-def _judgment_records(eps: _Episodes, n, split, rng, max_episodes: int, balance: bool, parts: bool,
+def _judgment_records(eps: _Episodes, n, split, rng, max_episodes: int, balance: bool, frames: bool, pngs: dict,
                       tick) -> list[dict]:
     def pool():
         return [(ep, i, k, v) for ep in eps.episodes for i, k, v in R.judgment_candidates(ep)]
@@ -126,9 +126,13 @@ def _judgment_records(eps: _Episodes, n, split, rng, max_episodes: int, balance:
         eps.more()
     picked = R.balanced_judgments(pool(), n, rng, balance)
     out = []
-    for ep, i, k, _ in picked:
-        out.append(R.norm_judgment_record(ep, i, k, split, parts))
-        tick(1)
+    for lo in range(0, len(picked), CHUNK):
+        chunk = [(ep, i, k) for ep, i, k, _ in picked[lo: lo + CHUNK]]
+        recs = [R.norm_judgment_record(ep, i, k, split, frames) for ep, i, k in chunk]
+        if frames:
+            pngs.update((r["images"][0], png) for r, png in zip(recs, record_frames(chunk)))
+        out += recs
+        tick(len(recs))
     return out
 
 
@@ -163,8 +167,7 @@ def build(task: str, family: str, split: str, n: int, seed: int = 0, policy: str
             runs["oracle"] = _Episodes(norms, seed, "oracle", batch, steps, 0)
         eps = runs["oracle"]
         k = n if task == "norm_judgment" else n // 2
-        out += _judgment_records(eps, k, split, rng, max_episodes, balance, frames and task == "action_judgment",
-                                 tick)
+        out += _judgment_records(eps, k, split, rng, max_episodes, balance, frames, out.pngs, tick)
     wall = time.perf_counter() - t0
     judged = [r["violates"] for r in out if r["task"] == "norm_judgment"]
     manifest = dict(

@@ -13,9 +13,8 @@ Selection rules (paper appendix §12):
 Every record carries all verifier fields (None where another task's), so a
 mixed Action + Judgment file has one schema.  With `image` the newcomer
 records are the VLM prompt in the multimodal chat layout (`text.vlm`) and
-``images`` names the frame (`frames.image_path`); judgment records have no
-frame (their prompt is text by design) but the same layout, so that a file
-keeps one schema.
+``images`` names the frame (`frames.image_path`); judgment records likewise
+(the judgment prompt's image variant, the frame with the proposed move).
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from normjax import constants as C
 from normjax.finetune.harvest import REASONS
 from normjax.finetune.frames import image_path
 from normjax.finetune.text import (
-    Episode, action_messages, judgment_messages, newcomer_turn, selection_messages, vlm,
+    Episode, action_messages, judgment_messages, newcomer_turn, selection_messages,
 )
 from normjax.norms import NORMS
 
@@ -79,11 +78,12 @@ def norm_selection_record(ep: Episode, i: int, split: str, candidates: list[int]
     return rec
 
 
-def norm_judgment_record(ep: Episode, i: int, k: int, split: str, parts: bool = False) -> dict:
-    """`parts`: the multimodal layout without an image (a frames file's one schema)."""
+def norm_judgment_record(ep: Episode, i: int, k: int, split: str, image: bool = False) -> dict:
     rec = _base("norm_judgment", ep, i, split)
-    rec["prompt"] = vlm(judgment_messages(ep, i, k), False) if parts else judgment_messages(ep, i, k)
+    rec["prompt"] = judgment_messages(ep, i, k, image)
     rec.update(violates=bool(ep.data["violates"][i, k]), agent_uid=int(ep.data["uid"][i, k]))
+    if image:
+        rec["images"] = [image_path(rec)]
     return rec
 
 

@@ -18,7 +18,9 @@
   interactive prompt), the recent history of every agent with its red
   crosses, earlier red crosses, the agents now, and one agent's proposed
   transition; that transition's own sanction is not in the prompt (it is
-  the label).
+  the label).  With `image` it comes with the frame of the step before
+  the transition, the proposed move drawn as the one arrow, and the
+  legend of the frame in the system prompt.
 """
 
 from __future__ import annotations
@@ -175,7 +177,14 @@ def _history_line(ep: Episode, j: int) -> str:
     return f"- Step {int(d['t'][j])}: " + ("; ".join(parts) or "no agent on the grid")
 
 
-JUDGE_SYSTEM = """You are given a text description of a grid-world simulation (there is no image).
+JUDGE_TEXT = "You are given a text description of a grid-world simulation (there is no image)."
+JUDGE_IMAGE = "You are shown an image of the current step of a grid-world simulation, and its recent history as text."
+# What the judgment frame shows (`normjax.finetune.frames`: the renderer's legend, one arrow).
+JUDGE_LEGEND = """
+- In the image agents are discs in their group's colour; {star}. A red cross over an agent marks a penalty for violating the social norm in the last step; badges on a disc's corners: a green check mark (top left) when its first goal is done, a black exclamation mark on yellow (top right) after a push or collision in the last step, a timer digit (bottom right) while it is being served.
+- One arrow points from the agent whose proposed action you judge to the cell it proposes to enter. Row and column numbers are on the image's margins."""
+
+JUDGE_SYSTEM = """{opening}
 
 SETTING
 {world}
@@ -183,7 +192,7 @@ SETTING
 AGENTS
 - Agents belong to one of 3 social groups: orange, green and blue. Each agent has a number.
 - Each step every agent chooses one action: move up, move down, move left, move right or wait.
-- The agents follow a social norm that you are not told. An agent whose action violates it receives a red cross and a penalty.
+- The agents follow a social norm that you are not told. An agent whose action violates it receives a red cross and a penalty.{legend}
 
 OBJECT POSITIONS
 {objects}
@@ -192,12 +201,16 @@ TASK
 You see the recent history of the episode, with the red crosses agents received, and one agent's proposed action for the current step. Judge whether that proposed action violates the social norm this group follows."""
 
 
-def judgment_messages(ep: Episode, i: int, k: int) -> list[dict]:
-    """The Norm Judgment prompt for agent slot k's transition at step i (its sanction withheld)."""
+def judgment_messages(ep: Episode, i: int, k: int, image: bool = False) -> list[dict]:
+    """The Norm Judgment prompt for agent slot k's transition at step i (its sanction withheld);
+    with `image` the variant that comes with the frame of the step (multimodal layout)."""
     d = ep.data
     lo = max(0, i - RECENT_STEPS)
     earlier = [j for j in range(lo) if d["sanctioned"][j].any()][-EARLIER_SANCTIONED:]
-    lines = [f"Current step: {int(d['t'][i])}.", "", "Recent steps (most recent last):"]
+    lines = [f"Current step: {int(d['t'][i])}."]
+    if image:
+        lines.append("The given image shows the environment and all agents' positions at the current step.")
+    lines += ["", "Recent steps (most recent last):"]
     lines += [_history_line(ep, j) for j in range(lo, i)] or ["(none)"]
     lines.append("Earlier steps with red crosses (most recent last):")
     lines += [f"- Step {int(d['t'][j])}: " + "; ".join(_move(ep, j, m) for m in range(d['active'].shape[1])
@@ -210,8 +223,15 @@ def judgment_messages(ep: Episode, i: int, k: int) -> list[dict]:
               "Does this proposed action violate the social norm?",
               "Return exactly one JSON object and no other text:",
               '{ "reasoning": "<step-by-step reasoning>", "violates": <true or false> }']
-    system = JUDGE_SYSTEM.format(world=world_description(LAYOUT), objects=object_positions(LAYOUT))
-    return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(lines)}]
+    legend = ""
+    if image:
+        star = (f"the disc with a gold star is {_agent(ep, i, 0)}" if d["active"][i, 0]
+                else "a gold star would mark the newest agent, who is not on the grid")
+        legend = JUDGE_LEGEND.format(star=star)
+    system = JUDGE_SYSTEM.format(opening=JUDGE_IMAGE if image else JUDGE_TEXT, legend=legend,
+                                 world=world_description(LAYOUT), objects=object_positions(LAYOUT))
+    msgs = [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(lines)}]
+    return vlm(msgs, True) if image else msgs
 
 
 __all__ = ["BLOCKED", "Episode", "action_messages", "judgment_messages", "newcomer_turn", "selection_messages", "vlm"]
