@@ -34,8 +34,8 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
     f.add_argument("--steps", type=int, default=200,
                    help="steps per interaction-phase episode (the paper's 200; shorter for quick checks)")
     f.add_argument("--text-only", action="store_true",
-                   help="no frames: text prompts only (default: each newcomer record carries the frame llm-eval's "
-                        "VLM mode shows, written under OUT/images/)")
+                   help="no frames: text prompts only (default: each record carries its frame, drawn as "
+                        "llm-eval's VLM mode draws it, written under OUT/images/)")
     f.add_argument("--states-from", default=None, metavar="RUN_DIR",
                    help="compliant_action / norm_selection: the newcomer states of an llm-eval run's interaction "
                         "transcripts (replayed and checked), instead of --policy's")

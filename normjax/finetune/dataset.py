@@ -3,7 +3,7 @@
     build(task, family, split, n, seed=0, policy="oracle", frames=False) -> (records, manifest)
     write(out_dir, records, manifest) -> (jsonl path, manifest path)
 
-With `frames` the newcomer records carry their rendered frame
+With `frames` the records carry their rendered frame
 (`normjax.finetune.frames`): `records.pngs` maps each record's image path
 to its PNG bytes and `write` puts them beside the JSON Lines file.  With
 `states_from` (an `llm-eval` run directory) the newcomer states are the
@@ -101,14 +101,19 @@ def _newcomer_records(task, eps, n, split, norms, rng, frames: bool, pngs: dict,
     for ep in eps.episodes:
         pool.setdefault(ep.norm_id, []).extend((ep, i) for i in R.newcomer_candidates(ep, min_step))
     picked = R.stratified(pool, n, rng)
-    train_ids = split_norms(NORMS[norms[0]].family, "train")
+    if task == "norm_selection":
+        train_ids = split_norms(NORMS[norms[0]].family, "train")
+        return _made(picked, lambda ep, i: R.norm_selection_record(ep, i, split, train_ids, rng, frames), frames,
+                     pngs, tick)
+    return _made(picked, lambda ep, i: R.compliant_action_record(ep, i, split, frames), frames, pngs, tick)
+
+
+def _made(items: list[tuple], make, frames: bool, pngs: dict, tick) -> list[dict]:
+    """`make(*item)` for every item, chunk by chunk: each chunk's frames in one render call."""
     out = []
-    for lo in range(0, len(picked), CHUNK):  # a chunk: its records, then its frames in one render call
-        chunk = picked[lo: lo + CHUNK]
-        if task == "norm_selection":
-            recs = [R.norm_selection_record(ep, i, split, train_ids, rng, frames) for ep, i in chunk]
-        else:
-            recs = [R.compliant_action_record(ep, i, split, frames) for ep, i in chunk]
+    for lo in range(0, len(items), CHUNK):
+        chunk = items[lo: lo + CHUNK]
+        recs = [make(*it) for it in chunk]
         if frames:
             pngs.update((r["images"][0], png) for r, png in zip(recs, record_frames(chunk)))
         out += recs
@@ -125,15 +130,8 @@ def _judgment_records(eps: _Episodes, n, split, rng, max_episodes: int, balance:
             len(eps.episodes) < max_episodes and sum(p[3] for p in pool()) < (n + 1) // 2):
         eps.more()
     picked = R.balanced_judgments(pool(), n, rng, balance)
-    out = []
-    for lo in range(0, len(picked), CHUNK):
-        chunk = [(ep, i, k) for ep, i, k, _ in picked[lo: lo + CHUNK]]
-        recs = [R.norm_judgment_record(ep, i, k, split, frames) for ep, i, k in chunk]
-        if frames:
-            pngs.update((r["images"][0], png) for r, png in zip(recs, record_frames(chunk)))
-        out += recs
-        tick(len(recs))
-    return out
+    return _made([(ep, i, k) for ep, i, k, _ in picked],
+                 lambda ep, i, k: R.norm_judgment_record(ep, i, k, split, frames), frames, pngs, tick)
 
 
 def build(task: str, family: str, split: str, n: int, seed: int = 0, policy: str = "oracle",
@@ -171,7 +169,8 @@ def build(task: str, family: str, split: str, n: int, seed: int = 0, policy: str
     wall = time.perf_counter() - t0
     judged = [r["violates"] for r in out if r["task"] == "norm_judgment"]
     manifest = dict(
-        format=FORMAT, task=task, family=family, split=split, seed=seed, policy=policy, requested=n,
+        format=FORMAT, task=task, family=family, split=split, seed=seed, requested=n,
+        policy=policy if states_from is None else None,  # None: the run's model (states_from)
         records=len(out), counts={t: sum(r["task"] == t for r in out) for t in sorted({r["task"] for r in out})},
         per_norm={NORMS[m].name: sum(r["norm_id"] == m for r in out) for m in norms},
         norms=[NORMS[m].name for m in norms],
