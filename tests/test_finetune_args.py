@@ -27,6 +27,10 @@ def test_harvest_refuses_bad_norms_and_shapes():
         harvest([50], [0])
     with pytest.raises(ValueError, match="equal-length"):
         harvest([0, 1], [0])
+    with pytest.raises(ValueError, match="needs the recorded actions"):
+        harvest([0], [0], "replay", steps=4)
+    with pytest.raises(ValueError, match=r"replay actions must be ints in 0..4 of shape \(1, 4\)"):
+        harvest([0], [0], "replay", steps=4, actions=[[0, 1, 9, 0]])
 
 
 def test_splits_are_table_a4():

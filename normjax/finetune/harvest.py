@@ -188,6 +188,8 @@ def harvest(norm_ids, seeds, policy: str = "oracle", steps: int = INTERACTION_ST
     keys = jnp.stack([jax.random.PRNGKey(int(s)) for s in seeds])
     args = (keys, jnp.asarray(norm_ids))
     if policy == "replay":
+        if actions is None:
+            raise ValueError("the replay policy needs the recorded actions [episodes, steps]")
         actions = np.asarray(actions, np.int32)
         if actions.shape != (norm_ids.size, steps) or actions.min() < 0 or actions.max() >= C.N_ACTIONS:
             raise ValueError(f"replay actions must be ints in 0..{C.N_ACTIONS - 1} of shape "
