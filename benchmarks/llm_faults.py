@@ -20,10 +20,13 @@ that compiles every program (so compilation is in no timing):
 
 Printed and saved (benchmarks/results/llm_faults.json): the wall times, the
 ratio faulty / clean (target under 1.5), each run's critical path (the longest
-interaction episode's request latencies, back-off included, plus the longest
-test episode's: what a run whose episodes never wait for each other takes,
-runner aside), the attempts, retries and faults
-injected, the decisions that errored, and two equality checks:
+interaction episode's request seconds, back-off included, plus the longest test
+episode's: what a run whose episodes never wait for each other takes, runner
+aside), the schedule floor (`schedule_floor`:
+the ratio that any schedule waiting only for each episode's own replies must
+expect with this fault mix, by Monte Carlo over the client's retry rules), the
+attempts, retries and faults injected, the decisions that errored, and two
+equality checks:
 
 * faulty == replay: every step of every transcript (the world: all agents;
   the newcomer's action, what it executed, its sanctions; the prompt sent;
@@ -150,15 +153,93 @@ def transcript_differences(a, b) -> list[str]:
     return out
 
 
-def critical_path(out) -> float:
-    """Seconds of the longest interaction episode's request latencies plus the longest test
-    episode's: the wall time of a run whose episodes never wait for each other, runner aside."""
-    store, longest = TranscriptStore(out), {}
+def _per_norm(out, measure) -> dict:
+    """Per norm: {"interaction": measure(its interaction steps), "tests": [measure(steps) per test episode]}."""
+    store, per_norm = TranscriptStore(out), {}
     for name in store.episodes():
-        s = sum((r["llm"] or {}).get("latency_s", 0.0) for r in store.read(name)[1:])
-        stage = "interaction" if name.endswith("/interaction") else "test"
-        longest[stage] = max(longest.get(stage, 0.0), s)
-    return sum(longest.values())
+        norm, episode = name.split("/")
+        value = measure([r["llm"] or {} for r in store.read(name)[1:]])
+        entry = per_norm.setdefault(norm, {"interaction": 0, "tests": []})
+        if episode == "interaction":
+            entry["interaction"] = value
+        else:
+            entry["tests"].append(value)
+    return per_norm
+
+
+def critical_path(out) -> float:
+    """Seconds of the longest interaction episode's requests plus the longest test episode's (the
+    test stage starts when every interaction has ended): the wall time of the run, runner aside."""
+    chains = _per_norm(out, lambda steps: sum(s.get("latency_s", 0.0) for s in steps)).values()
+    return max(c["interaction"] for c in chains) + max(t for c in chains for t in c["tests"])
+
+
+def _decisions(out) -> dict:
+    """Per norm: the queried decisions of its interaction episode and of each test episode."""
+    return _per_norm(out, lambda steps: sum(bool(s.get("queried")) for s in steps))
+
+
+def schedule_floor(decisions: dict, args, draws: int = 400, seed: int = 0) -> dict:
+    """The ratio any schedule that waits for each episode's own replies must expect (Monte Carlo).
+
+    Each episode is a chain of requests: its turn cannot be asked before its previous reply is
+    in.  Per attempt the server's latency is uniform in latency x (1 +- 0.5) and the fault is
+    drawn at the rates of tests/fake_openai.py; a retried attempt costs what the client's rules
+    make it cost (`ChatClient._delay`: back-off, Retry-After as a minimum, the timeout), and a
+    malformed reply is an errored decision, after which the newcomer waits and needs one more
+    decision.  With the clean run's decision counts per episode, the expected wall time of a
+    run with no runner overhead at all is the mean over draws of the longest interaction
+    chain plus the longest test chain; floor = faulty / clean.  (Starting each norm's tests
+    when its own interaction ends would make it the longest norm's sum instead: tried, the
+    same ratio on this run, and 3x the runner's CPU with one small batch per norm.)
+    """
+    import random
+
+    import numpy as np
+
+    from tests.fake_openai import FAULT_RATES
+
+    random.seed(seed)  # `_delay`'s jitter
+    rng = np.random.default_rng(seed)
+    cfg = ClientConfig(base_url="http://127.0.0.1/v1", model="m", timeout=args.timeout, max_retries=args.max_retries,
+                       backoff=args.backoff, max_backoff=args.max_backoff)
+    delay = ChatClient(cfg)._delay
+    rates = dict(FAULT_RATES)
+    names, probs = list(rates) + ["ok"], list(rates.values()) + [1.0 - sum(rates.values())]
+
+    def request(faulty: bool) -> tuple[float, bool]:
+        t = 0.0
+        for attempt in range(args.max_retries + 1):
+            latency = args.latency * rng.uniform(0.5, 1.5)
+            kind = rng.choice(names, p=probs) if faulty else "ok"
+            if kind in ("ok", "malformed"):
+                return t + latency, kind == "malformed"
+            if attempt == args.max_retries:
+                break
+            if kind == "http500":
+                t += delay(attempt, None)
+            elif kind == "http429":
+                t += delay(attempt, float(args.retry_after))
+            else:  # past_timeout
+                t += args.timeout + delay(attempt, None)
+        return t + args.timeout, True
+
+    def chain(n: int, faulty: bool) -> float:
+        t, done = 0.0, 0
+        while done < n:
+            dt, errored = request(faulty)
+            t += dt
+            done += not errored
+        return t
+
+    def run(faulty: bool) -> float:
+        stages = decisions.values()
+        return (max(chain(c["interaction"], faulty) for c in stages)
+                + max(chain(n, faulty) for c in stages for n in c["tests"]))
+
+    clean = float(np.mean([run(False) for _ in range(draws)]))
+    faulty = float(np.mean([run(True) for _ in range(draws)]))
+    return dict(clean_s=round(clean, 2), faulty_s=round(faulty, 2), ratio=round(faulty / clean, 3), draws=draws)
 
 
 def main(argv=None) -> int:
@@ -190,6 +271,7 @@ def main(argv=None) -> int:
         faulty, walls["faulty"], log = served_run(faulty_script, args, Path(tmp, "faulty"))
         errored = errored_decisions(Path(tmp, "faulty"))
         chains = {k: round(critical_path(Path(tmp, k)), 2) for k in ("clean", "faulty")}
+        floor = schedule_floor(_decisions(Path(tmp, "clean")), args)
         replay = asyncio.run(run_protocol_async(Replay(errored), args.norms, out=Path(tmp, "replay"),
                                                 interaction_steps=args.interaction_steps, settings=SETTINGS))
         if args.lockstep:
@@ -210,7 +292,7 @@ def main(argv=None) -> int:
         settings=dict(vars(args), norms=args.norms), compile_and_warmup_s=round(compile_s, 1),
         wall_s={k: round(v, 2) for k, v in walls.items()}, ratio=round(walls["faulty"] / walls["clean"], 3),
         critical_path_s=chains, critical_path_ratio=round(chains["faulty"] / chains["clean"], 3),
-        target_ratio=1.5, attempts_faulty=len(log), injected=injected,
+        schedule_floor=floor, target_ratio=1.5, attempts_faulty=len(log), injected=injected,
         client={"clean": clean["client"], "faulty": faulty["client"]},
         decisions={"clean": clean["llm"]["decisions"], "faulty": faulty["llm"]["decisions"]},
         errored_decisions={"clean": clean["llm"]["errors"], "faulty": len(errored),
@@ -220,7 +302,7 @@ def main(argv=None) -> int:
         clean_differences=clean_diff[:20], load_average_before=load_before, load_average_after=os.getloadavg())
     if args.lockstep:
         report["ratio_lockstep"] = round(walls["faulty_lockstep"] / walls["clean_lockstep"], 3)
-    shown = ("wall_s", "ratio", "critical_path_s", "critical_path_ratio", "injected", "errored_decisions",
+    shown = ("wall_s", "ratio", "critical_path_s", "critical_path_ratio", "schedule_floor", "injected", "errored_decisions",
              "faulty_equals_replay", "episodes", "episodes_without_errors", "untouched_equal_clean")
     shown += ("ratio_lockstep",) if args.lockstep else ()
     print(json.dumps({k: report[k] for k in shown}, indent=1))

@@ -14,6 +14,8 @@
     normjax render   --layout bank --out bank.png
     normjax finetune-data --task norm_judgment --family access --split train --n 1000 --out data/
     normjax play     --norms forbidden_zone_q --out runs/human
+    normjax play     --assign 2 --study-seed 0 --out runs/study     (a study: consent page, 2 norms each)
+    normjax play-export --out runs/study --compare oracle.json runs/llm/NAME
 
 Every command is a thin `cmd_*` function over the library (normjax.commands), and every command keeps a
 persistent JAX compilation cache (normjax.cache; default ~/.cache/normjax/jax, `--cache-dir
@@ -36,7 +38,7 @@ from normjax.cli_names import (  # noqa: F401 (re-exported)
 )
 from normjax.commands import (  # noqa: F401 (_norm_list re-exported)
     _norm_list, cmd_evaluate, cmd_export, cmd_identify, cmd_llm_beliefs, cmd_llm_eval, cmd_llm_judge, cmd_render,
-    cmd_play, cmd_report, cmd_rollout, cmd_train,
+    cmd_final_test, cmd_play, cmd_play_export, cmd_report, cmd_rollout, cmd_train,
 )
 
 
@@ -153,6 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="only the final tests as markdown tables, pooled over the directories (chunks of one run)")
     rp.set_defaults(fn=cmd_report)
 
+    ft = sub.add_parser("final-test", parents=cache,
+                        help="re-run a finished training run's final tests from its final_params.npz (e.g. on new scenarios)")
+    ft.add_argument("run_dir", nargs="+", help="run directories holding final_params.npz and config.json")
+    ft.set_defaults(fn=cmd_final_test)
+
     e = sub.add_parser("evaluate", parents=cache + distract, help="run the test protocol (3 seen + 3 unseen episodes per norm)")
     e.add_argument("--policy", required=True, choices=POLICY_NAMES + OBSERVER_NAMES,
                    help="newcomer policy: norm-aware oracle, norm-blind planner, blind_any (random shortest route on the "
@@ -254,14 +261,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("play", parents=cache, formatter_class=_DefaultsFormatter,
                         help="a person plays the protocol in the browser (docs/play.md)")
-    pl.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
+    pl.add_argument("--norms", nargs="+", default=None, metavar="NAME",
+                    help="norm names (default: all 50); with --assign, the pool the norms are drawn from")
     pl.add_argument("--host", default="127.0.0.1", help="address to bind (another host exposes the study)")
     pl.add_argument("--port", type=int, default=8000)
     pl.add_argument("--seed", type=int, default=0, help="protocol seed (0 = canonical)")
     pl.add_argument("--interaction-steps", type=int, default=200, metavar="N",
                     help="length of the interaction phase, 0-200 (the protocol's is 200; shorter for quick checks)")
     pl.add_argument("--out", required=True, help="study directory: one run directory per participant")
+    pl.add_argument("--assign", type=int, default=None, metavar="N",
+                    help="study mode: each new participant gets N norms of the pool, drawn across families, after "
+                         "agreeing to a consent page (the paper's study: 2)")
+    pl.add_argument("--study-seed", type=int, default=0, metavar="S", help="with --assign: the assignment's seed")
+    pl.add_argument("--consent", default=None, metavar="FILE",
+                    help="with --assign: the consent/instructions text (markdown subset; default: OUT/consent.md, "
+                         "copied from the shipped template on first start)")
     pl.set_defaults(fn=cmd_play)
+
+    px = sub.add_parser("play-export", parents=cache, formatter_class=_DefaultsFormatter,
+                        help="gather every participant of a play study into one result (docs/play.md)")
+    px.add_argument("--out", required=True, metavar="DIR", help="the study directory (normjax play's --out)")
+    px.add_argument("--compare", nargs="+", default=[], metavar="[LABEL=]PATH",
+                    help="model rows for the combined table: normjax evaluate JSON files or llm-eval run directories")
+    px.add_argument("--all-norms", action="store_true",
+                    help="model rows over all their norms (default: only the norms the participants played)")
+    px.set_defaults(fn=cmd_play_export)
     return ap
 
 

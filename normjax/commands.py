@@ -133,7 +133,18 @@ def cmd_train(args) -> int:
                                checkpoint_every=args.checkpoint_every)
     if is_primary():
         print(report(out))
+        _print_programs()
     return 0 if all("results" in r or "stopped_at" in r for r in results) else 1
+
+
+def _print_programs() -> None:
+    """With the executable cache (normjax.cache): how many programs were loaded whole or compiled, and the seconds."""
+    from normjax.cache import cache_stats, persistent
+
+    if persistent():
+        s = cache_stats()
+        print(f"programs: {s['executable_loads']} loaded whole, {s['executable_stores']} compiled and stored, "
+              f"{s['program_s']:.1f}s")
 
 
 def cmd_report(args) -> int:
@@ -145,6 +156,17 @@ def cmd_report(args) -> int:
     from train.report import report
 
     print(report(args.run_dir, args.figures))
+    return 0
+
+
+def cmd_final_test(args) -> int:
+    from train.report import report
+    from train.run import final_tests_from_params
+
+    for run_dir in args.run_dir:
+        final_tests_from_params(run_dir)
+        print(f"wrote {Path(run_dir) / 'results.json'}")
+    print(report(args.run_dir))
     return 0
 
 
@@ -188,6 +210,7 @@ def cmd_identify(args) -> int:
                       capacity=args.capacity, out_dir=args.out)
     print(format_summary(result))
     print(f"{time.perf_counter() - t0:.1f}s; wrote {Path(args.out) / 'identify.json'} and figures")
+    _print_programs()
     return 0
 
 
@@ -275,17 +298,39 @@ def cmd_llm_eval(args) -> int:
 def cmd_play(args) -> int:
     norms = _norm_list(args.norms)  # before any tracing
     from normjax.llm.runner import INTERACTION_STEPS
-    from normjax.play.app import serve
     from normjax.protocol import resolve_norms
 
     if not 0 <= args.interaction_steps <= INTERACTION_STEPS:
         raise ValueError(f"--interaction-steps must be in 0..{INTERACTION_STEPS}, got {args.interaction_steps}")
+    if args.assign is None and args.consent is not None:
+        raise ValueError("--consent needs --assign N (the consent page belongs to study mode)")
+    ids = resolve_norms(norms)
+    study = None
+    if args.assign is not None:
+        from normjax.play.study import Study
+
+        study = Study(args.out, ids, args.assign, args.study_seed, args.consent, seed=args.seed,
+                      interaction_steps=args.interaction_steps)
     try:
-        serve(args.out, resolve_norms(norms), host=args.host, port=args.port, seed=args.seed,
-              interaction_steps=args.interaction_steps)
+        from normjax.play.app import serve
+
+        serve(args.out, ids, host=args.host, port=args.port, seed=args.seed,
+              interaction_steps=args.interaction_steps, study=study)
     except ImportError as e:  # Flask missing: name the extra
         print(f"normjax: error: {e}", file=sys.stderr)
         return 2
+    return 0
+
+
+def cmd_play_export(args) -> int:
+    from normjax.play.export import export_study
+
+    summary = export_study(args.out, args.compare, all_norms=args.all_norms)
+    print(summary["markdown"])
+    for p in summary["incomplete"]:
+        print(f"normjax: participant {p['participant']} is incomplete (finished {len(p['finished_norms'])} of "
+              f"{len(p['norms'])} norms): listed, not counted", file=sys.stderr)
+    print(f"{len(summary['complete'])} complete participant(s); wrote " + ", ".join(map(str, summary["files"])))
     return 0
 
 

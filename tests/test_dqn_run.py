@@ -147,3 +147,32 @@ def test_report_writes_the_figures_and_keeps_runs_apart(tiny_run, tmp_path):
     assert {r["source"] for r in rows["metrics"]} == {out.name, "copy"}
     text = report([out, other], tmp_path / "figs")
     assert (tmp_path / "figs" / "returns.png").exists() and f"== {other} (K=10) ==" in text
+
+
+def test_final_params_rerun_the_final_tests_exactly(tiny_run, tmp_path):
+    """`final_params.npz` (written at the end of every run) holds the greedy policies: final
+    tests re-run from the file equal those of the in-memory parameters, and a file of the
+    wrong shape is refused with the leaf named."""
+    from train.dqn import make_population
+    from train.params import PARAMS_FILE
+    from train.run import final_tests_from_params, write_final_tests
+
+    out, cfg, result = tiny_run
+    direct_dir = tmp_path / "direct"
+    direct_dir.mkdir()
+    pop = make_population(cfg)
+    direct = write_final_tests(pop, tuple(r.q_params for r, _ in result["carry"]), direct_dir, None)
+    assert final_tests_from_params(out) == direct
+    assert json.loads((out / "results.json").read_text())["episodes"] == \
+        json.loads((direct_dir / "results.json").read_text())["episodes"]
+
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text((out / "config.json").read_text())
+    with np.load(out / PARAMS_FILE) as f:
+        arrays = {k: f[k] for k in f.files}
+    name = next(k for k in arrays if k != "step")
+    arrays[name] = arrays[name][..., :1]
+    np.savez(bad / PARAMS_FILE, **arrays)
+    with pytest.raises(ValueError, match=name.replace("[", r"\[")):
+        final_tests_from_params(bad)

@@ -16,6 +16,8 @@ the frame).  Checked:
   recorded state of the transcripts exactly;
 * every accepted step is in actions.jsonl; the transcripts are trajectory
   files (export format) with the beliefs where llm-judge reads them;
+* `normjax play-export` of the study pools this participant into the same
+  aggregates as their results.json;
 * bad requests get a clear 4xx and change nothing; participant ids cannot
   leave --out.
 """
@@ -36,6 +38,7 @@ from normjax.llm.runner import run_protocol  # noqa: E402
 from normjax.llm.transcripts import TranscriptStore  # noqa: E402
 from normjax.llm.turns import Decision  # noqa: E402
 from normjax.play.app import create_app  # noqa: E402
+from normjax.play.export import export_study  # noqa: E402
 from normjax.play.session import LOG, read_log  # noqa: E402
 from normjax.protocol.runner import run_episodes, summarize  # noqa: E402
 from normjax.protocol.seeds import test_episodes as protocol_episodes  # noqa: E402
@@ -157,6 +160,13 @@ def test_a_participant_plays_the_protocol_over_http(tmp_path):
     lines = [json.loads(x) for x in (out / "alice" / "judge_prompts.jsonl").read_text().splitlines()]
     assert judge and {x["belief"] for x in lines} == set(beliefs)
     assert sorted(p.name for p in out.iterdir()) == ["alice"]  # nothing else written
+
+    # The study export of this one participant: evaluate's aggregates, the same judge lines.
+    summary = export_study(out)
+    pooled = json.loads((out / "export.json").read_text())["pooled"]
+    assert summary["complete"] == ["alice"] and not summary["incomplete"]
+    assert pooled["seen"] == got["seen"] and pooled["unseen"] == got["unseen"]
+    assert summary["judge_lines"] == len(lines)
 
     # Replaying the logged actions through the runner's jitted step (all six test episodes in
     # one lockstep batch this time) reproduces every recorded state exactly.

@@ -1,16 +1,20 @@
 """`normjax play` in a real browser: the system Chromium driven by Selenium (slow tier).
 
-The app runs in a thread on a free local port; headless Chromium
-(/usr/bin/chromium with the system chromedriver; never a downloaded browser)
-opens the play page, types a belief, sets the confidence, presses arrow keys
-and space, reloads mid-interaction and goes on, and the test checks the log:
-every key press once, in order, none lost or repeated by the reload, with
-the typed belief.  A screenshot is written to docs/play_page.png when
-NORMJAX_PLAY_SCREENSHOT is set (how docs/play.md's picture was taken).
+The app runs a study (``--assign 1``) in a thread on a free local port;
+headless Chromium (/usr/bin/chromium with the system chromedriver; never a
+downloaded browser) opens the participant's page, reads the consent page and
+clicks "I agree" (recorded before any step), then on the play page types a
+belief, sets the confidence, presses arrow keys and space, reloads
+mid-interaction and goes on, and the test checks the log: every key press
+once, in order, none lost or repeated by the reload, with the typed belief.
+Only when NORMJAX_PLAY_SCREENSHOT names a file is a screenshot written there
+(``NORMJAX_PLAY_SCREENSHOT=docs/play_page.png``: the picture of docs/play.md
+and README); otherwise the test writes nothing outside its temporary folder.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -25,6 +29,7 @@ webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium ([t
 
 from normjax.play.app import create_app  # noqa: E402
 from normjax.play.session import LOG, read_log  # noqa: E402
+from normjax.play.study import Study  # noqa: E402
 
 CHROMIUM, DRIVER = "/usr/bin/chromium", shutil.which("chromedriver") or "/usr/bin/chromedriver"
 pytestmark = [pytest.mark.browser,
@@ -46,7 +51,8 @@ def server(tmp_path):
     from werkzeug.serving import make_server
 
     out = tmp_path / "study"
-    app = create_app(out, [0], interaction_steps=12)
+    study = Study(out, [0], 1, seed=0, interaction_steps=12)  # one norm in the pool: the assignment is norm 0
+    app = create_app(out, [0], interaction_steps=12, study=study)
     srv = make_server("127.0.0.1", _free_port(), app, threaded=True)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{srv.server_port}", out, app
@@ -87,8 +93,14 @@ def test_play_in_chromium(server, browser):
     from selenium.webdriver.common.keys import Keys
 
     url, out, _ = server
-    browser.get(f"{url}/p/carol")
-    _wait(lambda: _turn(browser) == 0)
+    browser.get(f"{url}/p/carol")  # the consent page first; nothing is played or recorded before "I agree"
+    assert "Before you start" in browser.find_element(By.TAG_NAME, "h2").text
+    assert "What you will do" in browser.find_element(By.ID, "consent").text  # the shipped template
+    assert not (Path(out) / "carol").exists()
+    browser.find_element(By.ID, "agree").click()
+    _wait(lambda: browser.execute_script("return typeof view !== 'undefined'") and _turn(browser) == 0)
+    consent = json.loads((Path(out) / "carol" / "consent.json").read_text())
+    assert consent["participant"] == "carol" and consent["agreed_at"]
     assert "Norm 1 of 1 - interaction phase" in browser.find_element(By.ID, "status").text
     _wait(lambda: browser.execute_script("const i = document.getElementById('frame'); "
                                          "return i.complete && i.naturalWidth > 15 * 32"))  # the frame shows

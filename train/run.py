@@ -44,6 +44,8 @@ from train import replay as rp
 from train.config import DQNConfig
 from train.dqn import Metrics, make_population
 from train.multihost import is_multiprocess, is_primary, local_value, to_global, to_host
+from train.params import load_final_params, run_config, save_final_params
+from train.programs import cached, stores_programs
 
 VALIDATION_SEEDS = (101, 102, 103, 104)  # 4 x 3 seen episodes = 12 per norm and layout
 ALL = "all"  # the `layout` of the validation row that pools a run's layouts
@@ -232,7 +234,7 @@ def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: boo
 
     specs = tuple(shard(x, mesh) for x, mesh in zip(pop.specs, meshes))
     # One compiled program (bit-identical to the eager init, and one cache entry instead of hundreds).
-    init = jax.jit(pop.init_population)(jax.random.PRNGKey(config.seed))
+    init = cached("train-init", jax.jit(pop.init_population), config)(jax.random.PRNGKey(config.seed))
     carry = tuple(shard(x, mesh) for x, mesh in zip(init, meshes))
     ckpt = None if checkpoint_every is None else ocp.CheckpointManager(
         (out / "checkpoints").resolve(), options=ocp.CheckpointManagerOptions(max_to_keep=2)
@@ -248,7 +250,8 @@ def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: boo
         sets = pb.load_or_collect(out / "probes.npz", [m.specs for m in pop.members], config.probe_states,
                                   config.capacity, write=primary, fresh=not resume)
         probe_sets = [jax.tree.map(jnp.asarray, s) for s in sets]
-        probe_stats = [pb.make_stats(m.apply, config.gamma) for m in pop.members]
+        probe_stats = [cached("train-probe-stats", pb.make_stats(m.apply, config.gamma), m.config)
+                       for m in pop.members]
 
     bar = None
     if progress_bar:
@@ -265,11 +268,15 @@ def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: boo
             bar.update(step - last["step"])
             last["step"] = step
 
+    # A program with a host callback cannot be stored whole: with the executable cache
+    # (train.programs) the block has none and the bar advances once per block.
+    per_chunk = on_chunk if progress and not stores_programs() else None
+
     def run_block(c, s):
         # Sharded over devices, each device runs the chunks of its own runs (`_Train.chunk`).
-        return pop.run_chunks(c, s, block, on_chunk if progress else None, meshes=tuple(meshes))
+        return pop.run_chunks(c, s, block, per_chunk, meshes=tuple(meshes))
 
-    run = jax.jit(run_block, donate_argnums=0)
+    run = cached("train-block", jax.jit(run_block, donate_argnums=0), config, block=block)
     t_start = time.perf_counter()
     blocks_done = 0
     step = _step(carry)
@@ -319,8 +326,11 @@ def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: boo
     if primary:
         (out / "timing.json").write_text(json.dumps({"train_seconds": train_s, "n_runs": n_runs}))
     result = {"config": config.to_dict(), "train_seconds": train_s, "carry": carry}
+    q_params = tuple(_params(runners.q_params) for runners, _ in carry)
+    if primary:
+        save_final_params(jax.device_get(q_params), out, step)
     if final_test:
-        result["results"] = write_final_tests(pop, carry, out, train_s)
+        result["results"] = write_final_tests(pop, q_params, out, train_s)
     return result
 
 
@@ -338,15 +348,15 @@ def train_capacities(config: DQNConfig, out_dir, **kwargs) -> list[dict]:
     return [train_population(c, d, **kwargs) for c, d in run_dirs(config, out_dir)]
 
 
-def write_final_tests(pop, carry, out: Path, train_s: float | None) -> dict:
+def write_final_tests(pop, q_params_per_member, out: Path, train_s: float | None) -> dict:
     """Final tests of the frozen policies (protocol seed 0) -> results.json.
 
     results[arch][reward_condition] = protocol summary (seen and unseen).
     """
     summary, episodes = {}, {}
-    for (m, rows, _), (runners, _) in zip(pop.member_rows(), carry):
+    for (m, rows, _), q_params in zip(pop.member_rows(), q_params_per_member):
         per_run = ev.episodes_for([r["norm_id"] for r in rows])
-        raw = ev.run_population(m, _params(runners.q_params), per_run)
+        raw = ev.run_population(m, q_params, per_run)
         tables = ev.summarize_groups(rows, per_run, raw, "reward_condition")
         summary[m.config.arch] = {cond: {k: v for k, v in t.items() if k != "episodes"} for cond, t in tables.items()}
         episodes[m.config.arch] = {c: t["episodes"] for c, t in tables.items()}
@@ -357,20 +367,20 @@ def write_final_tests(pop, carry, out: Path, train_s: float | None) -> dict:
     return summary
 
 
-def final_tests_from_checkpoint(run_dir) -> dict:
-    """Re-run the final tests of a finished run from its last checkpoint."""
-    from train.config import make_config
+def _abstract_carry(pop):
+    return jax.eval_shape(pop.init_population, jax.random.PRNGKey(pop.config.seed))
 
-    out = Path(run_dir)
-    values = json.loads((out / "config.json").read_text())
-    config = make_config(values)
-    pop = make_population(config)
-    ckpt = ocp.CheckpointManager((out / "checkpoints").resolve())
-    step = ckpt.latest_step()
-    if step is None or step < config.total_steps:
-        raise ValueError(f"{run_dir}: no final checkpoint (latest: {step})")
-    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, pop.init_population(jax.random.PRNGKey(config.seed)))
-    carry = ckpt.restore(step, args=ocp.args.StandardRestore(abstract))
+
+def _train_seconds(out: Path):
     timing = out / "timing.json"
-    train_s = json.loads(timing.read_text())["train_seconds"] if timing.exists() else None
-    return write_final_tests(pop, carry, out, train_s)
+    return json.loads(timing.read_text())["train_seconds"] if timing.exists() else None
+
+
+def final_tests_from_params(run_dir) -> dict:
+    """Re-run the final tests of a finished run from its `final_params.npz` (e.g. on new scenarios)."""
+    out = Path(run_dir)
+    pop = make_population(run_config(out))
+    abstract = tuple(runners.q_params for runners, _ in _abstract_carry(pop))
+    q_params = tuple(jax.tree.map(jnp.asarray, t) for t in load_final_params(out, pop, abstract))
+    return write_final_tests(pop, q_params, out, _train_seconds(out))
+

@@ -2,5 +2,8 @@
 
 `normjax.play.session`: one participant's protocol run (the human as an external
 agent of the LLM runner, a durable action log, resume); `normjax.play.app`: the
-Flask web app (needs the ``[play]`` extra).  docs/play.md describes a study.
+Flask web app (needs the ``[play]`` extra); `normjax.play.study`: study mode
+(norms assigned per participant, the consent record); `normjax.play.consent`:
+the consent text as escaped HTML; `normjax.play.export`: `normjax play-export`
+(all participants in one result, beside model rows).  docs/play.md describes a study.
 """

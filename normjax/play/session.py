@@ -121,7 +121,7 @@ class Session:
         self.dir, self.pid, self.norm_ids = Path(out_dir) / pid, pid, list(norm_ids)
         self.seed, self.capacity, self.interaction_steps, self.cell_px = seed, capacity, interaction_steps, cell_px
         self.settings = dict(policy="human", participant=pid, seed=seed, capacity=capacity,
-                             interaction_steps=interaction_steps)
+                             interaction_steps=interaction_steps, norms=[NORMS[n].name for n in self.norm_ids])
         self.cond = threading.Condition()
         self.turn = self.ctx = None  # the decision waiting for the participant
         self.decision: Decision | None = None

@@ -274,6 +274,12 @@ def summarize(episodes: list[dict], raw: dict[str, np.ndarray]) -> dict:
         if "habit_steps" in raw:  # distractors on (docs/world.md §8.5)
             rows[-1].update(habit_steps=int(raw["habit_steps"][i]),
                             over_imitation=imitation.rate(raw["habit_steps"][i], raw["path_length"][i]))
+    return dict(aggregate_rows(rows), episodes=rows)
+
+
+def aggregate_rows(rows: list[dict]) -> dict:
+    """`summarize`'s seen / unseen aggregates (overall and per family) of per-episode rows,
+    e.g. rows pooled from several results."""
     result = {}
     for cond in CONDITIONS:
         sub = [r for r in rows if r["condition"] == cond]
@@ -285,7 +291,6 @@ def summarize(episodes: list[dict], raw: dict[str, np.ndarray]) -> dict:
             if fr:
                 block[fam] = _aggregate(fr)
         result[cond] = block
-    result["episodes"] = rows
     return result
 
 
@@ -366,5 +371,5 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["METRICS", "StatefulPolicy", "evaluate", "format_table", "prepare_states", "run_episode", "run_episodes",
-           "summarize", "resolve_norms"]
+__all__ = ["METRICS", "StatefulPolicy", "aggregate_rows", "evaluate", "format_table", "prepare_states", "run_episode",
+           "run_episodes", "summarize", "resolve_norms"]
