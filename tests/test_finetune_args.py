@@ -36,7 +36,7 @@ def test_harvest_refuses_bad_norms_and_shapes():
 def test_splits_are_table_a4():
     """33 training and 17 held-out norms: 11/5 coordination, 8/4 access, 7/4 procedure, 7/4 allocation."""
     train = {f: split_norms(f, "train") for f in FAMILIES}
-    test = {f: split_norms(f, "test") for f in FAMILIES}
+    test = {f: split_norms(f, "heldout") for f in FAMILIES}
     sizes = {f: (len(train[f]), len(test[f])) for f in FAMILIES}
     assert sizes == dict(coordination=(11, 5), access=(8, 4), procedure=(7, 4), allocation=(7, 4))
     for f in FAMILIES:

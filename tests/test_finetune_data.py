@@ -163,7 +163,7 @@ def test_every_task_family_and_split(family):
             assert len(recs) == 8, man
             assert {r["family"] for r in recs} == {family}
             names = {r["norm"] for r in recs}
-            assert (names <= held_out) if split == "test" else not (names & held_out)
+            assert (names <= held_out) if split == "heldout" else not (names & held_out)
             for r in recs:
                 assert reward(_oracle_reply(r), r) == pytest.approx(1.1)
                 if r["task"] == "norm_selection":
@@ -245,10 +245,10 @@ def test_frames_are_the_recorded_states(tmp_path):
 def test_cli_writes_files_and_refuses_bad_values(tmp_path, capsys):
     from normjax.cli import main
 
-    assert main(["finetune-data", "--task", "norm_selection", "--family", "access", "--split", "test",
-                 "--n", "4", "--batch", str(BATCH), "--steps", str(STEPS), "--out", str(tmp_path), "--no-cache"]) == 0
-    lines = (tmp_path / "norm_selection_access_test.jsonl").read_text().splitlines()
+    assert main(["finetune-data", "--task", "norm_selection", "--family", "access", "--split", "heldout",
+                 "--examples", "4", "--batch", str(BATCH), "--steps", str(STEPS), "--out", str(tmp_path), "--no-cache"]) == 0
+    lines = (tmp_path / "norm_selection_access_heldout.jsonl").read_text().splitlines()
     assert len(lines) == 4
-    assert main(["finetune-data", "--task", "norm_selection", "--family", "access", "--split", "test",
-                 "--n", "0", "--out", str(tmp_path), "--no-cache"]) == 2
-    assert "n must be >= 1" in capsys.readouterr().err
+    assert main(["finetune-data", "--task", "norm_selection", "--family", "access", "--split", "heldout",
+                 "--examples", "0", "--out", str(tmp_path), "--no-cache"]) == 2
+    assert "must be >= 1, got 0" in capsys.readouterr().err

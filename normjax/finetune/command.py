@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from normjax.cli_names import FAMILIES, FINETUNE_TASKS, HARVEST_POLICIES
+from normjax.cli_names import FAMILIES, FINETUNE_SPLITS, FINETUNE_TASKS, HARVEST_POLICIES
 
 
 def add_parsers(sub, parents: list, client: argparse.ArgumentParser) -> None:
@@ -24,9 +24,9 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
                        help="training / held-out records of the paper's fine-tuning tasks (docs/finetune.md)")
     f.add_argument("--task", required=True, choices=FINETUNE_TASKS)
     f.add_argument("--family", required=True, choices=FAMILIES)
-    f.add_argument("--split", required=True, choices=("train", "test"),
+    f.add_argument("--split", required=True, choices=FINETUNE_SPLITS,
                    help="the family's training norms, or its held-out norms (paper Table A4)")
-    f.add_argument("--n", type=int, required=True, help="number of records")
+    f.add_argument("--examples", "--n", dest="n", type=int, required=True, metavar="N", help="number of records")
     f.add_argument("--policy", choices=HARVEST_POLICIES, default="oracle",
                    help="the newcomer whose states are harvested (compliant_action, norm_selection)")
     f.add_argument("--seed", type=int, default=0)

@@ -11,7 +11,7 @@ model's own, read back from its interaction transcripts
 (`normjax.finetune.readback`) instead of harvested from a scripted policy.
 
 Norms: the family's norms of the split (paper Table A4, `NormSpec.held_out`;
-"test" = the held-out norms), each episode's norm taken in turn.  Episodes:
+"heldout" = the held-out norms), each episode's norm taken in turn.  Episodes:
 the interaction phase harvested in batches of `batch` episodes
 (`normjax.finetune.harvest`); episode j of a build has seed
 ``seed * 1_000_003 + j`` (key ``PRNGKey`` of it).  Records are drawn with
@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from normjax.cli_names import FINETUNE_SPLITS
 from normjax.finetune import records as R
 from normjax.finetune.frames import CHUNK, record_frames
 from normjax.finetune.harvest import check_policy, harvest
@@ -41,7 +42,7 @@ from normjax.finetune.rewards import TASKS
 from normjax.finetune.text import Episode
 from normjax.norms import FAMILIES, NORMS
 
-SPLITS = ("train", "test")
+SPLITS = FINETUNE_SPLITS
 FORMAT = "normjax.finetune/1"
 EPISODES_PER_RECORD = 1 / 16  # newcomer tasks: about 16 records per episode at most, for variety
 SEED_STRIDE = 1_000_003
@@ -53,7 +54,7 @@ def split_norms(family: str, split: str) -> list[int]:
         raise ValueError(f"unknown family {family!r}; valid: {', '.join(FAMILIES)}")
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid: {', '.join(SPLITS)}")
-    return [n.id for n in NORMS if n.family == family and n.held_out == (split == "test")]
+    return [n.id for n in NORMS if n.family == family and n.held_out == (split == "heldout")]
 
 
 def check_args(task: str, family: str, split: str, n: int, policy: str) -> list[int]:
@@ -61,7 +62,7 @@ def check_args(task: str, family: str, split: str, n: int, policy: str) -> list[
         raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASKS)}")
     check_policy(policy)
     if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
+        raise ValueError(f"the number of examples (--examples) must be >= 1, got {n}")
     return split_norms(family, split)
 
 
