@@ -12,8 +12,8 @@ from normjax.norms import FAMILIES, NORMS
 @pytest.mark.parametrize("kwargs,match", [
     (dict(task="judge"), r"unknown task 'judge'; valid: compliant_action"),
     (dict(family="cafe"), r"unknown family 'cafe'; valid: access"),
-    (dict(split="heldout"), r"unknown split 'heldout'; valid: train, test"),
-    (dict(n=0), r"n must be >= 1, got 0"),
+    (dict(split="test"), r"unknown split 'test'; valid: train, heldout"),
+    (dict(n=0), r"examples \(--examples\) must be >= 1, got 0"),
     (dict(policy="random"), r"unknown harvest policy 'random'; valid: oracle, blind, mixture"),
 ])
 def test_build_refuses(kwargs, match):
