@@ -6,8 +6,11 @@ reports, with the first build (which compiles the harvest program) timed
 apart:
 
 * ``compile_s``: the first build's wall time less the later builds' rate;
-* per task, ``records_per_s``: records per second of a build with a fresh
-  seed (new episodes: harvesting, labelling and the host's prompt formatting);
+* per task, ``records_per_s``: records per second of a text-only build with a
+  fresh seed (new episodes: harvesting, labelling and the host's prompt formatting),
+  and ``records_per_s_frames``: the same with frames (`normjax finetune-data`'s
+  default: each record's frame rendered and PNG-encoded), another fresh seed,
+  the render program compiled before;
 * ``harvest``: labelled steps per second of the harvest program alone
   (every step of every episode with its judgment labels and the newcomer's
   tie set and reasons).
@@ -45,6 +48,8 @@ def main() -> None:
     t0 = time.perf_counter()
     build("compliant_action", args.family, args.split, 1, seed=10_000, batch=args.batch)
     first_s = time.perf_counter() - t0
+    # compiles the renderer
+    build("compliant_action", args.family, args.split, 1, seed=10_001, batch=args.batch, frames=True)
 
     norms = split_norms(args.family, args.split)
     ids = [norms[j % len(norms)] for j in range(args.batch)]
@@ -58,9 +63,13 @@ def main() -> None:
         t0 = time.perf_counter()
         recs, man = build(task, args.family, args.split, args.n, seed=j + 1, batch=args.batch)
         wall = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        framed, _ = build(task, args.family, args.split, args.n, seed=j + 101, batch=args.batch, frames=True)
+        wall_f = time.perf_counter() - t0
         tasks[task] = dict(records=len(recs), wall_s=round(wall, 3), records_per_s=round(len(recs) / wall, 1),
                            episodes={p: e["n"] for p, e in man["episodes"].items()},
-                           violation_share=man["violation_share"])
+                           violation_share=man["violation_share"], frames=len(framed.pngs),
+                           wall_s_frames=round(wall_f, 3), records_per_s_frames=round(len(framed) / wall_f, 1))
         print(task, tasks[task], flush=True)
     payload = dict(family=args.family, split=args.split, batch=args.batch, first_build_s=round(first_s, 2),
                    harvest=dict(episodes=args.batch, labelled_steps=int(steps), wall_s=round(harvest_s, 3),

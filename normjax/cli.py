@@ -12,7 +12,7 @@
     normjax identify --out results/identify
     normjax rollout  --layout cafe --norm forbidden_zone_q --steps 60 --gif out.gif
     normjax render   --layout bank --out bank.png
-    normjax finetune-data --task norm_judgment --family access --split train --n 1000 --out data/
+    normjax finetune-data --task norm_judgment --family access --split train --examples 1000 --out data/
     normjax play     --norms forbidden_zone_q --out runs/human
     normjax play     --assign 2 --study-seed 0 --out runs/study     (a study: consent page, 2 norms each)
     normjax play-export --out runs/study --compare oracle.json runs/llm/NAME

@@ -14,3 +14,5 @@ TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
 FINETUNE_TASKS = ("compliant_action", "norm_judgment", "norm_selection", "action_judgment")
 FAMILIES = ("access", "procedure", "coordination", "allocation")
 HARVEST_POLICIES = ("oracle", "blind", "mixture")
+# The family's training norms or its held-out norms (paper Table A4; normjax.finetune.dataset).
+FINETUNE_SPLITS = ("train", "heldout")

@@ -163,7 +163,7 @@ def test_every_task_family_and_split(family):
             assert len(recs) == 8, man
             assert {r["family"] for r in recs} == {family}
             names = {r["norm"] for r in recs}
-            assert (names <= held_out) if split == "test" else not (names & held_out)
+            assert (names <= held_out) if split == "heldout" else not (names & held_out)
             for r in recs:
                 assert reward(_oracle_reply(r), r) == pytest.approx(1.1)
                 if r["task"] == "norm_selection":
@@ -174,24 +174,81 @@ def test_every_task_family_and_split(family):
 
 
 def test_deterministic_and_loadable_by_datasets(tmp_path):
-    a, man = D.build("action_judgment", "access", "train", 10, seed=5, batch=BATCH, steps=STEPS)
-    b, _ = D.build("action_judgment", "access", "train", 10, seed=5, batch=BATCH, steps=STEPS)
-    assert json.dumps(a) == json.dumps(b)
-    data, meta = D.write(tmp_path, a, man)
+    a, man = D.build("action_judgment", "access", "train", 10, seed=5, batch=BATCH, steps=STEPS, frames=True)
+    b, _ = D.build("action_judgment", "access", "train", 10, seed=5, batch=BATCH, steps=STEPS, frames=True)
+    assert json.dumps(a) == json.dumps(b) and a.pngs == b.pngs and len(a.pngs) == 10  # same bytes twice
+    data, meta = D.write(tmp_path / "a", a, man)
+    data_b, _ = D.write(tmp_path / "b", b, man)
+    assert data.read_bytes() == data_b.read_bytes()
+    assert all((tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes() for rel in a.pngs)
     assert json.loads(meta.read_text())["records"] == 10
     datasets = pytest.importorskip("datasets")
     ds = datasets.load_dataset("json", data_files=str(data), split="train")
     assert len(ds) == 10 and ds[0]["prompt"][0]["role"] == "system"
     assert sorted(set(ds["task"])) == ["compliant_action", "norm_judgment"]
+    row = next(r for r in ds if r["task"] == "compliant_action")
+    assert row["images"][0].startswith("images/compliant_action/")
+    assert row["prompt"][1]["content"][-1]["type"] == "image"
+    text, man = D.build("compliant_action", "access", "train", 3, seed=5, batch=BATCH, steps=STEPS)
+    assert text.pngs == {} and all(r["images"] == [] and isinstance(r["prompt"][1]["content"], str) for r in text)
+
+
+@jax.jit
+def _render_one(state, params):
+    from normjax.interop.render import render_frame
+
+    return render_frame(state, params, 32, show_habits=False)
+
+
+def test_frames_are_the_recorded_states(tmp_path):
+    """Every image exists beside the file, decodes as a PNG of the runner's frame size, and equals the
+    frame drawn independently from the state of the same episode stepped again by the exporter."""
+    import io
+
+    from PIL import Image
+
+    from normjax.llm.frames import annotated_png
+    from normjax.llm.turns import Other
+
+    recs, man = D.build("norm_selection", "access", "train", 6, seed=9, batch=BATCH, steps=STEPS, frames=True)
+    judged, man_j = D.build("norm_judgment", "access", "train", 6, seed=9, batch=BATCH, steps=STEPS, frames=True)
+    data, _ = D.write(tmp_path, recs, man)
+    data_j, _ = D.write(tmp_path, judged, man_j)
+    lines = [json.loads(x) for x in data.read_text().splitlines() + data_j.read_text().splitlines()]
+    assert len(lines) == 12 and len({r["images"][0] for r in lines}) == 12
+    episodes = {}
+    for r in lines:
+        assert "The given image shows the environment" in r["prompt"][1]["content"][0]["text"]
+        path = data.parent / r["images"][0]
+        img = Image.open(io.BytesIO(path.read_bytes()))
+        assert img.format == "PNG" and img.size == (C.W * 32 + 16, C.H * 32 + 16)
+        key = r["episode_seed"], r["norm_id"]
+        if key not in episodes:
+            episodes[key] = rollout(jax.random.PRNGKey(r["episode_seed"]), 0, r["norm_id"], "interaction",
+                                    oracle_policy, steps=STEPS)
+        states, infos, params = episodes[key]
+        i = r["t"]  # the interaction phase's step index is its row
+        state = jax.tree.map(lambda x: x[i], states)
+        act, pos = (np.asarray(getattr(infos, f)[i]) for f in ("active", "pos"))
+        others = [Other(tuple(int(v) for v in pos[k]), int(np.asarray(state.agents.group)[k]),
+                        bool(np.asarray(state.agents.sanctioned)[k]), int(np.asarray(infos.action)[i, k]))
+                  for k in range(1, act.shape[0]) if act[k]]
+        if r["task"] == "norm_judgment":  # one arrow: the judged agent's proposed move
+            uid = np.asarray(infos.uid)[i]
+            others = [Other(tuple(int(v) for v in pos[k]), 0, False, int(np.asarray(infos.action)[i, k]))
+                      for k in range(act.shape[0]) if act[k] and uid[k] == r["agent_uid"]]
+            assert len(others) == 1 and others[0].intent != C.WAIT
+        want = annotated_png(np.asarray(_render_one(state, params)), others, 32)
+        assert np.array_equal(np.asarray(img), np.asarray(Image.open(io.BytesIO(want))))
 
 
 def test_cli_writes_files_and_refuses_bad_values(tmp_path, capsys):
     from normjax.cli import main
 
-    assert main(["finetune-data", "--task", "norm_selection", "--family", "access", "--split", "test",
-                 "--n", "4", "--batch", str(BATCH), "--steps", str(STEPS), "--out", str(tmp_path), "--no-cache"]) == 0
-    lines = (tmp_path / "norm_selection_access_test.jsonl").read_text().splitlines()
+    assert main(["finetune-data", "--task", "norm_selection", "--family", "access", "--split", "heldout",
+                 "--examples", "4", "--batch", str(BATCH), "--steps", str(STEPS), "--out", str(tmp_path), "--no-cache"]) == 0
+    lines = (tmp_path / "norm_selection_access_heldout.jsonl").read_text().splitlines()
     assert len(lines) == 4
-    assert main(["finetune-data", "--task", "norm_selection", "--family", "access", "--split", "test",
-                 "--n", "0", "--out", str(tmp_path), "--no-cache"]) == 2
-    assert "n must be >= 1" in capsys.readouterr().err
+    assert main(["finetune-data", "--task", "norm_selection", "--family", "access", "--split", "heldout",
+                 "--examples", "0", "--out", str(tmp_path), "--no-cache"]) == 2
+    assert "must be >= 1, got 0" in capsys.readouterr().err

@@ -34,7 +34,7 @@ ANSWERS.update(a1='{"action": "move right", "belief": "b", "confidence": 0.5}',
 
 @pytest.fixture()
 def data(tmp_path):
-    path = tmp_path / "action_judgment_access_test.jsonl"
+    path = tmp_path / "action_judgment_access_heldout.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
     return path
 

@@ -2,6 +2,8 @@
 
 * `normjax.finetune.harvest`: interaction-phase episodes with per-step labels, in one compiled program;
 * `normjax.finetune.text` / `records`: the prompts and records (host code);
+* `normjax.finetune.frames`: the records' frames, as `llm-eval`'s VLM mode draws them;
+* `normjax.finetune.readback`: newcomer states read back from `llm-eval` transcripts (replayed);
 * `normjax.finetune.dataset`: one task's file for one family and split, and its manifest;
 * `normjax.finetune.rewards`: the verifiers, plain Python (no JAX), in the calling
   convention of RL fine-tuning libraries.

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from normjax.cli_names import FAMILIES, FINETUNE_TASKS, HARVEST_POLICIES
+from normjax.cli_names import FAMILIES, FINETUNE_SPLITS, FINETUNE_TASKS, HARVEST_POLICIES
 
 
 def add_parsers(sub, parents: list, client: argparse.ArgumentParser) -> None:
@@ -24,15 +24,23 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
                        help="training / held-out records of the paper's fine-tuning tasks (docs/finetune.md)")
     f.add_argument("--task", required=True, choices=FINETUNE_TASKS)
     f.add_argument("--family", required=True, choices=FAMILIES)
-    f.add_argument("--split", required=True, choices=("train", "test"),
+    f.add_argument("--split", required=True, choices=FINETUNE_SPLITS,
                    help="the family's training norms, or its held-out norms (paper Table A4)")
-    f.add_argument("--n", type=int, required=True, help="number of records")
+    f.add_argument("--examples", "--n", dest="n", type=int, required=True, metavar="N", help="number of records")
     f.add_argument("--policy", choices=HARVEST_POLICIES, default="oracle",
                    help="the newcomer whose states are harvested (compliant_action, norm_selection)")
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--batch", type=int, default=16, help="episodes per compiled call")
     f.add_argument("--steps", type=int, default=200,
                    help="steps per interaction-phase episode (the paper's 200; shorter for quick checks)")
+    f.add_argument("--text-only", action="store_true",
+                   help="no frames: text prompts only (default: each record carries its frame, drawn as "
+                        "llm-eval's VLM mode draws it, written under OUT/images/)")
+    f.add_argument("--states-from", default=None, metavar="RUN_DIR",
+                   help="compliant_action / norm_selection: the newcomer states of an llm-eval run's interaction "
+                        "transcripts (replayed and checked), instead of --policy's")
+    f.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (none either when stderr is not a terminal)")
     f.add_argument("--unbalanced", action="store_true",
                    help="norm_judgment: draw transitions uniformly instead of half violations")
     f.add_argument("--out", required=True, metavar="DIR", help="writes TASK_FAMILY_SPLIT.jsonl and .manifest.json")
@@ -46,8 +54,14 @@ def cmd_finetune_data(args) -> int:
     check_args(args.task, args.family, args.split, args.n, args.policy)  # before tracing
     if args.batch < 1 or args.steps < 1:
         raise ValueError(f"--batch and --steps must be >= 1, got {args.batch} and {args.steps}")
-    records, manifest = build(args.task, args.family, args.split, args.n, seed=args.seed, policy=args.policy,
-                              batch=args.batch, steps=args.steps, balance=not args.unbalanced)
+    from tqdm import tqdm
+
+    # disable=None: tqdm draws only on a terminal
+    with tqdm(total=args.n, unit="record", desc=f"finetune-data {args.task}",
+              disable=True if args.no_progress else None) as bar:
+        records, manifest = build(args.task, args.family, args.split, args.n, seed=args.seed, policy=args.policy,
+                                  batch=args.batch, steps=args.steps, balance=not args.unbalanced,
+                                  frames=not args.text_only, states_from=args.states_from, progress=bar.update)
     data, meta = write(args.out, records, manifest)
     print(json.dumps({k: manifest[k] for k in ("records", "counts", "violation_share", "wall_s")}))
     print(f"wrote {data} and {meta}")

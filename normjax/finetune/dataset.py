@@ -1,10 +1,17 @@
 """Building a training or held-out file of one task and one family.
 
-    build(task, family, split, n, seed=0, policy="oracle") -> (records, manifest)
+    build(task, family, split, n, seed=0, policy="oracle", frames=False) -> (records, manifest)
     write(out_dir, records, manifest) -> (jsonl path, manifest path)
 
+With `frames` the records carry their rendered frame
+(`normjax.finetune.frames`): `records.pngs` maps each record's image path
+to its PNG bytes and `write` puts them beside the JSON Lines file.  With
+`states_from` (an `llm-eval` run directory) the newcomer states are the
+model's own, read back from its interaction transcripts
+(`normjax.finetune.readback`) instead of harvested from a scripted policy.
+
 Norms: the family's norms of the split (paper Table A4, `NormSpec.held_out`;
-"test" = the held-out norms), each episode's norm taken in turn.  Episodes:
+"heldout" = the held-out norms), each episode's norm taken in turn.  Episodes:
 the interaction phase harvested in batches of `batch` episodes
 (`normjax.finetune.harvest`); episode j of a build has seed
 ``seed * 1_000_003 + j`` (key ``PRNGKey`` of it).  Records are drawn with
@@ -27,13 +34,15 @@ from pathlib import Path
 
 import numpy as np
 
+from normjax.cli_names import FINETUNE_SPLITS
 from normjax.finetune import records as R
+from normjax.finetune.frames import CHUNK, record_frames
 from normjax.finetune.harvest import check_policy, harvest
 from normjax.finetune.rewards import TASKS
 from normjax.finetune.text import Episode
 from normjax.norms import FAMILIES, NORMS
 
-SPLITS = ("train", "test")
+SPLITS = FINETUNE_SPLITS
 FORMAT = "normjax.finetune/1"
 EPISODES_PER_RECORD = 1 / 16  # newcomer tasks: about 16 records per episode at most, for variety
 SEED_STRIDE = 1_000_003
@@ -45,7 +54,7 @@ def split_norms(family: str, split: str) -> list[int]:
         raise ValueError(f"unknown family {family!r}; valid: {', '.join(FAMILIES)}")
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid: {', '.join(SPLITS)}")
-    return [n.id for n in NORMS if n.family == family and n.held_out == (split == "test")]
+    return [n.id for n in NORMS if n.family == family and n.held_out == (split == "heldout")]
 
 
 def check_args(task: str, family: str, split: str, n: int, policy: str) -> list[int]:
@@ -53,8 +62,14 @@ def check_args(task: str, family: str, split: str, n: int, policy: str) -> list[
         raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASKS)}")
     check_policy(policy)
     if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
+        raise ValueError(f"the number of examples (--examples) must be >= 1, got {n}")
     return split_norms(family, split)
+
+
+class Records(list):
+    """The records of a build; `pngs`: image path (relative to the file) -> PNG bytes."""
+
+    pngs: dict
 
 
 class _Episodes:
@@ -77,22 +92,38 @@ class _Episodes:
         return new
 
 
-def _newcomer_records(task, eps: _Episodes, n, split, norms, rng) -> list[dict]:
+def _newcomer_records(task, eps, n, split, norms, rng, frames: bool, pngs: dict, tick) -> list[dict]:
     min_step = R.MIN_STEP if task == "norm_selection" else 0
-    want = max(len(norms), int(np.ceil(n * EPISODES_PER_RECORD)))
-    while len(eps.episodes) < want:
-        eps.more()
+    if isinstance(eps, _Episodes):
+        want = max(len(norms), int(np.ceil(n * EPISODES_PER_RECORD)))
+        while len(eps.episodes) < want:
+            eps.more()
     pool: dict[int, list] = {}
     for ep in eps.episodes:
         pool.setdefault(ep.norm_id, []).extend((ep, i) for i in R.newcomer_candidates(ep, min_step))
     picked = R.stratified(pool, n, rng)
     if task == "norm_selection":
         train_ids = split_norms(NORMS[norms[0]].family, "train")
-        return [R.norm_selection_record(ep, i, split, train_ids, rng) for ep, i in picked]
-    return [R.compliant_action_record(ep, i, split) for ep, i in picked]
+        return _made(picked, lambda ep, i: R.norm_selection_record(ep, i, split, train_ids, rng, frames), frames,
+                     pngs, tick)
+    return _made(picked, lambda ep, i: R.compliant_action_record(ep, i, split, frames), frames, pngs, tick)
 
 
-def _judgment_records(eps: _Episodes, n, split, rng, max_episodes: int, balance: bool) -> list[dict]:
+def _made(items: list[tuple], make, frames: bool, pngs: dict, tick) -> list[dict]:
+    """`make(*item)` for every item, chunk by chunk: each chunk's frames in one render call."""
+    out = []
+    for lo in range(0, len(items), CHUNK):
+        chunk = items[lo: lo + CHUNK]
+        recs = [make(*it) for it in chunk]
+        if frames:
+            pngs.update((r["images"][0], png) for r, png in zip(recs, record_frames(chunk)))
+        out += recs
+        tick(len(recs))
+    return out
+
+
+def _judgment_records(eps: _Episodes, n, split, rng, max_episodes: int, balance: bool, frames: bool, pngs: dict,
+                      tick) -> list[dict]:
     def pool():
         return [(ep, i, k, v) for ep in eps.episodes for i, k, v in R.judgment_candidates(ep)]
 
@@ -100,38 +131,55 @@ def _judgment_records(eps: _Episodes, n, split, rng, max_episodes: int, balance:
             len(eps.episodes) < max_episodes and sum(p[3] for p in pool()) < (n + 1) // 2):
         eps.more()
     picked = R.balanced_judgments(pool(), n, rng, balance)
-    return [R.norm_judgment_record(ep, i, k, split) for ep, i, k, _ in picked]
+    return _made([(ep, i, k) for ep, i, k, _ in picked],
+                 lambda ep, i, k: R.norm_judgment_record(ep, i, k, split, frames), frames, pngs, tick)
 
 
 def build(task: str, family: str, split: str, n: int, seed: int = 0, policy: str = "oracle",
-          batch: int = 16, steps: int = 200, max_episodes: int = 512, balance: bool = True):
-    """(records, manifest) of `n` records (fewer only when the episodes hold fewer: see the manifest)."""
+          batch: int = 16, steps: int = 200, max_episodes: int = 512, balance: bool = True,
+          frames: bool = False, states_from=None, progress=None):
+    """(records, manifest) of `n` records (fewer only when the episodes hold fewer: see the manifest).
+
+    `progress(k)`, if given, is called as every k records are made (a progress bar's ``update``)."""
+    tick = progress or (lambda k: None)
     norms = check_args(task, family, split, n, policy)
+    if states_from is not None and task not in ("compliant_action", "norm_selection"):
+        raise ValueError(f"states read back from llm-eval transcripts serve compliant_action and norm_selection, "
+                         f"not {task!r}")
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     runs = {}
-    out: list[dict] = []
-    if task in ("compliant_action", "norm_selection", "action_judgment"):
+    out = Records()
+    out.pngs = {}
+    if states_from is not None:
+        from normjax.finetune.readback import read_run
+
+        source = read_run(states_from, norms)
+        out += _newcomer_records(task, source, n, split, norms, rng, frames, out.pngs, tick)
+    elif task in ("compliant_action", "norm_selection", "action_judgment"):
         runs[policy] = _Episodes(norms, seed, policy, batch, steps, 0)
         k = n if task != "action_judgment" else n - n // 2
         out += _newcomer_records("compliant_action" if task == "action_judgment" else task, runs[policy], k,
-                                 split, norms, rng)
+                                 split, norms, rng, frames, out.pngs, tick)
     if task in ("norm_judgment", "action_judgment"):
         if "oracle" not in runs:  # every agent scripted: the oracle newcomer
             runs["oracle"] = _Episodes(norms, seed, "oracle", batch, steps, 0)
         eps = runs["oracle"]
         k = n if task == "norm_judgment" else n // 2
-        out += _judgment_records(eps, k, split, rng, max_episodes, balance)
+        out += _judgment_records(eps, k, split, rng, max_episodes, balance, frames, out.pngs, tick)
     wall = time.perf_counter() - t0
     judged = [r["violates"] for r in out if r["task"] == "norm_judgment"]
     manifest = dict(
-        format=FORMAT, task=task, family=family, split=split, seed=seed, policy=policy, requested=n,
+        format=FORMAT, task=task, family=family, split=split, seed=seed, requested=n,
+        policy=policy if states_from is None else None,  # None: the run's model (states_from)
         records=len(out), counts={t: sum(r["task"] == t for r in out) for t in sorted({r["task"] for r in out})},
         per_norm={NORMS[m].name: sum(r["norm_id"] == m for r in out) for m in norms},
         norms=[NORMS[m].name for m in norms],
         train_norms=[NORMS[m].name for m in split_norms(family, "train")],
         violation_share=(sum(judged) / len(judged)) if judged else None,
         episodes={p: dict(n=len(e.seeds), seeds=e.seeds, steps=steps) for p, e in runs.items()},
+        frames=bool(frames), images=len(out.pngs),
+        states_from=None if states_from is None else dict(source.manifest()),
         wall_s=round(wall, 3), records_per_s=round(len(out) / wall, 2) if wall > 0 else None,
     )
     return out, manifest
@@ -143,6 +191,10 @@ def write(out_dir, records: list[dict], manifest: dict) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     stem = f"{manifest['task']}_{manifest['family']}_{manifest['split']}"
     data, meta = out / f"{stem}.jsonl", out / f"{stem}.manifest.json"
+    for rel, png in sorted(getattr(records, "pngs", {}).items()):
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(png)
     with open(data, "w") as f:
         for r in records:
             f.write(json.dumps(r) + "\n")
@@ -150,4 +202,4 @@ def write(out_dir, records: list[dict], manifest: dict) -> tuple[Path, Path]:
     return data, meta
 
 
-__all__ = ["FORMAT", "SPLITS", "build", "check_args", "split_norms", "write"]
+__all__ = ["FORMAT", "Records", "SPLITS", "build", "check_args", "split_norms", "write"]

@@ -3,8 +3,11 @@ scored by the task verifiers (paper Table A5's metrics).
 
     finetune_eval(data_path, config) -> {"tasks": {task: {n, accuracy[, balanced_accuracy]}}, "score": ...}
 
-Every record's ``prompt`` is sent as is (`normjax.llm.client`, temperature from the
-config: 0 for greedy); the reply is graded by `rewards.accuracy` (a reward of 1 or
+Every record's ``prompt`` is sent as `llm-eval` sends its prompts
+(`normjax.llm.client`, temperature from the config: 0 for greedy): text
+contents as strings, and a record with frames (the multimodal layout,
+``images`` relative to the file) as the user's text followed by the PNG as
+a data URL (`request_messages`); the reply is graded by `rewards.accuracy` (a reward of 1 or
 more counts as correct).  ``score`` is Table A5's validation metric of the file:
 action accuracy, selection accuracy, judgment balanced accuracy, or for a mixed
 Action + Judgment file the mean of action accuracy and judgment balanced accuracy.
@@ -39,6 +42,32 @@ def read_records(path) -> list[dict]:
     return out
 
 
+def request_messages(record: dict, base_dir) -> list[dict]:
+    """The chat request of a record: llm-eval's layout, image parts read from `base_dir`."""
+    from normjax.llm.client import user_message
+
+    images = list(record.get("images") or [])
+    out = []
+    for m in record["prompt"]:
+        content = m["content"]
+        if isinstance(content, str):
+            out.append({"role": m["role"], "content": content})
+            continue
+        text = "".join(p.get("text") or "" for p in content if p.get("type") == "text")
+        pngs = []
+        for p in content:
+            if p.get("type") == "image":
+                if not images:
+                    raise ValueError(f"record {record.get('norm')} t={record.get('t')}: more image parts than "
+                                     "'images' entries")
+                path = Path(base_dir) / images.pop(0)
+                if not path.is_file():
+                    raise ValueError(f"record {record.get('norm')} t={record.get('t')}: image {path} is missing")
+                pngs.append(path.read_bytes())
+        out.append(user_message(text, pngs) if m["role"] == "user" else {"role": m["role"], "content": text})
+    return out
+
+
 async def _replies(config, prompts: list[list[dict]]):
     from normjax.llm.client import ChatClient
 
@@ -61,7 +90,8 @@ def finetune_eval(data_path, config, out_dir=None) -> dict:
     from normjax.llm.client import EndpointError
 
     records = read_records(data_path)
-    results = asyncio.run(_replies(config, [r["prompt"] for r in records]))
+    base = Path(data_path).parent
+    results = asyncio.run(_replies(config, [request_messages(r, base) for r in records]))
     failed = [r.error for r in results if r.error is not None]
     if failed:
         raise EndpointError(f"{len(failed)} of {len(records)} requests to {config.url} got no reply "

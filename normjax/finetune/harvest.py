@@ -2,6 +2,7 @@
 every step's verifier information computed inside the same compiled program.
 
     harvest(norm_ids, seeds, policy="oracle") -> Harvest (numpy, [E, T, ...])
+    harvest(norm_ids, seeds, "replay", actions=A) -> the same, slot 0 taking A[e, t]
 
 Each episode is the interaction phase of docs/world.md §9.1 (the cafe, 200
 steps, a norm-following majority and one norm-blind member, the newcomer
@@ -22,6 +23,13 @@ keys, its loop) with the newcomer acting by the chosen state policy and a
   same state with the same keys: it would be sanctioned (violating), it
   collides (colliding), the move is blocked (blocked), else suboptimal.
 
+The world state before every step is kept as well (`Harvest.states`, about
+1 KB a step), so that a record's frame is rendered from the very state its
+prompt describes (`normjax.finetune.frames`).  The ``replay`` policy takes
+slot 0's actions from a given array [E, T] instead (states read back from
+`llm-eval` transcripts, `normjax.finetune.readback`); its episodes then have
+the world capacity of that run.
+
 The oracle of the verifier plans with a key derived from the state (step index
 and the newcomer's uid, `verifier_key`), so the tie set is reproducible from
 the recorded state alone.
@@ -41,6 +49,7 @@ from normjax.community.planner import INF, action_costs, plan_actions
 from normjax.env import COMMUNITY, blind_policy, env_step, oracle_policy
 from normjax.norms import N_NORMS
 from normjax.observer.interaction import INTERACTION_STEPS, learn
+from normjax.world.state import WorldConfig
 from normjax.world.step import state_norm
 
 HARVEST_POLICIES = ("oracle", "blind", "mixture")
@@ -130,12 +139,24 @@ def _mixture(key, state, params):
 _POLICIES = {"oracle": oracle_policy, "blind": blind_policy, "mixture": _mixture}
 
 
-@functools.lru_cache(maxsize=None)
-def _program(policy: str, steps: int):
-    act_fn = _POLICIES[policy]
+def _with_state(state, info, belief, params):
+    return probe(state, info, belief, params), state
 
-    def one(key, norm_id):
-        return learn(key, norm_id, lambda k, s, p, b: act_fn(k, s, p), steps=steps, probe=probe)[1]
+
+@functools.lru_cache(maxsize=None)
+def _program(policy: str, steps: int, capacity: int = 10):
+    config = WorldConfig(capacity=capacity)
+    if policy == "replay":
+        def one(key, norm_id, actions):
+            # the interaction phase's step index t runs 0..steps-1: it indexes the recorded actions
+            act = lambda k, s, p, b: actions[jnp.minimum(s.t, steps - 1)]  # noqa: E731
+            return learn(key, norm_id, act, config=config, steps=steps, probe=_with_state)[1]
+    else:
+        act_fn = _POLICIES[policy]
+
+        def one(key, norm_id):
+            return learn(key, norm_id, lambda k, s, p, b: act_fn(k, s, p), config=config, steps=steps,
+                         probe=_with_state)[1]
 
     return jax.jit(jax.vmap(one))
 
@@ -145,11 +166,15 @@ class Harvest(NamedTuple):
     seeds: np.ndarray  # int [E]: episode key PRNGKey(seed)
     policy: str
     steps: StepData  # numpy, [E, T, ...]
+    states: object = None  # WorldState, numpy [E, T, ...]: the world before each step
 
 
-def harvest(norm_ids, seeds, policy: str = "oracle", steps: int = INTERACTION_STEPS) -> Harvest:
-    """Run one interaction-phase episode per (norm id, seed) in one compiled program."""
-    check_policy(policy)
+def harvest(norm_ids, seeds, policy: str = "oracle", steps: int = INTERACTION_STEPS, actions=None,
+            capacity: int = 10) -> Harvest:
+    """Run one interaction-phase episode per (norm id, seed) in one compiled program
+    (`policy` "replay": slot 0 takes `actions` [E, steps], e.g. read back from a transcript)."""
+    if policy != "replay":
+        check_policy(policy)
     norm_ids = np.asarray(norm_ids, np.int32)
     seeds = np.asarray(seeds, np.int64)
     if norm_ids.shape != seeds.shape or norm_ids.ndim != 1 or norm_ids.size == 0:
@@ -161,8 +186,17 @@ def harvest(norm_ids, seeds, policy: str = "oracle", steps: int = INTERACTION_ST
     if bad:
         raise ValueError(f"norm ids must be in 0..{N_NORMS - 1}, got {bad}")
     keys = jnp.stack([jax.random.PRNGKey(int(s)) for s in seeds])
-    out = _program(policy, int(steps))(keys, jnp.asarray(norm_ids))
-    return Harvest(norm_ids, seeds, policy, jax.tree.map(np.asarray, out))
+    args = (keys, jnp.asarray(norm_ids))
+    if policy == "replay":
+        if actions is None:
+            raise ValueError("the replay policy needs the recorded actions [episodes, steps]")
+        actions = np.asarray(actions, np.int32)
+        if actions.shape != (norm_ids.size, steps) or actions.min() < 0 or actions.max() >= C.N_ACTIONS:
+            raise ValueError(f"replay actions must be ints in 0..{C.N_ACTIONS - 1} of shape "
+                             f"{(norm_ids.size, steps)}, got shape {actions.shape}")
+        args += (jnp.asarray(actions),)
+    data, states = _program(policy, int(steps), int(capacity))(*args)
+    return Harvest(norm_ids, seeds, policy, jax.tree.map(np.asarray, data), jax.device_get(states))
 
 
 __all__ = ["HARVEST_POLICIES", "Harvest", "REASONS", "StepData", "check_policy", "harvest", "newcomer_verdict",

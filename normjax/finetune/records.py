@@ -11,7 +11,10 @@ Selection rules (paper appendix §12):
   service, from step 50 on.
 
 Every record carries all verifier fields (None where another task's), so a
-mixed Action + Judgment file has one schema.
+mixed Action + Judgment file has one schema.  With `image` the newcomer
+records are the VLM prompt in the multimodal chat layout (`text.vlm`) and
+``images`` names the frame (`frames.image_path`); judgment records likewise
+(the judgment prompt's image variant, the frame with the proposed move).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy as np
 
 from normjax import constants as C
 from normjax.finetune.harvest import REASONS
+from normjax.finetune.frames import image_path
 from normjax.finetune.text import (
     Episode, action_messages, judgment_messages, newcomer_turn, selection_messages,
 )
@@ -45,35 +49,41 @@ def judgment_candidates(ep: Episode, min_step: int = MIN_STEP) -> list[tuple[int
 def _base(task: str, ep: Episode, i: int, split: str) -> dict:
     n = NORMS[ep.norm_id]
     rec = dict(task=task, family=n.family, split=split, norm=n.name, norm_id=n.id, episode_seed=ep.seed,
-               t=int(ep.data["t"][i]))
+               t=int(ep.data["t"][i]), images=[])
     rec.update({f: None for f in VERIFIER_FIELDS})
     return rec
 
 
-def compliant_action_record(ep: Episode, i: int, split: str) -> dict:
+def compliant_action_record(ep: Episode, i: int, split: str, image: bool = False) -> dict:
     d = ep.data
     rec = _base("compliant_action", ep, i, split)
-    rec["prompt"] = action_messages(newcomer_turn(ep, i))
+    rec["prompt"] = action_messages(newcomer_turn(ep, i), image)
+    if image:
+        rec["images"] = [image_path(rec)]
     rec.update(allowed_actions=[int(a) for a in np.flatnonzero(d["tie"][i])],
                action_reasons=[REASONS[int(r)] for r in d["reason"][i]],
                oracle_action=int(d["oracle_action"][i]))
     return rec
 
 
-def norm_selection_record(ep: Episode, i: int, split: str, candidates: list[int], rng) -> dict:
+def norm_selection_record(ep: Episode, i: int, split: str, candidates: list[int], rng, image: bool = False) -> dict:
     """`candidates`: the family's training norm ids (the true norm is added if held out)."""
     ids = list(candidates) if ep.norm_id in candidates else list(candidates) + [ep.norm_id]
     order = [ids[j] for j in rng.permutation(len(ids))]
     rec = _base("norm_selection", ep, i, split)
-    rec["prompt"] = selection_messages(newcomer_turn(ep, i), [NORMS[n].description for n in order])
+    rec["prompt"] = selection_messages(newcomer_turn(ep, i), [NORMS[n].description for n in order], image)
+    if image:
+        rec["images"] = [image_path(rec)]
     rec.update(choices=[NORMS[n].description for n in order], answer=chr(ord("A") + order.index(ep.norm_id)))
     return rec
 
 
-def norm_judgment_record(ep: Episode, i: int, k: int, split: str) -> dict:
+def norm_judgment_record(ep: Episode, i: int, k: int, split: str, image: bool = False) -> dict:
     rec = _base("norm_judgment", ep, i, split)
-    rec["prompt"] = judgment_messages(ep, i, k)
+    rec["prompt"] = judgment_messages(ep, i, k, image)
     rec.update(violates=bool(ep.data["violates"][i, k]), agent_uid=int(ep.data["uid"][i, k]))
+    if image:
+        rec["images"] = [image_path(rec)]
     return rec
 
 

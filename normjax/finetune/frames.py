@@ -1,0 +1,69 @@
+"""The frames of the records: what `llm-eval`'s VLM mode shows for the same state.
+
+    pngs = record_frames([(episode, step index), ...])          # newcomer records
+    pngs = record_frames([(episode, step index, slot), ...])    # judgment records
+
+Each frame is the harvested world state before the step (`Episode.states`)
+drawn by the runner's own renderer (`normjax.llm.batch.render`: no
+distractor-habit badges, hidden state the community cannot see) at the
+runner's default cell size, then annotated by `normjax.llm.frames.annotated_png`
+with the other agents' intended moves of the record's `Turn` (the arrows
+the VLM prompt refers to) and the coordinate margin.  A judgment record's
+frame has one arrow, the judged agent's proposed move (the others' moves
+of the step are not in its text either).  Rendering goes in
+fixed batches of `CHUNK` states (padded), so one compiled program serves
+every build.
+
+`image_path(record)`: where a record's frame is written, relative to the
+JSON Lines file: ``images/<task>/<norm>_s<episode seed>_t<step>.png``
+(judgment: ``..._t<step>_a<agent uid>.png``).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from normjax.finetune.text import Episode, newcomer_turn
+from normjax.llm import batch
+from normjax.llm.frames import annotated_png
+from normjax.llm.turns import Other
+from normjax.observer.interaction import interaction_params
+
+CELL_PX = 32  # normjax.llm.runner's default cell size
+CHUNK = 16
+
+
+def image_path(record: dict) -> str:
+    agent = "" if record.get("agent_uid") is None else f"_a{record['agent_uid']}"
+    return f"images/{record['task']}/{record['norm']}_s{record['episode_seed']}_t{record['t']:03d}{agent}.png"
+
+
+def arrows(ep: Episode, i: int, k: int | None = None) -> list[Other]:
+    """The arrows of a frame: the newcomer turn's other agents, or slot k's proposed move alone."""
+    if k is None:
+        return newcomer_turn(ep, i).others
+    d = ep.data
+    return [Other((int(d["pos"][i, k, 0]), int(d["pos"][i, k, 1])), int(d["group"][i, k]),
+                  bool(d["was_sanctioned"][i, k]), int(d["action"][i, k]))]
+
+
+def _stack(trees: list):
+    return jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
+
+
+def record_frames(items: list[tuple], cell_px: int = CELL_PX) -> list[bytes]:
+    """PNG bytes of each (episode, step index[, judged slot])'s state, drawn as the runner's VLM newcomer sees it."""
+    out = []
+    for lo in range(0, len(items), CHUNK):
+        chunk = items[lo: lo + CHUNK]
+        padded = chunk + [chunk[0]] * (CHUNK - len(chunk))
+        states = _stack([it[0].state(it[1]) for it in padded])
+        params = _stack([interaction_params(it[0].norm_id) for it in padded])
+        frames = batch.render(states, params, np.arange(len(chunk)), cell_px)
+        out += [annotated_png(f, arrows(*it), cell_px) for f, it in zip(frames, chunk)]
+    return out
+
+
+__all__ = ["CELL_PX", "arrows", "image_path", "record_frames"]
