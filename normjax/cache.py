@@ -29,6 +29,7 @@ import hashlib
 import os
 import pickle
 import threading
+import time
 import zlib
 from pathlib import Path
 
@@ -170,49 +171,71 @@ def cache_stats() -> dict:
 # tracing and lowering (which JAX's cache, keyed by the lowered program, cannot).
 
 _exe_dir: Path | None = None
-_exe_counts = {"executable_loads": 0, "executable_stores": 0}
+_exe_counts = {"executable_loads": 0, "executable_stores": 0, "program_s": 0.0}
 _loaded: dict[str, object] = {}
 
 
 @functools.lru_cache(maxsize=None)
-def source_hash() -> str:
-    """sha256 of the package's source and map files and the JAX / jaxlib versions."""
+def source_hash(packages: tuple[str, ...] = ("normjax",)) -> str:
+    """sha256 of the source and map files of `packages` (installed or importable packages,
+    e.g. ``("normjax", "train")``) and the JAX / jaxlib versions."""
+    import importlib.util
+
     import jax
     import jaxlib
 
     h = hashlib.sha256(f"{jax.__version__} {jaxlib.__version__}".encode())
-    root = Path(__file__).resolve().parent
-    for f in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".txt") and p.is_file()):
-        h.update(str(f.relative_to(root)).encode())
-        h.update(f.read_bytes())
+    for package in packages:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise ValueError(f"source_hash: {package!r} is not an importable package")
+        root = Path(list(spec.submodule_search_locations)[0]).resolve()
+        h.update(package.encode())
+        for f in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".txt") and p.is_file()):
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
     return h.hexdigest()
 
 
-def _key(name: str, static: str, args) -> str:
+def _key(name: str, static: str, args, packages: tuple[str, ...]) -> str:
     import jax
+
+    from normjax.xla_cpu import unrolled_threefry_applied  # same bits either way, another program
 
     leaves, treedef = jax.tree.flatten(args)
     avals = [(tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", type(x).__name__))) for x in leaves]
     dev = jax.devices()[0]
-    parts = (name, static, str(treedef), repr(avals), source_hash(), dev.platform,
-             getattr(dev, "device_kind", ""), str(jax.device_count()), os.environ.get("XLA_FLAGS", ""))
+    parts = (name, static, str(treedef), repr(avals), source_hash(packages), dev.platform,
+             getattr(dev, "device_kind", ""), str(jax.device_count()), os.environ.get("XLA_FLAGS", ""), str(unrolled_threefry_applied()))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:40]
 
 
-def compiled(name: str, jitted, args: tuple, static: dict | None = None, static_key: str = ""):
+def compiled(name: str, jitted, args: tuple, static: dict | None = None, static_key: str = "",
+             packages: tuple[str, ...] = ("normjax",)):
     """`jitted` compiled for `args` (and the static keyword arguments `static`), kept whole
     in the executable cache when one is configured; call the result with `args` alone.
 
     `static_key` names what the program depends on beyond the arguments' structure,
     shapes and dtypes (e.g. the policy by name: a function's identity does not carry
-    across processes); the key adds the package's source (`source_hash`), JAX's
-    version and the device.  Without a configured cache directory the executable is
-    only kept in memory.  A file that cannot be read is compiled again and replaced.
+    across processes); the key adds the source of `packages` (`source_hash`), JAX's
+    version and the device.  The seconds spent getting programs (loading, or tracing
+    and compiling) add up in `cache_stats()["program_s"]`.  Without a configured cache
+    directory the executable is only kept in memory.  A file that cannot be read is compiled again and replaced.
     """
     static = dict(static or {})
-    key = f"{name}-{_key(name, static_key, args)}"
+    key = f"{name}-{_key(name, static_key, args, tuple(packages))}"
     if key in _loaded:
         return _loaded[key]
+    t0 = time.perf_counter()
+    try:
+        exe = _load_or_compile(key, jitted, args, static)
+    finally:
+        _exe_counts["program_s"] += time.perf_counter() - t0
+    _loaded[key] = exe
+    return exe
+
+
+def _load_or_compile(key: str, jitted, args: tuple, static: dict):
     from jax.experimental import serialize_executable as se
 
     path = None if _exe_dir is None else _exe_dir / f"{key}.exe"
@@ -220,7 +243,6 @@ def compiled(name: str, jitted, args: tuple, static: dict | None = None, static_
         try:
             exe = se.deserialize_and_load(*pickle.loads(zlib.decompress(path.read_bytes())))
             _exe_counts["executable_loads"] += 1
-            _loaded[key] = exe
             return exe
         except Exception:  # noqa: BLE001  (a stale or partial file: compile again)
             pass
@@ -234,8 +256,56 @@ def compiled(name: str, jitted, args: tuple, static: dict | None = None, static_
             _exe_counts["executable_stores"] += 1
         except Exception:  # noqa: BLE001  (an executable that cannot be serialised is still usable)
             pass
-    _loaded[key] = exe
     return exe
 
 
-__all__ = ["atomic_cache_writes", "cache_stats", "compiled", "configure_cache", "default_cache_dir", "resolve_cache_dir", "source_hash"]
+def persistent() -> bool:
+    """Whether compiled programs are kept on disk (a cache directory is configured)."""
+    return _exe_dir is not None
+
+
+def stored(name: str, build, packages: tuple[str, ...] = ("normjax",)):
+    """`build()`'s numpy array or dict of arrays, kept on disk beside the executables
+    (``<dir>/tables/<name>-<source hash>.npz``) when a cache directory is configured.
+
+    For host-side tables that cost seconds to build (route and scenario tables): a
+    repeated command reads them back.  Keyed by the source of `packages`, so a code
+    change builds them again; a file that cannot be read is built again and replaced.
+    """
+    import numpy as np
+
+    if _exe_dir is None:
+        return build()
+    path = _exe_dir.parent / "tables" / f"{name}-{source_hash(tuple(packages))[:40]}.npz"
+    if path.exists():
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                items = {k: z[k] for k in z.files}
+            return items["__array__"] if set(items) == {"__array__"} else items
+        except Exception:  # noqa: BLE001  (a partial or stale file: build again)
+            pass
+    value = build()
+    items = value if isinstance(value, dict) else {"__array__": value}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.npz")
+        np.savez(tmp, **items)
+        tmp.replace(path)
+    except OSError:  # a read-only cache still gives the table
+        pass
+    return value
+
+
+class Program:
+    """A jitted function whose programs go through `compiled`: one per argument signature,
+    loaded whole from the executable cache when it holds them.  Call it like the function."""
+
+    def __init__(self, name: str, jitted, static_key: str = "", packages: tuple[str, ...] = ("normjax",)):
+        self.name, self.jitted, self.static_key, self.packages = name, jitted, static_key, tuple(packages)
+
+    def __call__(self, *args):
+        return compiled(self.name, self.jitted, args, static_key=self.static_key, packages=self.packages)(*args)
+
+
+__all__ = ["Program", "atomic_cache_writes", "cache_stats", "compiled", "configure_cache", "default_cache_dir",
+           "persistent", "resolve_cache_dir", "source_hash", "stored"]

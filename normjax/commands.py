@@ -133,7 +133,18 @@ def cmd_train(args) -> int:
                                checkpoint_every=args.checkpoint_every)
     if is_primary():
         print(report(out))
+        _print_programs()
     return 0 if all("results" in r or "stopped_at" in r for r in results) else 1
+
+
+def _print_programs() -> None:
+    """With the executable cache (normjax.cache): how many programs were loaded whole or compiled, and the seconds."""
+    from normjax.cache import cache_stats, persistent
+
+    if persistent():
+        s = cache_stats()
+        print(f"programs: {s['executable_loads']} loaded whole, {s['executable_stores']} compiled and stored, "
+              f"{s['program_s']:.1f}s")
 
 
 def cmd_report(args) -> int:
@@ -199,6 +210,7 @@ def cmd_identify(args) -> int:
                       capacity=args.capacity, out_dir=args.out)
     print(format_summary(result))
     print(f"{time.perf_counter() - t0:.1f}s; wrote {Path(args.out) / 'identify.json'} and figures")
+    _print_programs()
     return 0
 
 

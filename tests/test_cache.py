@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -109,7 +110,7 @@ def test_executable_cache_keys_and_reloads(tmp_path, monkeypatch):
 
     monkeypatch.setattr(cache, "_exe_dir", tmp_path / "executables")
     monkeypatch.setattr(cache, "_loaded", {})
-    monkeypatch.setattr(cache, "_exe_counts", {"executable_loads": 0, "executable_stores": 0})
+    monkeypatch.setattr(cache, "_exe_counts", {"executable_loads": 0, "executable_stores": 0, "program_s": 0.0})
     f = jax.jit(lambda x, n: x * n + 1, static_argnames="n")
     x = jnp.arange(4.0)
     exe = cache.compiled("t", f, (x,), {"n": 3}, "n=3")
@@ -120,7 +121,7 @@ def test_executable_cache_keys_and_reloads(tmp_path, monkeypatch):
     assert again(x).tolist() == exe(x).tolist() and cache.cache_stats()["executable_loads"] == 1
     cache.compiled("t", f, (x,), {"n": 2}, "n=2")  # another static value: another program
     cache.compiled("t", f, (jnp.arange(5.0),), {"n": 3}, "n=3")  # another shape
-    monkeypatch.setattr(cache, "source_hash", lambda: "changed source")
+    monkeypatch.setattr(cache, "source_hash", lambda packages: "changed source")
     cache._loaded.clear()
     cache.compiled("t", f, (x,), {"n": 3}, "n=3")  # the package changed: compiled again
     assert cache.cache_stats()["executable_stores"] == 4 and len(list((tmp_path / "executables").iterdir())) == 4
@@ -184,3 +185,90 @@ def test_jax_cache_entries_are_written_whole(tmp_path, monkeypatch):
         cache.put("k2", b"never renamed")
     assert cache.get("k2") is None  # no partial entry under the name JAX reads
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k1-cache"]  # nor a stray temporary
+
+
+def _without_meta(result: dict) -> dict:
+    return {k: v for k, v in result.items() if k != "meta"}
+
+
+@pytest.mark.slow  # two fresh `normjax` processes (slow tier); the cache logic is tested in process here too
+def test_repeated_identify_loads_whole_programs(tmp_path):
+    """A second identical `normjax identify` loads its program whole and writes the same identify.json."""
+    cmd = ["identify", "--norms", "bend_right_1", "--seeds", "0", "--capacity", "6", "--cache-dir", str(tmp_path / "c")]
+    first = _stats(_start(tmp_path, [*cmd, "--out", str(tmp_path / "one")]))
+    assert first["executable_stores"] == 1 and first["executable_loads"] == 0
+    second = _stats(_start(tmp_path, [*cmd, "--out", str(tmp_path / "two")]))
+    assert second["executable_loads"] == 1 and second["executable_stores"] == 0 and second["writes"] == 0
+    assert (tmp_path / "one" / "identify.json").read_bytes() == (tmp_path / "two" / "identify.json").read_bytes()
+    assert sorted(p.name for p in (tmp_path / "c" / "tables").iterdir() if p.suffix == ".npz")  # route tables kept
+
+
+@pytest.mark.training  # two fresh `normjax train` processes (slow tier)
+def test_repeated_train_loads_whole_programs(tmp_path):
+    """A second identical `normjax train` loads every program whole (init, block, probes, validation and
+    final tests) and writes the same metrics, validation, probes and results as the first."""
+    cmd = ["train", "--config", "test_tiny", "--no-checkpoints", "--no-progress", "total_steps=400",
+           "validation_at=400", "--cache-dir", str(tmp_path / "c")]
+    first = _stats(_start(tmp_path, [*cmd, "--out", str(tmp_path / "one")]))
+    assert first["executable_stores"] >= 5 and first["executable_loads"] == 0
+    second = _stats(_start(tmp_path, [*cmd, "--out", str(tmp_path / "two")]))
+    assert second["executable_loads"] == first["executable_stores"] and second["executable_stores"] == 0
+    for name in ("metrics.jsonl", "validation.jsonl", "probes.jsonl", "probes.npz", "population.json"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+    one, two = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("one", "two"))
+    assert one.pop("train_seconds") > 0 and two.pop("train_seconds") > 0  # wall time, compile included
+    assert one == two
+
+
+def test_stored_tables_round_trip(tmp_path, monkeypatch):
+    """Host-side tables (route and scenario tables use this): built once, read back equal with their
+    dtypes, keyed by the source, a broken file rebuilt; without a cache directory always built."""
+    import numpy as np
+
+    from normjax import cache
+
+    table = dict(valid=np.array([[True, False]]), start=np.arange(6, dtype=np.int32).reshape(3, 2),
+                 routes=np.arange(8, dtype=np.uint8), mass=np.linspace(0, 1, 3, dtype=np.float32))
+    built = []
+
+    def build():
+        built.append(1)
+        return table
+
+    monkeypatch.setattr(cache, "_exe_dir", None)
+    assert cache.stored("t", build) is table and len(built) == 1 and not (tmp_path / "tables").exists()
+    monkeypatch.setattr(cache, "_exe_dir", tmp_path / "executables")
+    cache.stored("t", build)
+    again = cache.stored("t", build)
+    assert len(built) == 2 and set(again) == set(table)
+    for k, v in table.items():
+        assert again[k].dtype == v.dtype and np.array_equal(again[k], v), k
+    arr = cache.stored("arr", lambda: table["routes"])
+    assert np.array_equal(cache.stored("arr", list), arr) and cache.stored("arr", list).dtype == np.uint8
+    (path,) = (tmp_path / "tables").glob("t-*.npz")
+    path.write_bytes(b"broken")
+    assert np.array_equal(cache.stored("t", build)["start"], table["start"]) and len(built) == 3
+    monkeypatch.setattr(cache, "source_hash", lambda packages: "changed source")
+    cache.stored("t", build)
+    assert len(built) == 4 and len(list((tmp_path / "tables").glob("t-*.npz"))) == 2
+
+
+def test_train_programs_go_through_the_cache_only_with_a_directory(tmp_path, monkeypatch):
+    """train.programs.cached: the jitted function itself without a cache directory, else a Program keyed by
+    the config and values (same results)."""
+    import jax
+    import jax.numpy as jnp
+
+    from normjax import cache
+    from train.programs import cached
+
+    f = jax.jit(lambda x: x * 2 + 1)
+    monkeypatch.setattr(cache, "_exe_dir", None)
+    assert cached("t", f, None, n=1) is f
+    monkeypatch.setattr(cache, "_exe_dir", tmp_path / "executables")
+    monkeypatch.setattr(cache, "_loaded", {})
+    config = SimpleNamespace(to_dict=lambda: {"learning_rate": 1e-4})  # a DQNConfig's key: its to_dict()
+    p = cached("t", f, config, n=1)
+    assert isinstance(p, cache.Program) and p(jnp.arange(3.0)).tolist() == [1.0, 3.0, 5.0]
+    assert p.static_key != cached("t", f, config, n=2).static_key != cached("t", f, None, n=1).static_key
+    assert len(list((tmp_path / "executables").iterdir())) == 1

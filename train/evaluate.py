@@ -20,6 +20,7 @@ from normjax.protocol.runner import run_episode, summarize
 from normjax.protocol.scenarios import test_episodes
 from normjax.world.habits import check_distractor
 from normjax.world.state import WorldConfig
+from train.programs import cached
 
 
 def episodes_for(norm_ids, seeds=(0,), conditions=("seen", "unseen")) -> list[list[dict]]:
@@ -75,9 +76,8 @@ def run_population(tr, q_params, per_run: list[list[dict]]) -> dict[str, np.ndar
     """Raw per-episode metrics [runs, episodes] for every run's own episodes."""
     arr = lambda f, dt=jnp.int32: jnp.asarray([[f(e) for e in eps] for eps in per_run], dt)  # noqa: E731
     keys = jnp.stack([jnp.stack([jax.random.PRNGKey(e["seed"]) for e in eps]) for eps in per_run])
-    out = _program(tr, tr.config.capacity)(
-        q_params, keys, arr(lambda e: e["layout_id"]), arr(lambda e: e["norm_id"]), arr(lambda e: e["group"])
-    )
+    program = cached("train-episodes", _program(tr, tr.config.capacity), tr.config)
+    out = program(q_params, keys, arr(lambda e: e["layout_id"]), arr(lambda e: e["norm_id"]), arr(lambda e: e["group"]))
     return {k: np.asarray(v) for k, v in jax.block_until_ready(out).items()}
 
 

@@ -34,6 +34,7 @@ from normjax.env.episode import StepKeys, episode_step, fixed_action, start_epis
 from normjax.world.observation import observe
 from normjax.world.state import WorldConfig
 from normjax.world.step import reset_world, truncated
+from train.programs import cached
 
 PROBE_TAG = salts.PROBE_EPISODES  # "PROB": separates probe episodes from the integer-seeded training ones
 FIELDS = ("obs", "action", "reward", "next_obs", "terminated")
@@ -80,7 +81,7 @@ def _collector(n: int, capacity: int):
 
 def collect(specs, n: int, capacity: int) -> dict[str, np.ndarray]:
     """Probe transitions of every run of a member: arrays [runs, n, ...] (numpy)."""
-    out = _collector(int(n), int(capacity))(specs)
+    out = cached("train-probes", _collector(int(n), int(capacity)), n=int(n), capacity=int(capacity))(specs)
     return {k: np.asarray(v) for k, v in out.items()}
 
 

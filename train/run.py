@@ -45,6 +45,7 @@ from train.config import DQNConfig
 from train.dqn import Metrics, make_population
 from train.multihost import is_multiprocess, is_primary, local_value, to_global, to_host
 from train.params import load_final_params, run_config, save_final_params
+from train.programs import cached, stores_programs
 
 VALIDATION_SEEDS = (101, 102, 103, 104)  # 4 x 3 seen episodes = 12 per norm and layout
 ALL = "all"  # the `layout` of the validation row that pools a run's layouts
@@ -233,7 +234,7 @@ def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: boo
 
     specs = tuple(shard(x, mesh) for x, mesh in zip(pop.specs, meshes))
     # One compiled program (bit-identical to the eager init, and one cache entry instead of hundreds).
-    init = jax.jit(pop.init_population)(jax.random.PRNGKey(config.seed))
+    init = cached("train-init", jax.jit(pop.init_population), config)(jax.random.PRNGKey(config.seed))
     carry = tuple(shard(x, mesh) for x, mesh in zip(init, meshes))
     ckpt = None if checkpoint_every is None else ocp.CheckpointManager(
         (out / "checkpoints").resolve(), options=ocp.CheckpointManagerOptions(max_to_keep=2)
@@ -249,7 +250,8 @@ def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: boo
         sets = pb.load_or_collect(out / "probes.npz", [m.specs for m in pop.members], config.probe_states,
                                   config.capacity, write=primary, fresh=not resume)
         probe_sets = [jax.tree.map(jnp.asarray, s) for s in sets]
-        probe_stats = [pb.make_stats(m.apply, config.gamma) for m in pop.members]
+        probe_stats = [cached("train-probe-stats", pb.make_stats(m.apply, config.gamma), m.config)
+                       for m in pop.members]
 
     bar = None
     if progress_bar:
@@ -266,11 +268,15 @@ def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: boo
             bar.update(step - last["step"])
             last["step"] = step
 
+    # A program with a host callback cannot be stored whole: with the executable cache
+    # (train.programs) the block has none and the bar advances once per block.
+    per_chunk = on_chunk if progress and not stores_programs() else None
+
     def run_block(c, s):
         # Sharded over devices, each device runs the chunks of its own runs (`_Train.chunk`).
-        return pop.run_chunks(c, s, block, on_chunk if progress else None, meshes=tuple(meshes))
+        return pop.run_chunks(c, s, block, per_chunk, meshes=tuple(meshes))
 
-    run = jax.jit(run_block, donate_argnums=0)
+    run = cached("train-block", jax.jit(run_block, donate_argnums=0), config, block=block)
     t_start = time.perf_counter()
     blocks_done = 0
     step = _step(carry)

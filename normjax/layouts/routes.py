@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
+from normjax.cache import stored
 from normjax.layouts.geometry import distances_to_all, neighbour_index
 from normjax.layouts.parse import ALL_LAYOUTS, Layout, load_layout
 
@@ -87,7 +88,12 @@ def distance_to_targets(lay: Layout, variant: int) -> np.ndarray:
 
 @functools.lru_cache(maxsize=None)
 def host_route_tables() -> np.ndarray:
-    """uint8 [n_layouts, N_VARIANTS, N_CELLS, N_CELLS] (cached; ~5 MB)."""
+    """uint8 [n_layouts, N_VARIANTS, N_CELLS, N_CELLS] (cached; ~5 MB; on disk too when the command
+    line's cache is configured: `normjax.cache.stored`)."""
+    return stored("routes", _build_route_tables)
+
+
+def _build_route_tables() -> np.ndarray:
     return np.stack(
         [
             np.stack([distance_to_targets(load_layout(name), v) for v in range(N_VARIANTS)])

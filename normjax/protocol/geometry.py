@@ -30,6 +30,7 @@ import inspect
 import numpy as np
 
 from normjax import constants as C
+from normjax.cache import stored
 from normjax.constants import UNREACHABLE
 from normjax.layouts import ALL_LAYOUTS, Layout, load_layout
 from normjax.layouts.routes import V_BASE, host_route_tables
@@ -373,7 +374,12 @@ def _release_cells(lay: Layout, li: int, norm: int, t: dict) -> None:
 
 @functools.lru_cache(maxsize=None)
 def host_scenarios() -> dict[str, np.ndarray]:
-    """numpy geometry tables [n_layouts, 50 norms, 3 groups, ...] (cached)."""
+    """numpy geometry tables [n_layouts, 50 norms, 3 groups, ...] (cached; on disk too when the
+    command line's cache is configured: `normjax.cache.stored`, a second of search saved per command)."""
+    return stored("scenarios", _build_scenarios)
+
+
+def _build_scenarios() -> dict[str, np.ndarray]:
     shp = (len(ALL_LAYOUTS), N_NORMS, 3)
     x = shp + (N_EXTRA,)
     t = dict(
