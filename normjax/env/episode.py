@@ -19,8 +19,8 @@ Consumers: the protocol (`normjax.protocol.runner.run_episode`), the exporter
 (`normjax.interop.export`), the observer's interaction phase
 (`normjax.observer.interaction.learn`) and the DQN probe set
 (`train.probes`, which passes its own `StepKeys`: its stored probe sets
-predate this module).  The LLM batch runner (`normjax.llm.batch`) splits its
-keys the same way.
+predate this module), and the LLM batch runner (`normjax.llm.batch`, with the
+host's action as a `fixed_action` newcomer).
 
 `NormGymEnv.step(key, state, action)` is not the protocol's step for the same
 key: the caller chooses the action, so the env splits its key in two,

@@ -11,12 +11,11 @@ and `WorldParams`).  The episodes are exactly the protocol's (docs/world.md §9)
   ``build_test_episode(k_build, layout, n, group)``, then
   ``split(k_run, 100)`` step keys, as `normjax.protocol.run_episode`.
 
-Each step key k is split ``kc, kp, kw = split(k, 3)``: kc drives the
-community, kp is the newcomer's policy key (what a state policy wrapped as
-an external agent receives) and kw the world step, and `step` applies
-`normjax.env.env_step(kc, kw, ...)` with the scenario community, exactly like
-`run_episode`: a test episode's state is frozen once its newcomer has
-finished.  The interaction phase has no holders, so there the scenario
+Each step is `normjax.env.episode_step` (the protocol's key schedule
+``kc, kp, kw = split(k, 3)``, the done-freeze and the wait count) with the
+scenario community and the host's action, exactly like `run_episode`: kp is
+what a state policy wrapped as an external agent receives (`policy_actions`),
+and a test episode's state is frozen once its newcomer has finished.  The interaction phase has no holders, so there the scenario
 community acts exactly as the default `COMMUNITY` (docs/world.md §9.3); using
 it in both stages keeps one compiled step per batch size.
 
@@ -46,7 +45,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
-from normjax.env import env_step, phase_params
+from normjax.env import phase_params
+from normjax.env.episode import Episode, episode_step, fixed_action, step_keys
 from normjax.interop.render import render_frame
 from normjax.layouts.tables import world_tables
 from normjax.protocol import imitation as _imitation
@@ -55,7 +55,7 @@ from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
 from normjax.world import tasks
 from normjax.world.moves import effective_actions
 from normjax.world.state import WorldConfig
-from normjax.world.step import reset_world, terminated
+from normjax.world.step import reset_world
 
 PAD = 32
 # Frames per render call: on CPU one frame per call is cheapest per frame (measured
@@ -136,7 +136,7 @@ def init_imitation(n: int) -> _imitation.Imitation:
 
 
 def _view_one(key, state, params, intents: bool):
-    kc, _, _ = jax.random.split(key, 3)
+    kc = step_keys(key).community
     lt = world_tables().at(params.layout)
     ag = state.agents
     on_goal = tasks.on_goal1(lt, ag.goal_kind, ag.goal_cell, ag.pos)
@@ -155,11 +155,11 @@ def view(keys, states, params, intents: bool = False):
 
 
 def _step_one(key, state, done, waits, action, params):
-    kc, _, kw = jax.random.split(key, 3)
-    _, s2, info = env_step(kc, kw, state, action, params, SCENARIO_COMMUNITY)
-    waited = info.active[0] & (info.action[0] == C.WAIT) & ~info.forced_wait[0] & ~done
-    s2 = jax.tree.map(lambda a, b: jnp.where(done, a, b), state, s2)
-    return s2, done | terminated(s2, params), waits + waited, info
+    """The protocol's episode step (`episode_step`) with the host's action; the batch
+    carries no collision count (the packed rows report each step's involvement)."""
+    ep, info = episode_step(key, Episode(state, (), done, waits, jnp.int32(0)), params, fixed_action(action),
+                            SCENARIO_COMMUNITY)
+    return ep.state, ep.done, ep.waits, info
 
 
 def _step_imitation(key, state, done, waits, action, params, imit):
@@ -306,7 +306,7 @@ def policy_actions(policy, keys, states, params):
 
 @functools.lru_cache(maxsize=None)
 def _policy_batch(policy):
-    return jax.jit(jax.vmap(lambda k, s, p: policy(jax.random.split(k, 3)[1], s, p)))
+    return jax.jit(jax.vmap(lambda k, s, p: policy(step_keys(k).policy, s, p)))
 
 
 __all__ = ["PAD", "advance", "init_imitation", "init_stage", "obs_layout", "observe", "padded_size",
