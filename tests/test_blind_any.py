@@ -75,7 +75,7 @@ def test_blind_any_is_an_evaluate_policy():
 def test_blind_any_never_complies_on_dynamic_norms():
     """docs/world.md §9.3: for the norms that depend on time, history or other agents,
     blind_any complies in none of 32 tie-break runs per episode (flagged ones aside)."""
-    from normjax.protocol.geometry import host_scenarios
+    from normjax.protocol.scenario_tables import host_scenarios
     from tests.dynamic_check import DYNAMIC_NORMS, blind_any_runs
 
     t = host_scenarios()

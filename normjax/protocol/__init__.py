@@ -1,5 +1,5 @@
 """The test protocol (docs/world.md §9): seeds and episode list (`seeds`), the
-host-side scenario geometry (`geometry`), the jittable test-episode builder and
+host-side scenario geometry (`geometry`) and its tables (`scenario_tables`), the jittable test-episode builder and
 its holders (`scenarios`), and the runner with its metrics (`runner`)."""
 
 from normjax.protocol.runner import (

@@ -5,7 +5,7 @@ entry door and start cell (always that door's inward cell), its task, up to
 `N_EXTRA` scripted agents and the step background agents enter from — is
 computed from the planner's own distance tables (`normjax.layouts.routes`;
 graph variant 0 is what the norm-blind planner walks on), then stacked into
-arrays that the jittable scenario builder only gathers from.
+arrays that the jittable scenario builder only gathers from (`scenario_tables`).
 
 One candidate function per scenario kind of the norm table
 (`normjax.norms.table.SCENARIO_*`) returns up to three ranked geometries; the
@@ -25,23 +25,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 
 import numpy as np
 
 from normjax import constants as C
-from normjax.cache import stored
 from normjax.constants import UNREACHABLE
-from normjax.layouts import ALL_LAYOUTS, Layout, load_layout
-from normjax.layouts.routes import V_BASE, host_route_tables
+from normjax.layouts import Layout
+from normjax.layouts.routes import V_BASE
 from normjax.layouts.tables import destination_cells
-from normjax.norms import N_NORMS
 from normjax.norms import table as nt
 from normjax.protocol.world_graph import WorldRoutes, world_routes
-from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, make_params
+from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, SERVICE_STEPS
 
 N_EXTRA = 3  # scripted agents a scenario may place (slots 1..3)
-_SERVICE_STEPS = inspect.signature(make_params).parameters["service_steps"].default  # test episodes use it
 QUEUE_MIN_SLACK = 1  # steps a newcomer may lose on its way to the queue (yielding, collisions)
 
 
@@ -271,8 +267,8 @@ def _queue_timing(a: int) -> tuple[int, int, int] | None:
     best = None
     for n in range(2, N_EXTRA + 1):
         k = n - 1
-        for tau in range(_SERVICE_STEPS):
-            lo, hi = k * (_SERVICE_STEPS + 2) + 1 - tau, k * (_SERVICE_STEPS + 2) + _SERVICE_STEPS + 1 - tau
+        for tau in range(SERVICE_STEPS):
+            lo, hi = k * (SERVICE_STEPS + 2) + 1 - tau, k * (SERVICE_STEPS + 2) + SERVICE_STEPS + 1 - tau
             if lo <= a <= hi - QUEUE_MIN_SLACK and (best is None or hi - a > best[2]):
                 best = (n, tau, hi - a)
     return best
@@ -301,7 +297,7 @@ def queue(g: Geo, row: dict, group: int) -> list[dict]:
         extras = [dict(pos=cell, goal_kind=GOAL_CELL, goal_cell=service, exit_door=(ex + 1 + i) % 3,
                        group_off=-1, hold=False, timer=tau if i == 0 else 0) for i, cell in enumerate(path[:n])]
         cands.append(dict(_record(s, s_i, GOAL_CELL, service, ex, 1, extras), d=a, slack=slack,
-                          bg_from=a + _SERVICE_STEPS + 2))
+                          bg_from=a + SERVICE_STEPS + 2))
     return _rank(cands, lambda c: (-c["slack"], c["d"], c["entry"]))
 
 
@@ -339,91 +335,4 @@ def candidates(g: Geo, norm: int, group: int) -> list[dict]:
     return CANDIDATES[int(row["scenario"])](g, row, group)
 
 
-def _group_dependent(norm: int) -> bool:
-    """Whether a norm's scenario differs by the newcomer's group (group doors / seating)."""
-    row = nt.NORM_TABLE.row(norm)
-    return bool((row["allowed_doors"] != row["allowed_doors"][:1]).any()
-                or (row["allowed_regions"] != row["allowed_regions"][:1]).any())
-
-
-@functools.lru_cache(maxsize=None)
-def r_boundary() -> np.ndarray:
-    """bool [n_layouts, H, W]: walkable cells outside R next to R (R's boundary)."""
-    out = np.zeros((len(ALL_LAYOUTS), C.H, C.W), bool)
-    for li, name in enumerate(ALL_LAYOUTS):
-        lay = load_layout(name)
-        r = lay.zone_r
-        adj = np.zeros_like(r)
-        adj[1:] |= r[:-1]
-        adj[:-1] |= r[1:]
-        adj[:, 1:] |= r[:, :-1]
-        adj[:, :-1] |= r[:, 1:]
-        out[li] = adj & ~r & lay.walkable
-    return out
-
-
-def _release_cells(lay: Layout, li: int, norm: int, t: dict) -> None:
-    """Cells where the newcomer releases the holders (zone R: R and its boundary;
-    seat norms: any chair, where it sits down)."""
-    kind = nt.NORM_TABLE.row(norm)["scenario"]
-    if kind == nt.SCENARIO_ZONE_R:
-        t["release"][li, norm] = r_boundary()[li] | lay.zone_r
-    elif kind == nt.SCENARIO_SEAT_REGION:
-        t["release"][li, norm] = lay.kind == C.CHAIR
-
-
-@functools.lru_cache(maxsize=None)
-def host_scenarios() -> dict[str, np.ndarray]:
-    """numpy geometry tables [n_layouts, 50 norms, 3 groups, ...] (cached; on disk too when the
-    command line's cache is configured: `normjax.cache.stored`, a second of search saved per command)."""
-    return stored("scenarios", _build_scenarios)
-
-
-def _build_scenarios() -> dict[str, np.ndarray]:
-    shp = (len(ALL_LAYOUTS), N_NORMS, 3)
-    x = shp + (N_EXTRA,)
-    t = dict(
-        valid=np.zeros(shp, bool), start=np.zeros(shp + (2,), np.int32), entry=np.zeros(shp, np.int32),
-        goal_kind=np.zeros(shp, np.int32), goal_cell=np.full(shp + (2,), -1, np.int32),
-        exit_door=np.zeros(shp, np.int32), gap=np.zeros(shp, np.int32), non_discriminative=np.zeros(shp, bool),
-        x_used=np.zeros(x, bool), x_pos=np.zeros(x + (2,), np.int32), x_goal_kind=np.zeros(x, np.int32),
-        x_goal_cell=np.full(x + (2,), -1, np.int32), x_exit=np.zeros(x, np.int32),
-        x_group_off=np.full(x, -1, np.int32), x_hold=np.zeros(x, bool), x_timer=np.zeros(x, np.int32),
-        bg_from=np.ones(shp, np.int32),
-        release=np.zeros(shp[:2] + (C.H, C.W), bool),
-    )
-    routes = host_route_tables()
-    for li, name in enumerate(ALL_LAYOUTS):
-        geo = Geo(load_layout(name), routes[li])
-        for n in range(N_NORMS):
-            _release_cells(geo.lay, li, n, t)
-            cache = {}
-            for grp in range(3):
-                key = grp if _group_dependent(n) else -1
-                if key not in cache:
-                    found = candidates(geo, n, grp)
-                    # Discriminative geometries only, where any exists (groups may share one).
-                    cache[key] = [c for c in found if c.get("strict", True)] or found
-                cands = cache[key]
-                if not cands:
-                    continue
-                rec = cands[grp % len(cands)]
-                ix = (li, n, grp)
-                t["valid"][ix] = True
-                for f in ("start", "entry", "goal_kind", "goal_cell", "exit_door", "gap"):
-                    t[f][ix] = rec[f]
-                t["bg_from"][ix] = rec.get("bg_from", 1)
-                t["non_discriminative"][ix] = not rec.get("strict", True)
-                for i, e in enumerate(rec["extras"]):
-                    t["x_used"][ix + (i,)] = True
-                    t["x_pos"][ix + (i,)] = e["pos"]
-                    t["x_goal_kind"][ix + (i,)] = e["goal_kind"]
-                    t["x_goal_cell"][ix + (i,)] = e["goal_cell"]
-                    t["x_exit"][ix + (i,)] = e["exit_door"]
-                    t["x_group_off"][ix + (i,)] = e["group_off"]
-                    t["x_hold"][ix + (i,)] = e["hold"]
-                    t["x_timer"][ix + (i,)] = e.get("timer", 0)
-    return t
-
-
-__all__ = ["CANDIDATES", "N_EXTRA", "QUEUE_MIN_SLACK", "Geo", "candidates", "host_scenarios", "r_boundary"]
+__all__ = ["CANDIDATES", "N_EXTRA", "QUEUE_MIN_SLACK", "Geo", "candidates"]

@@ -67,7 +67,7 @@ from normjax.env.episode import Newcomer, episode_step, start_episode
 from normjax.norms import FAMILIES, N_NORMS, norm_id as _norm_id
 from normjax.protocol.metrics import community_totals
 from normjax.protocol import imitation
-from normjax.protocol.geometry import host_scenarios
+from normjax.protocol.scenario_tables import host_scenarios
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
 from normjax.protocol.seeds import CONDITIONS, TEST_STEPS, base_seed, test_episodes
 from normjax.world.habits import check_distractor

@@ -40,7 +40,8 @@ import jax.numpy as jnp
 from normjax import constants as C
 from normjax.env import Community, community_actions, phase_params
 from normjax.layouts.tables import world_tables
-from normjax.protocol.geometry import N_EXTRA, host_scenarios, r_boundary
+from normjax.protocol.geometry import N_EXTRA
+from normjax.protocol.scenario_tables import host_scenarios, r_boundary
 from normjax.protocol.seeds import test_episodes
 from normjax.world.state import WorldConfig, WorldParams, WorldState
 from normjax.world.step import reset_world
