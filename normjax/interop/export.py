@@ -71,6 +71,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
+from normjax.constants import ROLE_AWARE, ROLE_BLIND, ROLE_NEWCOMER
 from normjax.cache import compiled
 from normjax.env import STATE_POLICIES, check_policy_name, phase_params
 from normjax.env.episode import episode_step, start_episode, state_newcomer
@@ -82,7 +83,7 @@ from normjax.norms import NORMS
 from normjax.norms.table import NORM_TABLE
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
 from normjax.world.habits import check_distractor, habit_name
-from normjax.world.state import ANY_DOOR, GOAL_CELL, ROLE_AWARE, ROLE_BLIND, ROLE_NEWCOMER, WorldConfig
+from normjax.world.state import ANY_DOOR, GOAL_CELL, WorldConfig
 from normjax.world.step import reset_world
 
 FORMAT = "normjax.trajectory/1"
