@@ -71,7 +71,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
-from normjax.constants import ROLE_AWARE, ROLE_BLIND, ROLE_NEWCOMER
 from normjax.cache import compiled
 from normjax.env import STATE_POLICIES, check_policy_name, phase_params
 from normjax.env.episode import episode_step, start_episode, state_newcomer
@@ -87,7 +86,7 @@ from normjax.world.state import ANY_DOOR, GOAL_CELL, WorldConfig
 from normjax.world.step import reset_world
 
 FORMAT = "normjax.trajectory/1"
-ROLE_NAMES = {ROLE_NEWCOMER: "newcomer", ROLE_AWARE: "aware", ROLE_BLIND: "blind"}
+ROLE_NAMES = {C.ROLE_NEWCOMER: "newcomer", C.ROLE_AWARE: "aware", C.ROLE_BLIND: "blind"}
 POLICIES: dict[str, Callable] = dict(STATE_POLICIES)
 
 
