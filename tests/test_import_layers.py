@@ -31,8 +31,8 @@ LAYERS = (
     ("normjax.community",),
     ("normjax.env",),
     ("normjax.protocol", "normjax.registration"),
-    ("normjax.interop", "normjax.observer"),
-    ("normjax.llm", "normjax.wrappers", "normjax"),  # `normjax`: the package's own __init__ (make, lazy names)
+    ("normjax.interop", "normjax.observer", "normjax"),  # `normjax`: the package's own __init__ (make, lazy names)
+    ("normjax.llm", "normjax.wrappers"),
     ("normjax.finetune", "normjax.play"),
     ("normjax.cli", "normjax.commands", "normjax.finetune.command"),  # the command line
 )
