@@ -4,7 +4,8 @@ LAYERS names normjax's units from the bottom up.  A unit is a subpackage (`normj
 a top-level module (`normjax.constants`), or a module named in full (the command line's
 `normjax.finetune.command`, which belongs to the CLI layer, not to `normjax.finetune`); a
 module belongs to the longest unit name it starts with.  The order is the import graph's own
-(each unit sits one above the highest unit it imports), not a wish: a new import that runs
+(each unit sits one above the highest unit it imports; the base modules, of which
+`cache` imports `xla_cpu`, and the command line are one layer each), not a wish: a new import that runs
 downward needs no change here, one that runs upward fails.
 
 Checked, for imports at module level and inside functions alike: every module under
