@@ -22,7 +22,7 @@ Programs (`--only` selects by group: normjax, xminigrid, gymnax):
                      its tables compile as constants (the single-layout path the trainer uses).
   normjax-full-ar    the same step through `AutoResetWrapper` (XLand-MiniGrid's and gymnax's
                      steps below auto-reset too).  The wrapper resets only the environments
-                     whose episode ended (`normjax.world.rare.run_where`); in the timed steps
+                     whose episode ended (`normjax.ground.rare.run_where`); in the timed steps
                      none ends, so this row shows the wrapper's cost between resets.
   normjax-world      the world step alone (`step_world`, random joint actions for all K slots).
   xland-empty-8x8    XLand-MiniGrid `MiniGrid-Empty-8x8`, GymAutoResetWrapper.

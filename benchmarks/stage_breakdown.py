@@ -55,13 +55,14 @@ import time  # noqa: E402
 
 from benchmarks.common import RESULTS, best_of, block, compile_timed, save  # noqa: E402
 from normjax import constants as C  # noqa: E402
+from normjax.constants import ROLE_NEWCOMER  # noqa: E402
 from normjax.env import community_actions, env_step, phase_params  # noqa: E402
 from normjax.layouts.tables import world_tables  # noqa: E402
 from normjax.norms import episode_sanctions  # noqa: E402
-from normjax.world.moves import effective_actions  # noqa: E402
+from normjax.ground.moves import effective_actions  # noqa: E402
 from normjax.world.observation import observe  # noqa: E402
 from normjax.world.physics import resolve_moves  # noqa: E402
-from normjax.world.state import ROLE_NEWCOMER, WorldConfig  # noqa: E402
+from normjax.world.state import WorldConfig  # noqa: E402
 from normjax.world.step import progress, reset_world, step_world, world_stages  # noqa: E402
 from normjax.world.turnover import turnover  # noqa: E402
 

@@ -1,11 +1,14 @@
 """normjax: NormGym as a pure-function JAX world.
 
 Layers, imports flowing one way: `layouts` (maps, validator, tables, routes) ->
-`norms` (registry, predicates, the per-norm table) -> `world` (state, physics,
-tasks, the world step, observation) -> `community` (the scripted planner) ->
-`env` (the one environment step, policies, `make`) -> `protocol` (seeds,
-scenarios, runner) -> `interop` (export, rendering) -> `cli`.  The rules of the
-world are written down in docs/world.md.
+`ground` (effective moves, `run_where`, hashed draws, ranking) -> `norms`
+(registry, predicates, the per-norm table) -> `world` (state, physics, tasks, the
+world step, observation) -> `community` (the scripted planner) -> `env` (the one
+environment step, policies, `make`) -> `protocol` (seeds, scenarios, runner) ->
+`interop` / `observer` -> `llm`, `finetune`, `play`, `wrappers` -> the command line
+(`cli`, `commands`: the only modules that import the `train` and `agents`
+packages).  tests/test_import_layers.py holds the whole order and checks it.  The
+rules of the world are written down in docs/world.md.
 
 `normjax.make` is `normjax.registration.make`: it takes an environment id
 (`normjax.registered_envs`, e.g. "NormGym-cafe-clockwise_circulation-train-v0") or

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from normjax.cli_names import DEFAULT_SHARE, DISTRACTORS, OBSERVER_NAMES
+from normjax.llm.settings import client_settings
 
 
 def _distractor(args) -> dict:
@@ -246,31 +247,10 @@ def cmd_export(args) -> int:
     return 0
 
 
-def _json_object(text: str | None, option: str) -> dict:
-    """A JSON object given on the command line ({} when absent)."""
-    if text is None:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError as e:
-        raise ValueError(f"{option} {text!r} is not valid JSON ({e}); allowed: a JSON object") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{option} {text!r} is a JSON {type(value).__name__}; allowed: a JSON object")
-    return value
-
-
-def _client_settings(args) -> dict:
-    """The ClientConfig fields of the endpoint options (cli._client_options), validated before any request."""
-    return dict(concurrency=args.concurrency, timeout=args.timeout, max_retries=args.max_retries,
-                temperature=args.temperature, max_tokens=args.max_tokens, token_param=args.max_tokens_field,
-                send_temperature=not args.no_temperature, extra_body=_json_object(args.extra_body, "--extra-body"),
-                max_error_rate=args.max_error_rate, error_window=args.error_window)
-
-
 def cmd_llm_eval(args) -> int:
     norms = _norm_list(args.norms)  # before any tracing
     distractor = _distractor(args)
-    client = _client_settings(args)
+    client = client_settings(args)
     from normjax.llm.client import EndpointError
     from normjax.llm.evaluate import RunIncomplete, llm_eval
     from normjax.protocol import format_table
@@ -339,7 +319,7 @@ def cmd_llm_judge(args) -> int:
     from normjax.llm.client import ClientConfig, EndpointError
     from normjax.llm.judge_run import JudgeIncomplete, judge_run
 
-    config = ClientConfig(base_url=args.base_url, model=args.model, **_client_settings(args))
+    config = ClientConfig(base_url=args.base_url, model=args.model, **client_settings(args))
     try:
         summary = judge_run(args.run, config, args.out)
     except EndpointError as e:

@@ -4,7 +4,7 @@ Two streams drawn from the same seed or key with the same salt would draw the
 same numbers; keeping them here (and `tests/test_salts.py` checking that they
 differ) prevents that.  Values are fixed: changing one changes trajectories.
 
-Hash salts, `normjax.world.hashrand.hash_at` / `hash_uniform(seed, ..., salt)`:
+Hash salts, `normjax.ground.hashrand.hash_at` / `hash_uniform(seed, ..., salt)`:
 """
 
 PLANNER_GOAL_NOISE = 1  # community/planner.py: noise on candidate goal cells' distances (ties)

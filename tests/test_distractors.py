@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from normjax import constants as C
-from normjax.constants import HABIT_MOVE1_WAIT1, HABIT_NONE, HABIT_SAME_EXIT_DOOR
+from normjax.constants import HABIT_MOVE1_WAIT1, HABIT_NONE, HABIT_SAME_EXIT_DOOR, ROLE_AWARE, ROLE_BLIND
 from normjax import make
 from normjax.env import COMMUNITY, env_step, phase_params
 from normjax.protocol.imitation import over_imitation
 from normjax.protocol.scenarios import HABIT_HOLD, build_test_episode
 from normjax.world.habits import check_distractor
-from normjax.world.state import ANY_DOOR, GOAL_CELL, ROLE_AWARE, ROLE_BLIND, WorldConfig, make_params
+from normjax.world.state import ANY_DOOR, GOAL_CELL, WorldConfig, make_params
 from normjax.world.step import reset_world
 from normjax.world.turnover import refill
 from normjax.layouts.tables import world_tables

@@ -1,4 +1,4 @@
-"""Library draws at chosen indices (normjax/world/draws_at.py) and the refill
+"""Library draws at chosen indices (normjax/ground/draws_at.py) and the refill
 that uses them: exactly the values of drawing for every slot."""
 
 import jax
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from normjax import constants as C
 from normjax.env import env_step, phase_params
 from normjax.layouts.tables import world_tables
-from normjax.world.draws_at import bits_at, randint_at
+from normjax.ground.draws_at import bits_at, randint_at
 from normjax.world.state import WorldConfig, make_params
 from normjax.world.step import reset_world
 from normjax.world.turnover import enter, refill, turnover

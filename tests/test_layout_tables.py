@@ -8,7 +8,7 @@ import pytest
 
 from normjax import constants as C
 from normjax.layouts.tables import CODE_KIND, CODE_ZONE_Q, CODE_ZONE_R, cell_codes, host_tables, world_tables
-from normjax.world.moves import kind_of, target_codes
+from normjax.ground.moves import kind_of, target_codes
 
 
 def test_cell_code_packs_kind_and_zones_of_every_layout():

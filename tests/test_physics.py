@@ -39,7 +39,7 @@ def run(kind, pos, actions, active=None, pushable=None, seed=0):
 
 
 def effective(kind, pos, actions):
-    from normjax.world.moves import effective_actions
+    from normjax.ground.moves import effective_actions
 
     return np.asarray(effective_actions(jnp.asarray(kind), jnp.asarray(pos), jnp.asarray(actions)))
 
@@ -243,7 +243,7 @@ def test_inactive_agents_are_ignored():
 @given(st.lists(scenes(crowded=True), min_size=N_SCENES, max_size=N_SCENES))
 def test_vmap_equals_unbatched_resolution(batch):
     """Under vmap only the scenes with displaced agents run the placement loop
-    (`normjax.world.rare`); every scene's result equals its own resolution."""
+    (`normjax.ground.rare`); every scene's result equals its own resolution."""
     kind = jnp.asarray(batch[0][0])
     stack = lambda i, dt: jnp.asarray(np.stack([s[i] for s in batch]), dt)  # noqa: E731
     keys = jnp.stack([jax.random.PRNGKey(s[5]) for s in batch])

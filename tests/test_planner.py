@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from normjax import constants as C
+from normjax.constants import ROLE_AWARE, ROLE_BLIND
 from normjax.env import community_actions, env_step, make, oracle_policy, phase_params
 from normjax.layouts import load_layout
 from normjax.layouts.parse import ALL_LAYOUTS
@@ -25,7 +26,6 @@ from normjax.layouts.routes import (
     host_route_tables,
     planner_width,
 )
-from normjax.world.state import ROLE_AWARE, ROLE_BLIND
 from normjax.world.step import reset_world, step_world
 
 N_NORMS = 50

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from normjax.world.ranking import argmin_small, argsort_small, permutation_small, stable_rank
+from normjax.ground.ranking import argmin_small, argsort_small, permutation_small, stable_rank
 
 # Jitted once (a program per input length): the eager calls dispatched op by op.
 ARGSORT = jax.jit(argsort_small)

@@ -1,4 +1,4 @@
-"""`normjax.world.rare.run_where`: per environment `fn` where needed and `idle`
+"""`normjax.ground.rare.run_where`: per environment `fn` where needed and `idle`
 elsewhere, unbatched (a cond), under vmap (packed in chunks) and unpacked."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from normjax.world.rare import chunk_size, run_where
+from normjax.ground.rare import chunk_size, run_where
 
 
 def _double(x, scale):

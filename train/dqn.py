@@ -284,7 +284,7 @@ def make_train(config: DQNConfig):
         or None.  With a mesh each device runs the chunk of its own runs
         (`shard_map`): the runs are independent, so the devices exchange nothing,
         and the step's rare work is packed among each device's runs
-        (`normjax.world.rare`).  Left to the compiler, a sharded batch must
+        (`normjax.ground.rare`).  Left to the compiler, a sharded batch must
         compute that work for every run (`WorldParams.packing` False, which halved the
         acting rate on two CPU devices).  The results are the same.
         """

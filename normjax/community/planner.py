@@ -34,6 +34,7 @@ import jax.numpy as jnp
 
 from normjax import constants as C, salts
 from normjax.constants import HABIT_MOVE1_WAIT1, HABIT_NONE, HABIT_SAME_EXIT_DOOR  # noqa: F401 (re-exported)
+from normjax.constants import ROLE_AWARE
 from normjax.layouts.geometry import flat_index as _flat
 from normjax.layouts.routes import (
     CASE_CHAIR,
@@ -48,11 +49,11 @@ from normjax.layouts.routes import (
 )
 from normjax.layouts.tables import world_tables
 from normjax.norms.table import norm_row
-from normjax.world.hashrand import hash_at, hash_uniform, seed_from_key
-from normjax.world.moves import DELTAS, in_grid, keep_open, kind_of, target_codes
-from normjax.world.ranking import argmin_small, argsort_small
+from normjax.ground.hashrand import hash_at, hash_uniform, seed_from_key
+from normjax.ground.moves import DELTAS, in_grid, keep_open, kind_of, target_codes
+from normjax.ground.ranking import argmin_small, argsort_small
 from normjax.world.step import state_norm
-from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, ROLE_AWARE, WorldParams, WorldState
+from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, WorldParams, WorldState
 
 COLLISION_COST = 3.0
 WAIT_BIAS = 0.5

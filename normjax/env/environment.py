@@ -107,7 +107,7 @@ class NormGymEnv:
 
 
 # How a caller's `vmap` runs the step's rare work is the params' static
-# `WorldParams.packing` (normjax.world.rare): part of the arguments' structure,
+# `WorldParams.packing` (normjax.ground.rare): part of the arguments' structure,
 # so each setting has its own compiled program.
 @functools.partial(jax.jit, static_argnums=0)
 def _reset(env: NormGymEnv, key, params: WorldParams):

@@ -25,7 +25,8 @@ import jax.numpy as jnp
 
 from normjax.community.planner import plan_actions
 from normjax.world.observation import observe
-from normjax.world.state import ROLE_AWARE, WorldParams, WorldState
+from normjax.constants import ROLE_AWARE
+from normjax.world.state import WorldParams, WorldState
 from normjax.world.step import state_norm, step_world
 
 

@@ -7,6 +7,7 @@ import json
 import sys
 
 from normjax.cli_names import FAMILIES, FINETUNE_SPLITS, FINETUNE_TASKS, HARVEST_POLICIES
+from normjax.llm.settings import client_settings
 
 
 def add_parsers(sub, parents: list, client: argparse.ArgumentParser) -> None:
@@ -73,11 +74,10 @@ def cmd_finetune_data(args) -> int:
 
 
 def cmd_finetune_eval(args) -> int:
-    from normjax.commands import _client_settings
     from normjax.finetune.evaluate import finetune_eval
     from normjax.llm.client import ClientConfig, EndpointError
 
-    config = ClientConfig(base_url=args.base_url, model=args.model, **_client_settings(args))
+    config = ClientConfig(base_url=args.base_url, model=args.model, **client_settings(args))
     try:
         result = finetune_eval(args.data, config, args.out)
     except EndpointError as e:

@@ -82,11 +82,11 @@ from normjax.norms import NORMS
 from normjax.norms.table import NORM_TABLE
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
 from normjax.world.habits import check_distractor, habit_name
-from normjax.world.state import ANY_DOOR, GOAL_CELL, ROLE_AWARE, ROLE_BLIND, ROLE_NEWCOMER, WorldConfig
+from normjax.world.state import ANY_DOOR, GOAL_CELL, WorldConfig
 from normjax.world.step import reset_world
 
 FORMAT = "normjax.trajectory/1"
-ROLE_NAMES = {ROLE_NEWCOMER: "newcomer", ROLE_AWARE: "aware", ROLE_BLIND: "blind"}
+ROLE_NAMES = {C.ROLE_NEWCOMER: "newcomer", C.ROLE_AWARE: "aware", C.ROLE_BLIND: "blind"}
 POLICIES: dict[str, Callable] = dict(STATE_POLICIES)
 
 

@@ -8,7 +8,8 @@
 * `prompts`: the paper's system, interactive-stage and test-stage prompts;
   `frames`: the frame a VLM sees (arrows for intended moves);
 * `parse`: the tolerant reply parser; `client`: the async OpenAI-compatible
-  client (needs ``pip install "normjax[llm]"``);
+  client (needs ``pip install "normjax[llm]"``); `settings`: its settings from
+  the endpoint options of ``llm-eval``, ``llm-judge`` and ``finetune-eval``;
 * `transcripts`: per-episode transcripts and resume; `judge`: belief-accuracy
   judge prompts and scores; `evaluate`: the ``normjax llm-eval`` pipeline;
 * `judge_run`: ``normjax llm-judge`` (the judge through the client);

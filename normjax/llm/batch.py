@@ -53,7 +53,7 @@ from normjax.protocol import imitation as _imitation
 from normjax.protocol.metrics import collision_involvement, community_totals
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
 from normjax.world import tasks
-from normjax.world.moves import effective_actions
+from normjax.ground.moves import effective_actions
 from normjax.world.state import WorldConfig
 from normjax.world.step import reset_world
 

@@ -19,7 +19,7 @@ from normjax.norms.predicates import Context, context, first_free_chairs, queue_
 from normjax.norms.registry import QUEUE_IDS
 from normjax.norms.table import norm_row
 from normjax.norms.rules import episode_permits, judged_targets, queue_order
-from normjax.world.rare import run_where
+from normjax.ground.rare import run_where
 from normjax.xla_cpu import computed_once
 
 
@@ -41,7 +41,7 @@ def episode_norm(lt, norm_id, t, pos, active, group, moves, visited_q, packing: 
     its effective action (docs/world.md §3): a blocked move is a permissible
     WAIT.  Only the episode's norm is evaluated: its static part read from a
     table, plus its one dynamic condition (`normjax.norms.rules`).  `packing`:
-    `normjax.world.rare.run_where`'s (static).
+    `normjax.ground.rare.run_where`'s (static).
     """
     lt1 = single_queue_view(lt, norm_id)
     ctx, queue_ok = episode_context(lt1, norm_id, pos, active, group, visited_q, packing=packing)

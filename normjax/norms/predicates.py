@@ -52,7 +52,7 @@ import numpy as np
 from normjax import constants as C
 from normjax.layouts.geometry import same_cell
 from normjax.layouts.tables import host_tables
-from normjax.world.moves import cell_value, effective_actions, move_targets
+from normjax.ground.moves import cell_value, effective_actions, move_targets
 from normjax.norms import registry as reg
 
 # ---------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from normjax.layouts.geometry import flat_index, same_cell
 from normjax.layouts.tables import CODE_ZONE_R, host_tables
 from normjax.norms import predicates as P
 from normjax.norms import registry as reg
-from normjax.world.moves import DELTAS, cell_value, in_grid, keep_open, kind_of, target_codes
+from normjax.ground.moves import DELTAS, cell_value, in_grid, keep_open, kind_of, target_codes
 
 # Dynamic rules, one per norm (rule, argument).
 (

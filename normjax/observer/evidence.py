@@ -52,7 +52,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from normjax import constants as C
-from normjax.world.moves import DELTAS, cell_value
+from normjax.ground.moves import DELTAS, cell_value
 
 SOURCES = ("positions", "actions")
 

@@ -39,7 +39,7 @@ from normjax.layouts.geometry import flat_index as _flat
 from normjax.layouts.routes import corridor_tables, route_rows
 from normjax.layouts.tables import world_tables
 from normjax.norms.table import norm_row
-from normjax.world.moves import DELTAS, effective_actions, in_grid
+from normjax.ground.moves import DELTAS, effective_actions, in_grid
 from normjax.world.state import ANY_DOOR, WorldParams, WorldState
 from normjax.world.step import state_norm
 

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 
 from normjax import salts
 from normjax.constants import HABIT_NAMES, HABIT_NONE, ROLE_AWARE
-from normjax.world.hashrand import hash_at, seed_from_key_data
+from normjax.ground.hashrand import hash_at, seed_from_key_data
 
 HABIT_SALT = salts.HABIT  # the habit lottery's own hash stream (normjax.salts)
 

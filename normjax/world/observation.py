@@ -19,8 +19,8 @@ from flax import struct
 
 from normjax import constants as C
 from normjax.world import tasks
-from normjax.world.moves import physical_mask
-from normjax.world.ranking import argsort_small
+from normjax.ground.moves import physical_mask
+from normjax.ground.ranking import argsort_small
 from normjax.world.state import GOAL_CELL, ANY_DOOR, WorldParams, WorldState
 from normjax.constants import UNREACHABLE
 from normjax.layouts.tables import LayoutTables, world_tables

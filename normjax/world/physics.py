@@ -27,7 +27,7 @@ The contests' random priorities and steps 3-4 run only where an agent is
 displaced (about one environment-step in ten; known before any priority is
 drawn: a contested target, or a mover heading for a stationary agent's cell):
 under `vmap` those environments are packed and run together
-(`normjax.world.rare.run_where`), and within them rule 5's search for a push
+(`normjax.ground.rare.run_where`), and within them rule 5's search for a push
 only where a displaced agent has no free neighbour.
 
 All randomness comes from the key (rule 7).
@@ -44,9 +44,9 @@ from flax import struct
 
 from normjax import constants as C
 from normjax.layouts.geometry import flat_index
-from normjax.world.moves import DELTAS, cell_value, in_grid
-from normjax.world.ranking import argsort_small, permutation_small
-from normjax.world.rare import run_where
+from normjax.ground.moves import DELTAS, cell_value, in_grid
+from normjax.ground.ranking import argsort_small, permutation_small
+from normjax.ground.rare import run_where
 from normjax.xla_cpu import computed_once
 
 NO_AGENT = -1
@@ -83,7 +83,7 @@ def resolve_moves(key, pos, active, actions, kind, pushable, packing: bool = Tru
       actions: int32 [K] *effective* actions (blocked moves already WAIT).
       kind: int [H, W] cell kinds of the layout.
       pushable: bool [K] scripted agents that rule 5 may push as bystanders.
-      packing: static, `normjax.world.rare.run_where`'s (the params' `WorldParams.packing`).
+      packing: static, `normjax.ground.rare.run_where`'s (the params' `WorldParams.packing`).
     """
     k = pos.shape[0]
     target = pos + DELTAS[actions]

@@ -25,9 +25,6 @@ from normjax.world.habits import check_distractor
 GOAL_CELL, GOAL_ANY_CHAIR, GOAL_ANY_R = 0, 1, 2
 ANY_DOOR = -1  # exit_door value for "chosen door (any)"
 
-# Roles of a slot (normjax.constants, shared with the habit lottery).
-ROLE_NEWCOMER, ROLE_AWARE, ROLE_BLIND = C.ROLE_NEWCOMER, C.ROLE_AWARE, C.ROLE_BLIND
-
 REWARD_CONDITIONS = ("sparse_penalty", "no_penalty", "dense")
 # Reward weights (docs/world.md §6); the penalties are 0 under no_penalty, the
 # shaping weight is 0 except under dense.
@@ -78,7 +75,7 @@ class WorldParams:
     # single-layout fast path, e.g. DQN training on the cafe).  -1: the traced
     # `layout_id` decides, and a batch may mix layouts.
     static_layout: int = struct.field(pytree_node=False, default=-1)
-    # Static: how `run_where` (normjax.world.rare) runs a step's rare work under
+    # Static: how `run_where` (normjax.ground.rare) runs a step's rare work under
     # `vmap`: packed for the environments that need it (True), or computed for
     # all and selected (False: for a batch the compiler shards over devices).
     # Part of the params' structure, so a compiled program is cached per setting.
@@ -168,7 +165,7 @@ class Agents:
     active: jax.Array  # bool: on the grid now
     spawn_t: jax.Array  # int32: earliest step at which a pending agent enters
     uid: jax.Array  # int32: unique per agent within the episode
-    role: jax.Array  # int32: ROLE_NEWCOMER / ROLE_AWARE / ROLE_BLIND
+    role: jax.Array  # int32: constants.ROLE_NEWCOMER / ROLE_AWARE / ROLE_BLIND
     habit: jax.Array  # int32: distractor habit of a background agent (0 = none)
     group: jax.Array  # int32: social group 0..2
     pos: jax.Array  # int32 [K, 2]
@@ -218,7 +215,7 @@ def empty_agents(capacity: int) -> Agents:
         active=b(),
         spawn_t=i32(0),
         uid=i32(-1),
-        role=jnp.where(jnp.arange(k) == 0, ROLE_NEWCOMER, ROLE_AWARE).astype(jnp.int32),
+        role=jnp.where(jnp.arange(k) == 0, C.ROLE_NEWCOMER, C.ROLE_AWARE).astype(jnp.int32),
         habit=i32(0),
         group=i32(0),
         pos=jnp.zeros((k, 2), jnp.int32),

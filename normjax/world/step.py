@@ -31,22 +31,14 @@ import jax.numpy as jnp
 from flax import struct
 
 from normjax import constants as C
-from normjax.world import tasks
-from normjax.world.moves import effective_actions
+from normjax.constants import ROLE_AWARE, ROLE_BLIND, ROLE_NEWCOMER, UNREACHABLE
+from normjax.ground.moves import effective_actions
+from normjax.ground.rare import run_where
 from normjax.norms import EpisodeNorm, action_sanctions, episode_norm, episode_sanctions
+from normjax.world import tasks
 from normjax.world.physics import MoveResult, resolve_moves
-from normjax.world.rare import run_where
 from normjax.world.turnover import enter, refill, turnover
-from normjax.world.state import (
-    ROLE_AWARE,
-    ROLE_BLIND,
-    ROLE_NEWCOMER,
-    WorldConfig,
-    WorldParams,
-    WorldState,
-    empty_state,
-)
-from normjax.constants import UNREACHABLE
+from normjax.world.state import WorldConfig, WorldParams, WorldState, empty_state
 from normjax.layouts.geometry import same_cell
 from normjax.layouts.tables import LayoutTables, world_tables
 from normjax.xla_cpu import computed_once

@@ -22,7 +22,7 @@ from normjax.norms.table import (
     TASK_SEAT,
     norm_row,
 )
-from normjax.world.draws_at import randint_at
+from normjax.ground.draws_at import randint_at
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL
 
 

@@ -16,9 +16,9 @@ from normjax import constants as C
 from normjax.layouts.geometry import same_cell
 from normjax.layouts.tables import LayoutTables
 from normjax.world import tasks
-from normjax.world.draws_at import randint_at
+from normjax.ground.draws_at import randint_at
 from normjax.world.habits import draw_habits
-from normjax.world.rare import run_where
+from normjax.ground.rare import run_where
 from normjax.world.state import WorldParams, WorldState
 
 

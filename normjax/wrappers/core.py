@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from normjax import salts
-from normjax.world.rare import run_where
+from normjax.ground.rare import run_where
 from normjax.world.step import StepInfo
 
 # Salt of the auto-reset key: `jax.random.fold_in(step_key, RESET_SALT)`.  The step
@@ -110,7 +110,7 @@ class AutoResetWrapper(Wrapper):
     end), and in the info "final_obs", the observation the finished episode ended
     on.  Other steps return the wrapped step's values and "final_obs" equal to the
     observation.  The reset runs only for the environments whose episode ended
-    (`normjax.world.rare.run_where`: under `vmap` they are packed and reset
+    (`normjax.ground.rare.run_where`: under `vmap` they are packed and reset
     together, the others pass their observation and state through).
 
     Keys: the wrapped step gets `key` unchanged; the reset gets `reset_key(key)`.

@@ -41,7 +41,7 @@ from gymnasium.vector.utils import batch_space
 from normjax import constants as C
 from normjax.env.environment import NormGymEnv
 from normjax.interop.render import render_frame_jit
-from normjax.world.rare import run_where
+from normjax.ground.rare import run_where
 from normjax.wrappers.actions import check_actions
 from normjax.wrappers.bounds import observation_box
 from normjax.wrappers.core import reset_key, seed_key, step_info, world_state

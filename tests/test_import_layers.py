@@ -1,0 +1,139 @@
+"""normjax's import graph, read from the source with `ast` (nothing is imported or run).
+
+LAYERS names normjax's units from the bottom up.  A unit is a subpackage (`normjax.norms`),
+a top-level module (`normjax.constants`), or a module named in full (the command line's
+`normjax.finetune.command`, which belongs to the CLI layer, not to `normjax.finetune`); a
+module belongs to the longest unit name it starts with.  The order is the import graph's own
+(each unit sits one above the highest unit it imports; the base modules, of which
+`cache` imports `xla_cpu`, and the command line are one layer each), not a wish: a new import that runs
+downward needs no change here, one that runs upward fails.
+
+Checked, for imports at module level and inside functions alike: every module under
+normjax/ belongs to a unit; no module imports from a higher layer; no two units import each
+other, directly or round a circle; only the CLI layer imports the top-level `train` and
+`agents` packages (the trainer sits beside the library, under the command line).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+LAYERS = (
+    # base modules: names, constants, salts, the opt-in CPU settings, the compilation cache
+    ("normjax.constants", "normjax.salts", "normjax.cli_names", "normjax.xla_cpu", "normjax.cache"),
+    ("normjax.layouts",),
+    ("normjax.ground",),  # numeric and geometric utilities: moves, run_where, hashed draws, ranking
+    ("normjax.norms",),
+    ("normjax.world",),
+    ("normjax.community",),
+    ("normjax.env",),
+    ("normjax.protocol", "normjax.registration"),
+    ("normjax.interop", "normjax.observer", "normjax"),  # `normjax`: the package's own __init__ (make, lazy names)
+    ("normjax.llm", "normjax.wrappers"),
+    ("normjax.finetune", "normjax.play"),
+    ("normjax.cli", "normjax.commands", "normjax.finetune.command"),  # the command line
+)
+CLI_LAYER = len(LAYERS) - 1
+OUTSIDE = ("train", "agents")  # top-level packages of the repository that only the CLI layer may import
+LAYER_OF = {unit: i for i, units in enumerate(LAYERS) for unit in units}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _unit(module: str) -> str | None:
+    """The longest unit name `module` is or starts with (None: in no unit); `normjax` is only itself."""
+    parts = module.split(".")
+    for k in range(len(parts), 1, -1):
+        if ".".join(parts[:k]) in LAYER_OF:
+            return ".".join(parts[:k])
+    return module if module in LAYER_OF else None
+
+
+@functools.cache
+def _graph() -> tuple[dict[str, Path], tuple[tuple[str, str, int], ...]]:
+    """(module name -> file, every import edge (importer, imported module or package, line))."""
+    files = {_module_name(p): p for p in sorted((ROOT / "normjax").rglob("*.py"))}
+
+    def resolve(name: str) -> str:  # the module a dotted name lies in (`a.b.func` -> `a.b`)
+        parts = name.split(".")
+        for k in range(len(parts), 0, -1):
+            if ".".join(parts[:k]) in files:
+                return ".".join(parts[:k])
+        return name
+
+    edges = []
+    for module, path in files.items():
+        package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):  # walk: function bodies too
+            if isinstance(node, ast.Import):
+                targets = [resolve(a.name) for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+                # `from normjax import constants` imports the module normjax.constants
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else resolve(base) for a in node.names]
+            else:
+                continue
+            edges += [(module, t, node.lineno) for t in targets if t.split(".")[0] in ("normjax",) + OUTSIDE]
+    return files, tuple(sorted(set(edges)))
+
+
+def _unit_edges() -> list[tuple[str, str, str, str, int]]:
+    """(importer, its unit, imported, its unit, line) within normjax (modules in no unit: see below)."""
+    return [(a, _unit(a), b, _unit(b), line) for a, b, line in _graph()[1]
+            if b.startswith("normjax") and _unit(a) and _unit(b)]
+
+
+def _where(module: str, line: int) -> str:
+    return f"{_graph()[0][module].relative_to(ROOT)}:{line}"
+
+
+def test_every_module_has_a_layer():
+    files, _ = _graph()
+    assert not [m for m in files if _unit(m) is None], "modules in no unit of LAYERS: place them"
+
+
+def test_no_import_runs_upward():
+    upward = [f"{_where(a, line)} {a} (layer {LAYER_OF[ua]}) imports {b} (layer {LAYER_OF[ub]})"
+              for a, ua, b, ub, line in _unit_edges() if LAYER_OF[ub] > LAYER_OF[ua]]
+    assert not upward, "imports from a higher layer:\n" + "\n".join(upward)
+
+
+def test_no_circle_between_units():
+    arrows: dict[str, set[str]] = {}
+    for _a, ua, _b, ub, _line in _unit_edges():
+        if ua != ub:
+            arrows.setdefault(ua, set()).add(ub)
+    circles, state = [], {}  # state: 1 on the current path, 2 done
+
+    def visit(unit, path):
+        state[unit] = 1
+        for nxt in sorted(arrows.get(unit, ())):
+            if state.get(nxt) == 1:
+                circles.append(" -> ".join(path[path.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[unit] = 2
+
+    for unit in sorted(arrows):
+        if unit not in state:
+            visit(unit, [unit])
+    assert not circles, "units that import each other:\n" + "\n".join(circles)
+
+
+def test_only_the_cli_imports_train_and_agents():
+    _, edges = _graph()
+    library = [f"{_where(a, line)} {a} imports {b}" for a, b, line in edges
+               if b.split(".")[0] in OUTSIDE and LAYER_OF.get(_unit(a)) != CLI_LAYER]
+    assert not library, "the library imports the trainer (only the CLI layer may):\n" + "\n".join(library)
+    # normjax.commands imports train only inside functions: seeing it shows the scan reads function bodies
+    assert any(a == "normjax.commands" and b.startswith("train.") for a, b, _line in edges), "the scan is blind"
+
