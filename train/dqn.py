@@ -7,17 +7,14 @@ run has its own PRNG key (exploration, replay sampling, initialisation); the
 environment episodes of norm i use the paper's seed block 10^6 + 10^5 i
 (episode e resets with seed 10^6 + 10^5 i + e), shared across conditions.
 
-One scan iteration ("chunk") = `train_freq` environment steps, then one
-gradient update (docs/world.md §11: one update every 4 env steps), so updates are not
-computed-and-discarded on the other steps under `vmap`.  Hyperparameters
-follow docs/world.md §11: Huber TD loss with the physically-masked max in the target,
-Adam 1e-4 with global-norm clipping 10, replay 100k (`train.replay`),
-learning starts at 1,000, batch 32, hard target copies every 10,000 steps,
-epsilon 1.0 -> 0.05 linearly over the first 30% then flat.  Training episodes
-are 200 steps with turnover (the newcomer is replaced when it finishes and
-keeps collecting transitions); the time-limit cut is a truncation, so the TD
-target keeps bootstrapping (only `terminated` stops it, and it never fires in
-training).
+One scan iteration ("chunk") = `train_freq` environment steps (the episode API's step),
+then one gradient update, so no update is computed and discarded under `vmap`.
+docs/world.md §11: Huber TD loss with the physically-masked max in the target, Adam 1e-4,
+global-norm clipping 10, replay 100k (`train.replay`), learning starts at 1,000, batch 32,
+hard target copies every 10,000 steps, epsilon 1.0 -> 0.05 over the first 30% then flat.
+Training episodes are 200 steps with turnover (the newcomer is replaced when it finishes);
+the time-limit cut is a truncation, so the TD target keeps bootstrapping (`terminated`
+never fires in training).
 """
 
 from __future__ import annotations
@@ -33,7 +30,7 @@ from jax.sharding import PartitionSpec
 
 from agents.networks import action_mask, epsilon_greedy, functional, masked_argmax, masked_max
 from normjax import constants as C
-from normjax.env import env_step as environment_step
+from normjax.env.episode import StepKeys, episode_step, fixed_action, start_episode
 from normjax.world.observation import obs_size, observe
 from normjax.world.state import WorldConfig, WorldParams, make_params, with_packing
 from normjax.layouts.tables import layout_id
@@ -180,8 +177,11 @@ def make_train(config: DQNConfig):
         eps = epsilon_at(config, runner.step)
         action = epsilon_greedy(k_act, q, action_mask(runner.obs), eps).astype(jnp.int32)
         p = spec.params
-        obs, state, info = environment_step(k_comm, k_world, runner.env_state, action, p)
-        next_obs = obs.flat()
+        # The episode API's step with this run's keys (they predate step_keys); nothing freezes in training.
+        episode, info = episode_step(StepKeys(k_comm, k_act, k_world), start_episode(runner.env_state), p,
+                                     fixed_action(action))
+        state = episode.state
+        next_obs = observe(state, p).flat()
         term = terminated(state, p)
         reward = info.reward[0]
         item = {"obs": runner.obs, "action": action, "reward": reward,

@@ -19,7 +19,8 @@ Consumers: the protocol (`normjax.protocol.runner.run_episode`), the exporter
 (`normjax.interop.export`), the observer's interaction phase
 (`normjax.observer.interaction.learn`) and the DQN probe set
 (`train.probes`, which passes its own `StepKeys`: its stored probe sets
-predate this module), and the LLM batch runner (`normjax.llm.batch`, with the
+predate this module), the DQN trainer (`train.dqn`, its own `StepKeys` too, so
+recorded training runs reproduce), and the LLM batch runner (`normjax.llm.batch`, with the
 host's action as a `fixed_action` newcomer).
 
 `NormGymEnv.step(key, state, action)` is not the protocol's step for the same
