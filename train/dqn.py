@@ -30,11 +30,12 @@ from jax.sharding import PartitionSpec
 
 from agents.networks import action_mask, epsilon_greedy, functional, masked_argmax, masked_max
 from normjax import constants as C
+from normjax.env.environment import NormGymEnv
 from normjax.env.episode import StepKeys, episode_step, fixed_action, start_episode
 from normjax.world.observation import obs_size, observe
-from normjax.world.state import WorldConfig, WorldParams, make_params, with_packing
+from normjax.world.state import WorldParams, make_params, with_packing
 from normjax.layouts.tables import layout_id
-from normjax.world.step import reset_world, terminated, truncated
+from normjax.world.step import terminated, truncated
 from train import replay as rp
 from train.config import DQNConfig
 
@@ -148,16 +149,15 @@ def make_train(config: DQNConfig):
     if len(config.capacities) != 1:
         raise ValueError(f"make_train takes one capacity, got capacity={config.capacity!r}; "
                          "train one population per K (DQNConfig.per_capacity)")
-    cfg = WorldConfig(capacity=config.capacity)
+    env = NormGymEnv(capacity=config.capacity)  # its reset; each run's params are passed in
     n_obs = obs_size(config.capacity)
     init_net, apply = functional(config.arch, n_obs)
     tx = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
     spec_all, rows = population(config)
 
     def env_reset(spec: RunSpec, episode):
-        key = jax.random.PRNGKey(spec.seed_base + episode)
-        state = reset_world(key, spec.params, cfg)
-        return state, observe(state, spec.params).flat()
+        obs, state = env.reset(jax.random.PRNGKey(spec.seed_base + episode), spec.params)
+        return state, obs
 
     def init(key, spec: RunSpec) -> Runner:
         k_net, k_run = jax.random.split(key)
