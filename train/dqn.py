@@ -103,10 +103,8 @@ def epsilon_at(config: DQNConfig, step):
 
 def td_loss(apply, q_params, target_params, batch, gamma):
     """Huber TD loss; the target's max runs over physically possible actions."""
-    q = apply(q_params, batch["obs"])
-    q_a = jnp.take_along_axis(q, batch["action"][:, None], axis=1)[:, 0]
-    q_next = apply(target_params, batch["next_obs"])
-    nxt = masked_max(q_next, action_mask(batch["next_obs"]))
+    q_a = jnp.take_along_axis(apply(q_params, batch["obs"]), batch["action"][:, None], axis=1)[:, 0]
+    nxt = masked_max(apply(target_params, batch["next_obs"]), action_mask(batch["next_obs"]))
     target = batch["reward"] + gamma * (1.0 - batch["terminated"]) * nxt
     loss = optax.huber_loss(q_a, jax.lax.stop_gradient(target)).mean()
     return loss, q_a.mean()
