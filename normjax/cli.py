@@ -266,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--host", default="127.0.0.1", help="address to bind (another host exposes the study)")
     pl.add_argument("--port", type=int, default=8000)
     pl.add_argument("--seed", type=int, default=0, help="protocol seed (0 = canonical)")
-    pl.add_argument("--interaction-steps", type=int, default=200, metavar="N",
+    pl.add_argument("--interaction-steps", type=int, default=C.INTERACTION_STEPS, metavar="N",
                     help="length of the interaction phase, 0-200 (the protocol's is 200; shorter for quick checks)")
     pl.add_argument("--out", required=True, help="study directory: one run directory per participant")
     pl.add_argument("--assign", type=int, default=None, metavar="N",

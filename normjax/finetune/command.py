@@ -7,6 +7,7 @@ import json
 import sys
 
 from normjax.cli_names import FAMILIES, FINETUNE_SPLITS, FINETUNE_TASKS, HARVEST_POLICIES
+from normjax.constants import INTERACTION_STEPS
 from normjax.llm.settings import client_settings
 
 
@@ -32,7 +33,7 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
                    help="the newcomer whose states are harvested (compliant_action, norm_selection)")
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--batch", type=int, default=16, help="episodes per compiled call")
-    f.add_argument("--steps", type=int, default=200,
+    f.add_argument("--steps", type=int, default=INTERACTION_STEPS,
                    help="steps per interaction-phase episode (the paper's 200; shorter for quick checks)")
     f.add_argument("--text-only", action="store_true",
                    help="no frames: text prompts only (default: each record carries its frame, drawn as "

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from normjax.cli_names import FINETUNE_SPLITS
+from normjax.constants import INTERACTION_STEPS
 from normjax.finetune import records as R
 from normjax.finetune.frames import CHUNK, record_frames
 from normjax.finetune.harvest import check_policy, harvest
@@ -136,7 +137,7 @@ def _judgment_records(eps: _Episodes, n, split, rng, max_episodes: int, balance:
 
 
 def build(task: str, family: str, split: str, n: int, seed: int = 0, policy: str = "oracle",
-          batch: int = 16, steps: int = 200, max_episodes: int = 512, balance: bool = True,
+          batch: int = 16, steps: int = INTERACTION_STEPS, max_episodes: int = 512, balance: bool = True,
           frames: bool = False, states_from=None, progress=None):
     """(records, manifest) of `n` records (fewer only when the episodes hold fewer: see the manifest).
 

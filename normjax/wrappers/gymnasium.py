@@ -61,7 +61,7 @@ from normjax.wrappers.hostside import (  # noqa: E402
     RENDER_FPS, PicklableJit, action_mask, check_render_mode, refuse_forked_jax, resolve_env, resolve_params)
 
 # Horizon of each phase (docs/world.md §9.1), as `phase_params` sets `max_steps`.
-HORIZON = {"interaction": 200, "train": 200, "test": 100}
+HORIZON = {"interaction": C.INTERACTION_STEPS, "train": C.INTERACTION_STEPS, "test": C.TEST_STEPS}
 
 
 @functools.lru_cache(maxsize=None)
