@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import RESULTS, machine  # noqa: E402
-from normjax.protocol.geometry import host_scenarios  # noqa: E402
+from normjax.protocol.scenario_tables import host_scenarios  # noqa: E402
 from tests.scenario_checker import STATIC_NORMS, check_protocol  # noqa: E402
 
 

@@ -195,7 +195,7 @@ def check_episode(layout: str, norm: int, group: int, start, goal_cell, exit_doo
 def check_protocol(norm_ids=STATIC_NORMS) -> list[dict]:
     """check_episode for every protocol test episode of the given static norms,
     placement read from the scenario tables (what `build_test_episode` gathers)."""
-    from normjax.protocol.geometry import host_scenarios
+    from normjax.protocol.scenario_tables import host_scenarios
     from normjax.protocol.seeds import test_episodes
 
     t = host_scenarios()

@@ -23,7 +23,8 @@ from normjax.protocol.runner import METRICS, format_table, resolve_norms, summar
 from normjax.layouts import load_layout
 from normjax.layouts.routes import host_route_tables
 from normjax.norms.table import NORM_TABLE
-from normjax.protocol.geometry import Geo, _queue_timing, host_scenarios
+from normjax.protocol.geometry import Geo, _queue_timing
+from normjax.protocol.scenario_tables import host_scenarios
 from normjax.protocol.scenarios import HABIT_HOLD, build_test_episode, missing_scenarios, release_holds
 from normjax.protocol.seeds import base_seed, episode_seeds, group_orders
 from normjax.protocol.seeds import test_episodes as protocol_episodes

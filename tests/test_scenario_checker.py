@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from normjax.layouts import LAYOUTS
-from normjax.protocol.geometry import host_scenarios
+from normjax.protocol.scenario_tables import host_scenarios
 from normjax.protocol.seeds import test_episodes as protocol_episodes
 from tests.scenario_checker import STATIC_NORMS, check_episode, check_protocol
 

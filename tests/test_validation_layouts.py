@@ -56,7 +56,7 @@ def test_stacked_tables_hold_every_layout_unchanged():
 
 
 def test_every_norm_has_a_scenario_on_the_validation_cafes():
-    from normjax.protocol.geometry import host_scenarios
+    from normjax.protocol.scenario_tables import host_scenarios
 
     valid = host_scenarios()["valid"]
     assert valid.shape[:2] == (len(ALL_LAYOUTS), N_NORMS)
