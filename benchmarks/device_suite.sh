@@ -14,6 +14,7 @@
 #   compare          compare.py: normjax full / single-layout / world step beside XLand-MiniGrid
 #                    Empty-8x8, R1-9x9 and gymnax CartPole, batches 65536 and 4096, + DQN chunk
 #   train_mlp        DQN-MLP transitions/s, 50 runs, with the acting / learning breakdown
+#   train_mlp_ab     DQN-MLP's dense and factorised first layer timed alternately in one process
 #   train_cnn_parts  the same breakdown for DQN-CNN
 #   grid             the paper grid's populations: 50 norms x 3 runs, MLP and CNN
 #   world, env       world_throughput.py and env_throughput.py at GPU batch sizes
@@ -147,6 +148,7 @@ fi
 
 part compare 240 "$PY" benchmarks/compare.py "${COMPARE[@]}" --results "$RES"
 part train_mlp 180 "$PY" benchmarks/train_throughput.py --archs mlp --breakdown "${TRAIN[@]}"
+part train_mlp_ab 120 "$PY" benchmarks/train_throughput.py --ab-rounds 3 "${TRAIN[@]}"
 part train_cnn_parts 150 "$PY" benchmarks/train_throughput.py --archs cnn --breakdown-only "${TRAIN[@]}"
 # Each architecture's member of the paper grid: 50 norms x 3 (as many runs as its 3 reward conditions).
 part grid 200 "$PY" benchmarks/train_throughput.py --archs mlp cnn "${TRAIN[@]}" --seeds "$SEEDS"

@@ -46,6 +46,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from agents.networks import functional  # noqa: E402
 from benchmarks.common import save  # noqa: E402
 from train import evaluate as ev  # noqa: E402
 from train.config import DQNConfig  # noqa: E402
@@ -79,7 +80,7 @@ def train_normjax(cfg: DQNConfig):
     runners, _ = jax.block_until_ready(compiled(carry))
     run_s = time.perf_counter() - t0
     n = len(tr.rows)
-    return tr, runners.q_params, {"compile_s": compile_s, "run_s": run_s, "runs": n,
+    return tr, tr.q_dense(runners), {"compile_s": compile_s, "run_s": run_s, "runs": n,
                                   "transitions_per_s": n * cfg.total_steps / run_s}
 
 
@@ -120,7 +121,7 @@ def sb3_params(model, tr, obs_size: int):
     for name, i in zip(("l1", "l2", "out"), linear):
         values[f"['{name}']['kernel']"] = sd[f"{i}.weight"].T  # torch [out, in] -> [in, out]
         values[f"['{name}']['bias']"] = sd[f"{i}.bias"]
-    template = tr.init(jax.random.PRNGKey(0), jax.tree.map(lambda x: x[0], tr.specs)).q_params
+    template = functional("mlp", obs_size)[0](jax.random.PRNGKey(0))  # the network's own parameters
 
     def fill(path, leaf):
         key = jax.tree_util.keystr(path).replace(".value", "")

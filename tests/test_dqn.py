@@ -153,13 +153,18 @@ def test_replay_memory_check_names_the_numbers_before_compiling(tmp_path, capsys
     from normjax.cli import main
     from train.run import check_replay_fits
 
-    cfg = DQNConfig(**TINY)
+    cfg = DQNConfig(**TINY, first_layer="dense")
     # 2 runs x 400 x (2 x 585 float32 + 12 bytes) = 3,753,600 bytes
     assert rp.nbytes(2, 400, 585) == 3_753_600
     check_replay_fits(cfg, 2, available=3_753_600)
     check_replay_fits(cfg, 2, available=None)  # unknown: no check
     with pytest.raises(MemoryError, match=r"2 runs x buffer_size=400 x 585 .* needs 0.0 GB, but 0.0 GB is available"):
         check_replay_fits(cfg, 2, available=3_753_599)
+    # The factorised first layer's replay keeps 318 of the cafe's 585 numbers (train.first_layer).
+    assert rp.nbytes(2, 400, 318) == 2_044_800
+    check_replay_fits(DQNConfig(**TINY), 2, available=2_044_800)
+    with pytest.raises(MemoryError, match=r"2 runs x buffer_size=400 x 318 "):
+        check_replay_fits(DQNConfig(**TINY), 2, available=2_044_799)
     # From the command line: a clear error, exit status 2, nothing trained.
     code = main(["train", "--config", str(Path(__file__).parents[1] / "configs" / "test_tiny.json"), "--out", str(tmp_path / "big"), "--no-progress",
                  "buffer_size=40000000", "total_steps=40000000", "validation_at=40000000"])
@@ -175,10 +180,10 @@ def test_truncation_keeps_bootstrapping_and_stores_final_obs(tiny):
     assert int(runners.episode[0]) == 1  # a new episode started
     assert float(rb.terminated.sum()) == 0.0  # time-limit cuts never stop bootstrapping
     # transition 199 (the last of episode 0) stores the final observation: 0% budget left
-    budget_left = np.asarray(rb.next_obs[:, 199, 495 + 12])
-    assert np.allclose(budget_left, 0.0)
+    budget = int(np.flatnonzero(tr.net.columns == 495 + 12)[0])  # the replay keeps the trainer's columns
+    assert np.allclose(np.asarray(rb.next_obs[:, 199, budget]), 0.0)
     # and transition 200 starts from the reset observation: full budget left
-    assert np.allclose(np.asarray(rb.obs[:, 200, 495 + 12]), 1.0)
+    assert np.allclose(np.asarray(rb.obs[:, 200, budget]), 1.0)
 
 
 def test_every_run_has_its_own_key_and_seed_block(tiny):

@@ -26,14 +26,14 @@ from train.config import DQNConfig
 from train.run import train_population
 
 SEEDS = 8
+AVOID = DQNConfig(norms=("even_turns_only",), reward_conditions=("sparse_penalty",), seeds_per_norm=SEEDS,
+                  total_steps=20_000, buffer_size=10_000, learning_starts=1_000,
+                  target_update=2_000, validation_at=(5_000, 10_000, 15_000, 20_000))
 
 
 @pytest.mark.training
 def test_dqn_learns_to_avoid_sanctions(tmp_path):
-    cfg = DQNConfig(norms=("even_turns_only",), reward_conditions=("sparse_penalty",), seeds_per_norm=SEEDS,
-                    total_steps=20_000, buffer_size=10_000, learning_starts=1_000,
-                    target_update=2_000, validation_at=(5_000, 10_000, 15_000, 20_000))
-    train_population(cfg, tmp_path, progress=False, final_test=False, log=lambda *_: None)
+    train_population(AVOID, tmp_path, progress=False, final_test=False, log=lambda *_: None)
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     by_seed = {}
     for r in rows:

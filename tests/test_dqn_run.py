@@ -161,7 +161,8 @@ def test_final_params_rerun_the_final_tests_exactly(tiny_run, tmp_path):
     direct_dir = tmp_path / "direct"
     direct_dir.mkdir()
     pop = make_population(cfg)
-    direct = write_final_tests(pop, tuple(r.q_params for r, _ in result["carry"]), direct_dir, None)
+    direct = write_final_tests(pop, tuple(m.q_dense(r) for m, (r, _) in zip(pop.members, result["carry"])),
+                               direct_dir, None)
     assert final_tests_from_params(out) == direct
     assert json.loads((out / "results.json").read_text())["episodes"] == \
         json.loads((direct_dir / "results.json").read_text())["episodes"]

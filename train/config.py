@@ -22,6 +22,7 @@ from agents.networks import ARCHITECTURES
 
 PAPER_VALIDATION = (100_000, 250_000, 500_000, 750_000, 1_000_000)
 REPLAY_DTYPES = ("float32", "float16", "bfloat16")
+FIRST_LAYERS = ("factorised", "dense")  # train.first_layer
 # Behavioural validation layouts: the cafe and the two modified cafes (docs/world.md §1.7).
 PAPER_VALIDATION_LAYOUTS = ("cafe",) + VALIDATION_LAYOUTS
 
@@ -36,6 +37,9 @@ class DQNConfig:
     total_steps: int = 1_000_000  # transitions per run
     buffer_size: int = 100_000
     replay_dtype: str = "float32"  # storage of observations; float16 halves replay memory (inexact)
+    # DQN-MLP's first layer in training: "factorised" over the observation's structure (same function and
+    # updates up to float summation order; train.first_layer) or "dense"; runs before it were dense.
+    first_layer: str = "factorised"
     learning_starts: int = 1_000
     batch_size: int = 32
     train_freq: int = 4
@@ -73,6 +77,8 @@ class DQNConfig:
             bad("arch", self.arch, ", ".join(ARCHITECTURES) + " or a comma-separated list of distinct ones")
         if self.replay_dtype not in REPLAY_DTYPES:
             bad("replay_dtype", self.replay_dtype, ", ".join(REPLAY_DTYPES))
+        if self.first_layer not in FIRST_LAYERS:
+            bad("first_layer", self.first_layer, ", ".join(FIRST_LAYERS))
         for rc in self.reward_conditions:
             if rc not in REWARD_CONDITIONS:
                 bad("reward_conditions", rc, ", ".join(REWARD_CONDITIONS))

@@ -26,18 +26,19 @@ import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
-from jax.sharding import PartitionSpec
 
 from agents.networks import action_mask, epsilon_greedy, functional, masked_argmax, masked_max
 from normjax import constants as C
 from normjax.env.environment import NormGymEnv
 from normjax.env.episode import StepKeys, episode_step, fixed_action, start_episode
 from normjax.world.observation import obs_size, observe
-from normjax.world.state import WorldParams, make_params, with_packing
+from normjax.world.state import WorldParams, make_params
 from normjax.layouts.tables import layout_id
 from normjax.world.step import terminated, truncated
 from train import replay as rp
 from train.config import DQNConfig
+from train.first_layer import training_net
+from train.sharding import per_device
 
 
 @struct.dataclass
@@ -68,9 +69,10 @@ class Metrics:
 
 @struct.dataclass
 class Runner:
-    q_params: Any
+    q_params: Any  # in the trainer's form (train.first_layer); `_Train.q_dense` gives the network's
     target_params: Any
     opt_state: Any
+    frozen: Any  # the parameters training never changes (train.first_layer), or None
     env_state: Any
     obs: jax.Array
     key: jax.Array
@@ -110,33 +112,6 @@ def td_loss(apply, q_params, target_params, batch, gamma):
     return loss, q_a.mean()
 
 
-def per_device(fn: Callable, mesh=None) -> Callable:
-    """`fn` over a population, run by each device of `mesh` on its own runs.
-
-    Every argument and result is a pytree whose leaves hold the run axis first,
-    but for scalars shared by all runs (the replay's write position), which every
-    device keeps whole.  Inside, functions traced under `vmap` pack their rare
-    work among the device's runs (`WorldParams.packing` True), whatever the
-    caller's params say.  With `mesh` None, `fn` itself.
-    """
-    if mesh is None:
-        return fn
-
-    def specs(tree):
-        return jax.tree.map(lambda x: PartitionSpec() if jnp.ndim(x) == 0 else PartitionSpec(mesh.axis_names[0]),
-                            tree)
-
-    def local(*args):
-        return fn(*with_packing(args, True))
-
-    def call(*args):
-        out_shape = jax.eval_shape(fn, *args)
-        return jax.shard_map(local, mesh=mesh, in_specs=specs(args), out_specs=specs(out_shape),
-                             check_vma=False)(*args)
-
-    return call
-
-
 def make_train(config: DQNConfig):
     """Returns an object with `init(key, spec)`, `chunk(runner, spec)` and `train(key)`.
 
@@ -149,8 +124,10 @@ def make_train(config: DQNConfig):
                          "train one population per K (DQNConfig.per_capacity)")
     env = NormGymEnv(capacity=config.capacity)  # its reset; each run's params are passed in
     n_obs = obs_size(config.capacity)
-    init_net, apply = functional(config.arch, n_obs)
-    tx = optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
+    _, apply = functional(config.arch, n_obs)  # the network's own form: evaluation, probes, final tests
+    net = training_net(config.arch, config.first_layer, config.layout, n_obs, config.max_grad_norm,
+                       config.learning_rate)
+    tx = net.tx
     spec_all, rows = population(config)
 
     def env_reset(spec: RunSpec, episode):
@@ -159,19 +136,20 @@ def make_train(config: DQNConfig):
 
     def init(key, spec: RunSpec) -> Runner:
         k_net, k_run = jax.random.split(key)
-        q_params = init_net(k_net)
+        q_params, frozen = net.init(k_net)
         state, obs = env_reset(spec, jnp.int32(0))
         zero = jnp.float32(0)
         return Runner(
             q_params=q_params, target_params=jax.tree.map(jnp.copy, q_params), opt_state=tx.init(q_params),
-            env_state=state, obs=obs, key=k_run,
+            frozen=frozen, env_state=state, obs=obs, key=k_run,
             step=jnp.int32(0), episode=jnp.int32(0), ep_return=zero,
             metrics=Metrics(*([zero] * 11)),
         )
 
     def env_step(runner: Runner, spec: RunSpec):
         key, k_act, k_comm, k_world = jax.random.split(runner.key, 4)
-        q = apply(runner.q_params, runner.obs)
+        x = net.compress(runner.obs)  # the replay's form of the observation
+        q = net.apply(runner.q_params, runner.frozen, x)
         eps = epsilon_at(config, runner.step)
         action = epsilon_greedy(k_act, q, action_mask(runner.obs), eps).astype(jnp.int32)
         p = spec.params
@@ -182,8 +160,8 @@ def make_train(config: DQNConfig):
         next_obs = observe(state, p).flat()
         term = terminated(state, p)
         reward = info.reward[0]
-        item = {"obs": runner.obs, "action": action, "reward": reward,
-                "next_obs": next_obs, "terminated": term.astype(jnp.float32)}
+        item = {"obs": x, "action": action, "reward": reward,
+                "next_obs": net.compress(next_obs), "terminated": term.astype(jnp.float32)}
         m = runner.metrics
         m = m.replace(
             reward=m.reward + reward,
@@ -244,7 +222,8 @@ def make_train(config: DQNConfig):
 
         def learn_step(runner: Runner) -> Runner:
             (loss, q_mean), grads = jax.value_and_grad(
-                lambda qp: td_loss(apply, qp, runner.target_params, batch, config.gamma), has_aux=True
+                lambda qp: td_loss(lambda p, x: net.apply(p, runner.frozen, x), qp, runner.target_params, batch,
+                                   config.gamma), has_aux=True
             )(runner.q_params)
             updates, opt_state = tx.update(grads, runner.opt_state, runner.q_params)
             m = runner.metrics
@@ -304,7 +283,7 @@ def make_train(config: DQNConfig):
         """(runners, replay) of the population; every run gets its own key."""
         n = specs.norm_id.shape[0]
         runners = jax.vmap(init)(jax.random.split(key, n), specs)
-        return runners, rp.init(n, config.buffer_size, n_obs, jnp.dtype(config.replay_dtype))
+        return runners, rp.init(n, config.buffer_size, len(net.columns), jnp.dtype(config.replay_dtype))
 
     def train(key):
         """The whole run in one program (no validation or checkpoints)."""
@@ -315,8 +294,15 @@ def make_train(config: DQNConfig):
             return masked_argmax(apply(q_params, obs), action_mask(obs))
         return policy
 
-    return _Train(config=config, init=init, chunk=chunk, env_step=env_step, update=update,
-                  update_population=update_population,
+    def q_dense(runners: Runner):
+        """The population's online parameters in the network's form (`agents.networks`)."""
+        return jax.vmap(net.dense)(runners.q_params, runners.frozen)
+
+    def target_dense(runners: Runner):
+        return jax.vmap(net.dense)(runners.target_params, runners.frozen)
+
+    return _Train(config=config, net=net, init=init, q_dense=q_dense, target_dense=target_dense, chunk=chunk,
+                  env_step=env_step, update=update, update_population=update_population,
                   run_chunks=run_chunks, init_population=init_population, train=train,
                   apply=apply, specs=spec_all, rows=rows, greedy_policy=greedy_policy,
                   collect=collect, maybe_reset=maybe_reset, reset_due=reset_due, tx=tx)
@@ -327,7 +313,10 @@ class _Train:
     """The pure functions of one config (hashed by identity, for caches)."""
 
     config: DQNConfig
+    net: Any  # train.first_layer.TrainingNet
     init: Callable
+    q_dense: Callable
+    target_dense: Callable
     chunk: Callable
     env_step: Callable
     update: Callable

@@ -24,6 +24,7 @@ docs/distributed.md.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -42,7 +43,8 @@ from train import evaluate as ev
 from train import probes as pb
 from train import replay as rp
 from train.config import DQNConfig
-from train.dqn import Metrics, make_population
+from train.dqn import make_population
+from train.first_layer import replay_width
 from train.multihost import is_multiprocess, is_primary, local_value, to_global, to_host
 from train.params import load_final_params, run_config, save_final_params
 from train.programs import cached, stores_programs
@@ -146,6 +148,19 @@ def _probe_rows(rows, step, offset, loss, max_q) -> list[dict]:
                  probe_max_q=float(max_q[i])) for i, r in enumerate(rows)]
 
 
+def _resumed_first_layer(config: DQNConfig, out: Path, resuming: bool, log) -> DQNConfig:
+    """`config` with the first layer its run directory's checkpoints hold (runs from
+    before `first_layer` existed were dense), so that they resume exactly."""
+    saved = out / "config.json"
+    if not (resuming and saved.exists() and (out / "checkpoints").exists()):
+        return config
+    first = json.loads(saved.read_text()).get("first_layer", "dense")
+    if first != config.first_layer:
+        log(f"resuming with first_layer={first}, the run's own")
+        config = dataclasses.replace(config, first_layer=first)
+    return config
+
+
 def _params(q_params):
     """Parameters for the evaluation programs: gathered to every process when spread over several."""
     return to_host(q_params) if is_multiprocess() else q_params
@@ -176,12 +191,13 @@ def check_replay_fits(config: DQNConfig, n_runs: int, available: int | None = -1
         return
     available = rp.available_host_memory() if available == -1 else available
     # Under jax.distributed the runs (and their replay) are split over the processes.
-    need = rp.nbytes(n_runs, config.buffer_size, obs_size(config.capacity),
-                     jnp.dtype(config.replay_dtype)) // jax.process_count()
+    # Observations in the trainer's form (train.first_layer); the widest where architectures mix.
+    width = max(replay_width(a, config.first_layer, config.layout, obs_size(config.capacity)) for a in config.archs)
+    need = rp.nbytes(n_runs, config.buffer_size, width, jnp.dtype(config.replay_dtype)) // jax.process_count()
     if available is not None and need > available:
         gb = lambda b: f"{b / 2**30:.1f} GB"  # noqa: E731
         raise MemoryError(
-            f"replay memory of {n_runs} runs x buffer_size={config.buffer_size:,} x {obs_size(config.capacity)} "
+            f"replay memory of {n_runs} runs x buffer_size={config.buffer_size:,} x {width} "
             f"observation floats ({config.replay_dtype}) needs {gb(need)}, but {gb(available)} is available; "
             f"train fewer norms at a time (norms=...), a smaller buffer_size, or replay_dtype=float16")
 
@@ -218,6 +234,7 @@ def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: boo
         progress_bar = progress
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    config = _resumed_first_layer(config, out, resume and checkpoint_every is not None, log)
     pop = make_population(config)
     n_runs = len(pop.rows)
     check_replay_fits(config, n_runs)
@@ -294,8 +311,8 @@ def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: boo
         carry = tuple((_zero_metrics(runners), rb) for runners, rb in carry)
         if probe_sets is not None:
             rows_out = []
-            for (_, rows, offset), (runners, _), stats, probe in zip(members, carry, probe_stats, probe_sets):
-                loss, max_q = stats(_params(runners.q_params), _params(runners.target_params), probe)
+            for (m, rows, offset), (runners, _), stats, probe in zip(members, carry, probe_stats, probe_sets):
+                loss, max_q = stats(_params(m.q_dense(runners)), _params(m.target_dense(runners)), probe)
                 rows_out += _probe_rows(rows, step, offset, loss, max_q)
             if primary:
                 _append_jsonl(out / "probes.jsonl", rows_out)
@@ -304,7 +321,7 @@ def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: boo
             for (m, rows, offset), (runners, _) in zip(members, carry):
                 per_run = ev.validation_episodes([r["norm_id"] for r in rows], VALIDATION_SEEDS,
                                                  config.validation_layouts)
-                raw = ev.run_population(m, _params(runners.q_params), per_run)
+                raw = ev.run_population(m, _params(m.q_dense(runners)), per_run)
                 val += _validation_rows(rows, step, offset, per_run, raw)
             if primary:
                 _append_jsonl(out / "validation.jsonl", val)
@@ -326,7 +343,7 @@ def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: boo
     if primary:
         (out / "timing.json").write_text(json.dumps({"train_seconds": train_s, "n_runs": n_runs}))
     result = {"config": config.to_dict(), "train_seconds": train_s, "carry": carry}
-    q_params = tuple(_params(runners.q_params) for runners, _ in carry)
+    q_params = tuple(_params(m.q_dense(runners)) for (m, _, _), (runners, _) in zip(members, carry))
     if primary:
         save_final_params(jax.device_get(q_params), out, step)
     if final_test:
@@ -380,7 +397,7 @@ def final_tests_from_params(run_dir) -> dict:
     """Re-run the final tests of a finished run from its `final_params.npz` (e.g. on new scenarios)."""
     out = Path(run_dir)
     pop = make_population(run_config(out))
-    abstract = tuple(runners.q_params for runners, _ in _abstract_carry(pop))
+    abstract = tuple(jax.eval_shape(m.q_dense, runners) for m, (runners, _) in zip(pop.members, _abstract_carry(pop)))
     q_params = tuple(jax.tree.map(jnp.asarray, t) for t in load_final_params(out, pop, abstract))
     return write_final_tests(pop, q_params, out, _train_seconds(out))
 
