@@ -71,7 +71,8 @@ class PlayServer:
         deadline = time.monotonic() + self.start_timeout
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"normjax play exited ({self.proc.returncode}):\n{self.err_path.read_text()[-3000:]}")
+                err = self.err_path.read_text()[-3000:]
+                raise RuntimeError(f"normjax play exited ({self.proc.returncode}):\n{err}")
             try:
                 _request(self.url + "/", timeout=5)
                 return self

@@ -62,14 +62,13 @@ def test_key_memo_gives_the_uncached_key(monkeypatch):
     first = cache._key("p", "s=1", args, pk)
     assert first == _old_key("p", "s=1", args, pk) and len(cache._key_memo) == 1
     assert cache._key("p", "s=1", args, pk) == first and len(cache._key_memo) == 1  # a memo hit
-    others = [cache._key("p", "s=2", args, pk),  # another static key
-              cache._key("p", "s=1", (jnp.zeros((4, 2), jnp.int32),) + args[1:], pk),  # another shape
-              cache._key("p", "s=1", (jnp.zeros((3, 2), jnp.float32),) + args[1:], pk),  # another dtype
-              cache._key("p", "s=1", args[:2], pk)]  # another structure
+    variants = [("s=2", args),  # another static key
+                ("s=1", (jnp.zeros((4, 2), jnp.int32),) + args[1:]),  # another shape
+                ("s=1", (jnp.zeros((3, 2), jnp.float32),) + args[1:]),  # another dtype
+                ("s=1", args[:2])]  # another structure
+    others = [cache._key("p", s, a, pk) for s, a in variants]
     assert len({first, *others}) == 5
-    assert others == [_old_key("p", "s=2", args, pk), _old_key("p", "s=1", (jnp.zeros((4, 2), jnp.int32),) + args[1:], pk),
-                      _old_key("p", "s=1", (jnp.zeros((3, 2), jnp.float32),) + args[1:], pk),
-                      _old_key("p", "s=1", args[:2], pk)]
+    assert others == [_old_key("p", s, a, pk) for s, a in variants]
     monkeypatch.setattr(cache, "source_hash", lambda packages: "changed source")
     assert cache._key("p", "s=1", args, pk) != first  # the source is still part of the key
 

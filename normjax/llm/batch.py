@@ -20,7 +20,10 @@ community acts exactly as the default `COMMUNITY` (docs/world.md §9.3); using
 it in both stages keeps one compiled step per batch size.
 
 Batches are padded to a multiple of `PAD` rows (copies of row 0 marked done)
-so that runs of nearby sizes share compilations.
+so that runs of nearby sizes share compilations.  The stage start, `observe`,
+`advance` and the renderer run through `normjax.llm.programs.run`: with the
+command's cache directory they are loaded whole on a repeated command (their
+static arguments are keyword-only, the others positional).
 
 The runner's host needs only a few numbers per episode and step, so `observe`
 and `advance` pack them on the device into ONE int32 array per step ([B, F],
