@@ -296,7 +296,7 @@ def _load_or_compile(key: str, jitted, args: tuple, static: dict):
         exe = jitted.lower(*args, **static).compile()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")  # one writer per name
         tmp.write_bytes(zlib.compress(pickle.dumps(se.serialize(exe)), 1))
         tmp.replace(path)
         _exe_counts["executable_stores"] += 1

@@ -90,6 +90,18 @@ def test_run_stores_hits_loads_and_keys_programs(exe_cache):
     assert PROGRAMS.fullmatch(programs.programs_line()).group(1, 2) == ("1", "3")
 
 
+def test_threads_asking_for_one_new_program_compile_it_once(exe_cache):
+    """play's sessions (and the runner's worker thread) may ask for a program at the same time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    f = jax.jit(lambda x, *, n: jnp.cumsum(x) * n, static_argnames="n")
+    x = jnp.arange(6.0)
+    with ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(lambda _: programs.run("threads", f, x, n=2).tolist(), range(8)))
+    assert outs == [f(x, n=2).tolist()] * 8
+    assert cache.cache_stats()["executable_stores"] == 1 and len(list(exe_cache.iterdir())) == 1
+
+
 def test_run_without_a_cache_directory_calls_the_jitted_function(exe_cache, monkeypatch):
     monkeypatch.setattr(cache, "_exe_dir", None)
     f = jax.jit(lambda x, *, n: x - n, static_argnames="n")

@@ -17,8 +17,13 @@ so the trajectories are the same.
 from __future__ import annotations
 
 import json
+import threading
 
 from normjax.cache import cache_stats, compiled, persistent
+
+# One compile per program at a time: play's sessions step in their own threads, and the
+# runner's step runs in a worker thread (two callers would compile and store it twice).
+_locks: dict[str, threading.Lock] = {}
 
 
 def static_key(static: dict) -> str:
@@ -33,7 +38,10 @@ def run(name: str, jitted, *args, **static):
     (``jitted.lower(*args, **static)`` is what gets compiled)."""
     if not persistent():
         return jitted(*args, **static)
-    return compiled(f"llm_{name}", jitted, args, static, static_key(static))(*args)
+    lock = _locks.get(name) or _locks.setdefault(name, threading.Lock())  # setdefault: atomic
+    with lock:
+        exe = compiled(f"llm_{name}", jitted, args, static, static_key(static))
+    return exe(*args)
 
 
 def programs_line() -> str | None:
