@@ -19,8 +19,8 @@ many requests fail during the run, and `RunIncomplete` when some requested
 episode's decisions mostly got no reply; neither writes ``results.json``.
 Every invocation, failed ones included, is appended to
 ``OUT/invocations.jsonl`` (start time, wall time, endpoint, client
-statistics, outcome; with a cache directory also ``programs``: how many
-programs were loaded whole or compiled, `normjax.llm.programs`), and ``meta``
+statistics, outcome; with a cache directory also ``programs``: how many of
+this process's programs were loaded whole or compiled, `normjax.llm.programs`), and ``meta``
 sums them (`meta.invocations`, `meta.client`, `meta.wall_s_total`).
 """
 
