@@ -7,7 +7,16 @@ and compiling them again.  The times include Python start-up, imports, host-side
 preparation, compilation or loading, the run itself and writing the output.
 
     python benchmarks/warm_commands.py                 # all commands, a few minutes on 2 cores
-    python benchmarks/warm_commands.py --only evaluate # one
+    python benchmarks/warm_commands.py --only evaluate # one (the other commands' rows in the file are kept)
+
+`llm-eval` runs against a local fake OpenAI-compatible endpoint started here (the
+scripted shortest-path model of tests/fake_openai.py; no network), one norm with a
+20-step interaction phase and the six test episodes, frames on.  `play` starts the
+real server and plays one participant over HTTP (tests/play_driver.py: start, then
+per turn the frame and the step, the same scripted moves read from the prompt); its
+time runs from the server's launch to the finished session.  Both print how they got
+their programs (``programs:`` line), and the row says whether the warm run wrote the
+same results as the cold one.
 
 `identify` and `train` also say how long getting their programs took (loading them whole,
 or tracing and compiling: `programs_s`) and `train` its training loop (`train_loop_s`, from
@@ -23,13 +32,14 @@ import json
 import re
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import save  # noqa: E402
-from benchmarks.export_throughput import load, normjax  # noqa: E402
+from benchmarks.common import RESULTS, save  # noqa: E402
+from benchmarks.export_throughput import _env, load, normjax  # noqa: E402
 
 TARGET_WARM_S = 5.0
 
@@ -40,6 +50,11 @@ COMMANDS = {
     "train": ["train", "--config", "test_tiny", "--out", "OUT/train", "--no-checkpoints"],
     "export": ["export", "--norm", "bend_right_1", "--phase", "seen", "--episode", "0", "--policy", "oracle",
                "--out", "OUT/ep.jsonl"],
+    # URL: the fake endpoint's; the run directory is OUT/run.
+    "llm-eval": ["llm-eval", "--base-url", "URL", "--model", "fake", "--norms", "forbidden_zone_q",
+                 "--interaction-steps", "20", "--out", "OUT/run"],
+    # --port is added by tests/play_driver.py; one participant, "bench", plays the whole session.
+    "play": ["play", "--norms", "forbidden_zone_q", "--interaction-steps", "20", "--out", "OUT/study"],
 }
 
 
@@ -63,13 +78,50 @@ def _split(name: str, out: Path, stdout: str) -> dict:
     return row
 
 
+def _play(out: Path, cache: Path) -> tuple[float, str]:
+    """`normjax play` in a fresh process, one scripted participant over HTTP -> (wall seconds from the
+    server's launch to the finished session, the server's stdout)."""
+    from tests.play_driver import PlayServer, play
+
+    t0 = time.perf_counter()
+    with PlayServer(_args("play", out)[1:] + ["--cache-dir", str(cache)], out / "logs", env=_env()) as srv:
+        play(srv.url, "bench")
+        wall = time.perf_counter() - t0
+        time.sleep(0.2)  # the session prints its programs line as it finishes
+        return wall, srv.stdout()
+
+
+def _results(name: str, out: Path) -> dict | None:
+    path = {"llm-eval": out / "run" / "results.json", "play": out / "study" / "bench" / "results.json"}.get(name)
+    if path is None:
+        return None
+    return json.loads(path.read_text())["episodes"]
+
+
 def bench(name: str, tmp: Path) -> dict:
     cache = tmp / f"cache_{name}"
-    cold_s, cold_out = normjax(*_args(name, tmp / f"{name}_cold"), "--cache-dir", cache)
-    warm_s, warm_out = normjax(*_args(name, tmp / f"{name}_warm"), "--cache-dir", cache)
-    return {"command": "normjax " + " ".join(COMMANDS[name]).replace("OUT", "DIR") + " --cache-dir CACHE",
-            "cold_s": round(cold_s, 2), "warm_s": round(warm_s, 2), "warm_under_target": warm_s < TARGET_WARM_S,
-            "cold": _split(name, tmp / f"{name}_cold", cold_out), "warm": _split(name, tmp / f"{name}_warm", warm_out)}
+    dirs = tmp / f"{name}_cold", tmp / f"{name}_warm"
+    command = "normjax " + " ".join(COMMANDS[name]).replace("OUT", "DIR") + " --cache-dir CACHE"
+    row = {"measured_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "load_before": load()}
+    if name == "play":
+        (cold_s, cold_out), (warm_s, warm_out) = (_play(d, cache) for d in dirs)
+        command += " (one participant played over HTTP: start, then frame and step per turn)"
+    elif name == "llm-eval":
+        from tests.fake_openai import FakeOpenAI, Reply, navigator_text
+
+        with FakeOpenAI(lambda p, a: Reply(navigator_text(p))) as srv:
+            (cold_s, cold_out), (warm_s, warm_out) = (
+                normjax(*[a.replace("URL", srv.base_url) for a in _args(name, d)], "--cache-dir", cache) for d in dirs)
+        command = command.replace("URL", "FAKE") + " (FAKE: a local scripted endpoint, tests/fake_openai.py)"
+    else:
+        cold_s, cold_out = normjax(*_args(name, dirs[0]), "--cache-dir", cache)
+        warm_s, warm_out = normjax(*_args(name, dirs[1]), "--cache-dir", cache)
+    row.update(command=command, cold_s=round(cold_s, 2), warm_s=round(warm_s, 2),
+               warm_under_target=warm_s < TARGET_WARM_S, cold=_split(name, dirs[0], cold_out),
+               warm=_split(name, dirs[1], warm_out), load_after=load())
+    if _results(name, dirs[0]) is not None:
+        row["same_results"] = _results(name, dirs[0]) == _results(name, dirs[1])
+    return row
 
 
 def plot(payload: dict, path: Path) -> Path:
@@ -109,6 +161,9 @@ def main(argv=None) -> dict:
     payload["load_after"] = load()
     print(f"load {payload['load_before']} -> {payload['load_after']}")
     if not args.no_save:
+        old = RESULTS / "warm_commands.json"  # rows of commands not run now are kept
+        if old.exists():
+            payload["commands"] = {**json.loads(old.read_text()).get("commands", {}), **payload["commands"]}
         path = save("warm_commands", payload)
         print(f"wrote {path} and {plot(payload, path.with_suffix('.png'))}")
     return payload

@@ -198,17 +198,38 @@ def source_hash(packages: tuple[str, ...] = ("normjax",)) -> str:
     return h.hexdigest()
 
 
+# _key's digests by everything they are made of, with the leaves' shapes and dtypes as objects:
+# a program called once per step (llm-eval's) spent most of its 0.2 ms key on str(dtype).
+_key_memo: dict[tuple, str] = {}
+_KEY_MEMO_MAX = 4096
+
+
 def _key(name: str, static: str, args, packages: tuple[str, ...]) -> str:
     import jax
 
     from normjax.xla_cpu import unrolled_threefry_applied  # same bits either way, another program
 
     leaves, treedef = jax.tree.flatten(args)
-    avals = [(tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", type(x).__name__))) for x in leaves]
+    raw = tuple((tuple(getattr(x, "shape", ())), getattr(x, "dtype", type(x).__name__)) for x in leaves)
     dev = jax.devices()[0]
-    parts = (name, static, str(treedef), repr(avals), source_hash(packages), dev.platform,
-             getattr(dev, "device_kind", ""), str(jax.device_count()), os.environ.get("XLA_FLAGS", ""), str(unrolled_threefry_applied()))
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:40]
+    context = (dev.platform, getattr(dev, "device_kind", ""), str(jax.device_count()),
+               os.environ.get("XLA_FLAGS", ""), str(unrolled_threefry_applied()))
+    source = source_hash(packages)  # lru-cached: the source as read once per process
+    memo = (name, static, treedef, raw, source, context)
+    try:
+        return _key_memo[memo]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable shape or dtype: computed every time
+        memo = None
+    avals = [(shape, str(dtype)) for shape, dtype in raw]
+    parts = (name, static, str(treedef), repr(avals), source, *context)
+    key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:40]
+    if memo is not None:
+        if len(_key_memo) >= _KEY_MEMO_MAX:
+            _key_memo.clear()
+        _key_memo[memo] = key
+    return key
 
 
 def compiled(name: str, jitted, args: tuple, static: dict | None = None, static_key: str = "",
@@ -275,7 +296,7 @@ def _load_or_compile(key: str, jitted, args: tuple, static: dict):
         exe = jitted.lower(*args, **static).compile()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")  # one writer per name
         tmp.write_bytes(zlib.compress(pickle.dumps(se.serialize(exe)), 1))
         tmp.replace(path)
         _exe_counts["executable_stores"] += 1

@@ -4,6 +4,8 @@ Tiers: `pytest -q` runs the default tier; `pytest -q -m slow` the slow tier.  A
 test marked with one of NEEDS_SLOW_TIER (what it needs: training, several
 processes, a notebook kernel, a benchmark script, the whole protocol) is put into
 the slow tier here, so a need marker alone is enough and cannot be forgotten.
+After every test the executable cache's directory and JAX's cache settings are put back
+(`_restore_cache_settings`), since a command run in-process changes them.
 """
 
 import os
@@ -31,3 +33,28 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(item.get_closest_marker(m) for m in NEEDS_SLOW_TIER) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+
+
+_JAX_CACHE_OPTIONS = ("jax_enable_compilation_cache", "jax_compilation_cache_dir",
+                      "jax_persistent_cache_min_compile_time_secs", "jax_persistent_cache_min_entry_size_bytes")
+
+
+@pytest.fixture(autouse=True)
+def _restore_cache_settings():
+    """Undo a command run in-process (`normjax.cli.main` -> `configure_cache`): it points the
+    executable cache at a directory and changes JAX's cache settings for the rest of the worker,
+    so later tests would store every program (llm-eval's and play's too) and compile with JAX's
+    cache off (`normjax.cache._without_jax_cache`)."""
+    from normjax import cache
+
+    exe_dir = cache._exe_dir
+    saved = {k: getattr(jax.config, k) for k in _JAX_CACHE_OPTIONS}
+    yield
+    cache._exe_dir = exe_dir
+    changed = {k: v for k, v in saved.items() if getattr(jax.config, k) != v}
+    if changed:
+        from jax.experimental.compilation_cache import compilation_cache
+
+        for k, v in changed.items():
+            jax.config.update(k, v)
+        compilation_cache.reset_cache()  # JAX reads the settings again at the next compilation

@@ -20,7 +20,10 @@ community acts exactly as the default `COMMUNITY` (docs/world.md §9.3); using
 it in both stages keeps one compiled step per batch size.
 
 Batches are padded to a multiple of `PAD` rows (copies of row 0 marked done)
-so that runs of nearby sizes share compilations.
+so that runs of nearby sizes share compilations.  The stage start, `observe`,
+`advance` and the renderer run through `normjax.llm.programs.run`: with the
+command's cache directory they are loaded whole on a repeated command (their
+static arguments are keyword-only, the others positional).
 
 The runner's host needs only a few numbers per episode and step, so `observe`
 and `advance` pack them on the device into ONE int32 array per step ([B, F],
@@ -49,6 +52,7 @@ from normjax.env import phase_params
 from normjax.env.episode import Episode, episode_step, fixed_action, step_keys
 from normjax.interop.render import render_frame
 from normjax.layouts.tables import world_tables
+from normjax.llm import programs
 from normjax.protocol import imitation as _imitation
 from normjax.protocol.metrics import collision_involvement, community_totals
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
@@ -77,8 +81,9 @@ def _pad_index(n: int) -> np.ndarray:
     return np.concatenate([np.arange(n), np.zeros(padded_size(n) - n, np.int64)])
 
 
+# Static arguments are keyword-only, so that `programs.run` can pass the others positionally.
 @functools.partial(jax.jit, static_argnames=("capacity", "steps"))
-def _init_interaction(seeds, norm_ids, capacity, steps, habits=None, shares=None):
+def _init_interaction(seeds, norm_ids, habits=None, shares=None, *, capacity, steps):
     cfg = WorldConfig(capacity=capacity)
 
     def one(seed, nid, habit=None, share=None):
@@ -94,7 +99,7 @@ def _init_interaction(seeds, norm_ids, capacity, steps, habits=None, shares=None
 
 
 @functools.partial(jax.jit, static_argnames=("capacity", "steps"))
-def _init_tests(seeds, layout_ids, norm_ids, groups, capacity, steps, habits=None, shares=None):
+def _init_tests(seeds, layout_ids, norm_ids, groups, habits=None, shares=None, *, capacity, steps):
     cfg = WorldConfig(capacity=capacity)
 
     def one(seed, lid, nid, grp, *distractor):
@@ -118,14 +123,16 @@ def init_stage(episodes: list[dict], capacity: int, steps: int, habit: int = 0, 
     idx = _pad_index(len(episodes))
     col = lambda f: jnp.asarray([f(episodes[i]) for i in idx], jnp.int32)  # noqa: E731
     seeds = col(lambda e: e["seed"])
-    extra = {}
+    extra = (None, None)
     if habit != 0 and share > 0.0:
-        extra = dict(habits=jnp.full((len(idx),), habit, jnp.int32), shares=jnp.full((len(idx),), share, jnp.float32))
+        extra = (jnp.full((len(idx),), habit, jnp.int32), jnp.full((len(idx),), share, jnp.float32))
+    static = dict(capacity=capacity, steps=steps)
     if episodes[0]["condition"] == "interaction":
-        out = _init_interaction(seeds, col(lambda e: e["norm_id"]), capacity=capacity, steps=steps, **extra)
+        out = programs.run("init_interaction", _init_interaction, seeds, col(lambda e: e["norm_id"]), *extra,
+                           **static)
     else:
-        out = _init_tests(seeds, col(lambda e: e["layout_id"]), col(lambda e: e["norm_id"]),
-                          col(lambda e: e["group"]), capacity=capacity, steps=steps, **extra)
+        out = programs.run("init_tests", _init_tests, seeds, col(lambda e: e["layout_id"]),
+                           col(lambda e: e["norm_id"]), col(lambda e: e["group"]), *extra, **static)
     pad = np.arange(len(idx)) >= len(episodes)
     return (*out, pad)
 
@@ -176,7 +183,7 @@ def step(keys, states, done, waits, actions, params):
 
 
 @functools.partial(jax.jit, static_argnames="cell_px")
-def _render(states, params, idx, cell_px):
+def _render(states, params, idx, *, cell_px):
     pick = lambda x: x[idx]  # noqa: E731
     # No habit badges: a frame shows only what the community can see (docs/world.md §8.5).
     return jax.vmap(lambda s, p: render_frame(s, p, cell_px, show_habits=False))(jax.tree.map(pick, states),
@@ -191,7 +198,8 @@ def render(states, params, rows, cell_px: int = 32) -> np.ndarray:
     for i in range(0, len(rows), size):
         chunk = rows[i: i + size]
         idx = np.concatenate([chunk, np.full(size - len(chunk), chunk[0], np.int32)])
-        out.append(np.asarray(_render(states, params, jnp.asarray(idx), cell_px))[: len(chunk)])
+        out.append(np.asarray(programs.run("render", _render, states, params, jnp.asarray(idx),
+                                           cell_px=cell_px))[: len(chunk)])
     return np.concatenate(out) if out else np.zeros((0, C.H * cell_px, C.W * cell_px, 3), np.uint8)
 
 
@@ -255,7 +263,7 @@ def _pack_one(key, state, params, done, waits, info, intents: bool, imit=None):
 
 
 @functools.partial(jax.jit, static_argnames="intents")
-def observe(keys, states, params, done, waits, intents: bool = False, imit=None):
+def observe(keys, states, params, done, waits, imit=None, *, intents: bool = False):
     """The packed host array [B, F] of the states at the start of a step (keys: that step's);
     with `imit` (distractors on) the ``habit_steps`` column too."""
     # imit None is an empty pytree: vmap passes it through.
@@ -280,7 +288,7 @@ def _advance_one(key, state, done, waits, action, params, imit, go):
 
 
 @functools.partial(jax.jit, static_argnames="intents")
-def advance(keys, next_keys, states, done, waits, actions, params, intents: bool = False, imit=None, go=None):
+def advance(keys, next_keys, states, done, waits, actions, params, imit=None, go=None, *, intents: bool = False):
     """`step`, then the packed host array of the result, viewed with the next step's keys.
 
     -> (states, done, waits, StepInfo, packed [B, F]); the packed row's step

@@ -19,8 +19,9 @@ many requests fail during the run, and `RunIncomplete` when some requested
 episode's decisions mostly got no reply; neither writes ``results.json``.
 Every invocation, failed ones included, is appended to
 ``OUT/invocations.jsonl`` (start time, wall time, endpoint, client
-statistics, outcome), and ``meta`` sums them (`meta.invocations`,
-`meta.client`, `meta.wall_s_total`).
+statistics, outcome; with a cache directory also ``programs``: how many of
+this process's programs were loaded whole or compiled, `normjax.llm.programs`), and ``meta``
+sums them (`meta.invocations`, `meta.client`, `meta.wall_s_total`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import json
 import time
 from pathlib import Path
 
+from normjax.cache import cache_stats, persistent
+from normjax.llm.programs import programs_line
 from normjax.llm.runner import INTERACTION_STEPS, run_protocol_async
 
 INVOCATIONS = "invocations.jsonl"
@@ -119,6 +122,10 @@ def llm_eval(base_url: str, model: str, out, norms=None, *, text_only: bool = Fa
     def invocation(outcome: str) -> list[dict]:
         entry = dict(started=started, wall_s=round(time.perf_counter() - t0, 3), base_url=base_url, model=model,
                      outcome=outcome, client=dict(stats, **client_settings))
+        if persistent():  # how this invocation got its programs (normjax.llm.programs)
+            s = cache_stats()
+            entry["programs"] = dict(loaded=s["executable_loads"], compiled=s["executable_stores"],
+                                     seconds=round(s["program_s"], 3))
         return _record_invocation(out, entry)
 
     try:
@@ -140,6 +147,9 @@ def llm_eval(base_url: str, model: str, out, norms=None, *, text_only: bool = Fa
     if judge_scores is not None:
         result["belief_accuracy"] = import_judge_scores(out, judge_scores, norms=result["meta"]["norms"])
     Path(out, "results.json").write_text(json.dumps(result, indent=1))
+    line = programs_line()
+    if progress and line is not None:  # the line every compiling command prints
+        print(line, flush=True)
     return result
 
 

@@ -40,7 +40,7 @@ import numpy as np
 
 from normjax import constants as C
 from normjax.interop.export import trajectory_records
-from normjax.llm import batch
+from normjax.llm import batch, programs
 from normjax.llm.agents import StepContext, checked
 from normjax.llm.frames import annotated_png
 from normjax.llm.lazy import Columns, LazyTurn, Memory
@@ -217,8 +217,8 @@ class Stage:
         live[: len(self.episodes)] = True
         done, waits = jax.device_put(pad), jax.device_put(np.zeros(len(pad), np.int32))
         self.imit = batch.init_imitation(len(pad)) if self.distractor is not None else None
-        self.obs.append(np.asarray(batch.observe(jax.device_put(self._keys(0)), states, params, done, waits,
-                                                 intents=self.wants_intents, imit=self.imit)))
+        self.obs.append(np.asarray(programs.run("observe", batch.observe, jax.device_put(self._keys(0)), states,
+                                                params, done, waits, self.imit, intents=self.wants_intents)))
         if self.store is not None:
             host = jax.device_get(states)
             self.buf_states = jax.tree.map(lambda x: np.zeros((self.steps + 1,) + x.shape, x.dtype), host)
@@ -318,8 +318,9 @@ class Stage:
         # Dispatched from a thread: the first call of a stage compiles (seconds), and other
         # episodes' requests are in flight meanwhile; a blocked event loop would time them out.
         out = await asyncio.to_thread(
-            batch.advance, jax.device_put(self._keys(0)), jax.device_put(self._keys(1)), states, done, waits,
-            jax.device_put(actions), params, intents=self.wants_intents, imit=self.imit, go=jax.device_put(go))
+            programs.run, "advance", batch.advance, jax.device_put(self._keys(0)), jax.device_put(self._keys(1)),
+            states, done, waits, jax.device_put(actions), params, self.imit, jax.device_put(go),
+            intents=self.wants_intents)
         states, done, waits, info, packed = out[:5]
         if self.imit is not None:
             self.imit = out[5]

@@ -15,7 +15,10 @@ to the world: a closed tab, a reload or a killed server loses nothing.  A
 restarted session reads the log back, skips finished episodes (their
 transcripts are complete) and replays the logged actions of the episode in
 progress through the same step, which is deterministic for the protocol's
-keys, so the participant resumes in exactly the state they left.
+keys, so the participant resumes in exactly the state they left.  The
+programs are the runner's (`normjax.llm.programs`): with the command's cache
+directory a restarted server loads them whole, and a finished session prints
+how they were got (the ``programs:`` line of the other commands).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import threading
 from pathlib import Path
 
 from normjax import constants as C
+from normjax.llm.programs import programs_line
 from normjax.llm.prompts import system_prompt, user_prompt
 from normjax.llm.runner import INTERACTION_STEPS, _stored, assemble, interaction_episodes, protocol_test_episodes
 from normjax.llm.stage import Episode, Stage
@@ -177,6 +181,9 @@ class Session:
         result["meta"] = dict(self.settings, norms=[NORMS[n].name for n in self.norm_ids])
         (self.dir / "results.json").write_text(json.dumps(result, indent=1))
         (self.dir / "results.txt").write_text(format_table(result) + "\n")
+        line = programs_line()  # with a cache directory: programs loaded whole or compiled, so far
+        if line is not None:
+            print(f"normjax play: {self.pid} done; {line}", flush=True)
         with self.cond:
             self.status, self.result = "done", result
             self.cond.notify_all()
