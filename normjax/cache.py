@@ -210,7 +210,9 @@ def _key(name: str, static: str, args, packages: tuple[str, ...]) -> str:
     from normjax.xla_cpu import unrolled_threefry_applied  # same bits either way, another program
 
     leaves, treedef = jax.tree.flatten(args)
-    raw = tuple((tuple(getattr(x, "shape", ())), getattr(x, "dtype", type(x).__name__)) for x in leaves)
+    # With the placement: a program compiled for one device's arguments cannot take sharded ones.
+    raw = tuple((tuple(getattr(x, "shape", ())), getattr(x, "dtype", type(x).__name__), getattr(x, "sharding", None))
+                for x in leaves)
     dev = jax.devices()[0]
     context = (dev.platform, getattr(dev, "device_kind", ""), str(jax.device_count()),
                os.environ.get("XLA_FLAGS", ""), str(unrolled_threefry_applied()))
@@ -222,7 +224,8 @@ def _key(name: str, static: str, args, packages: tuple[str, ...]) -> str:
         pass
     except TypeError:  # an unhashable shape or dtype: computed every time
         memo = None
-    avals = [(shape, str(dtype)) for shape, dtype in raw]
+    avals = [(shape, str(dtype)) if sharding is None else (shape, str(dtype), str(sharding))
+             for shape, dtype, sharding in raw]
     parts = (name, static, str(treedef), repr(avals), source, *context)
     key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:40]
     if memo is not None:
@@ -279,13 +282,28 @@ def _without_jax_cache():
         jax_cache.reset_cache()
 
 
+def _device_ids(exe) -> list[int]:
+    """The devices a compiled program runs on, in its order.  A loaded program runs on all of
+    the process's devices unless told otherwise: with two devices, a program compiled for one
+    failed at its first call ("Expected args ... to have 2 shards")."""
+    return [d.id for d in exe.runtime_executable().local_devices()]
+
+
+def _devices(ids: list[int]):
+    import jax
+
+    by_id = {d.id: d for d in jax.local_devices()}
+    return [by_id[i] for i in ids]  # a KeyError (a device this process lacks) compiles again
+
+
 def _load_or_compile(key: str, jitted, args: tuple, static: dict):
     from jax.experimental import serialize_executable as se
 
     path = None if _exe_dir is None else _exe_dir / f"{key}.exe"
     if path is not None and path.exists():
         try:
-            exe = se.deserialize_and_load(*pickle.loads(zlib.decompress(path.read_bytes())))
+            payload, device_ids = pickle.loads(zlib.decompress(path.read_bytes()))
+            exe = se.deserialize_and_load(*payload, execution_devices=_devices(device_ids))
             _exe_counts["executable_loads"] += 1
             return exe
         except Exception:  # noqa: BLE001  (a stale or partial file: compile again)
@@ -297,7 +315,7 @@ def _load_or_compile(key: str, jitted, args: tuple, static: dict):
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")  # one writer per name
-        tmp.write_bytes(zlib.compress(pickle.dumps(se.serialize(exe)), 1))
+        tmp.write_bytes(zlib.compress(pickle.dumps((se.serialize(exe), _device_ids(exe))), 1))
         tmp.replace(path)
         _exe_counts["executable_stores"] += 1
     except Exception:  # noqa: BLE001  (an executable that cannot be serialised is still usable)

@@ -307,3 +307,39 @@ def test_stored_program_compiled_after_a_jax_cache_hit_runs(tmp_path):
     store, load = runs
     assert store["executable_stores"] == 1 and load["executable_loads"] == 1 and load["executable_stores"] == 0
     assert load["sum"] == store["sum"]
+
+
+_TWO_DEVICES = """
+import json, sys
+import jax, jax.numpy as jnp, numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from normjax import cache
+cache.configure_cache(sys.argv[1])
+assert jax.device_count() == 2
+f = jax.jit(lambda x: 2 * x + 1)
+one = jnp.arange(4.0)  # on one device
+both = jax.device_put(one, NamedSharding(Mesh(np.array(jax.devices()), ("r",)), PartitionSpec("r")))
+a = cache.compiled("t", f, (one,))(one)
+b = cache.compiled("t", f, (both,))(both)
+print(json.dumps(dict(a=a.tolist(), b=b.tolist(), b_devices=len(b.sharding.device_set), **cache.cache_stats())))
+"""
+
+
+@pytest.mark.slow  # two fresh processes
+def test_stored_programs_keep_their_devices(tmp_path):
+    """With two devices, a program compiled for one device's arguments and one for arguments
+    sharded over both (same shapes) are two entries, and each loads in a new process and runs
+    where it was compiled to (a loaded program used to expect every device: "Expected args to
+    execute_sharded_on_local_devices to have 2 shards, got: [1]", which stopped a second
+    `normjax train` on two devices at its probe collection)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "NORMJAX_", "XLA_"))}
+    env.update(PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    runs = []
+    for _ in range(2):
+        run = subprocess.run([sys.executable, "-c", _TWO_DEVICES, str(tmp_path / "c")], env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-2000:]
+        runs.append(json.loads(run.stdout.strip().splitlines()[-1]))
+    store, load = runs
+    assert store["executable_stores"] == 2 and load["executable_loads"] == 2 and load["executable_stores"] == 0
+    assert load["a"] == load["b"] == store["a"] == [1.0, 3.0, 5.0, 7.0] and load["b_devices"] == 2

@@ -41,13 +41,14 @@ def exe_cache(tmp_path, monkeypatch):
 
 
 def _old_key(name, static, args, packages):
-    """`normjax.cache._key` as it was before its memo (the reference)."""
+    """`normjax.cache._key` computed without its memo (the reference)."""
     import hashlib as h
 
     from normjax.xla_cpu import unrolled_threefry_applied
 
     leaves, treedef = jax.tree.flatten(args)
-    avals = [(tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", type(x).__name__))) for x in leaves]
+    avals = [(tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", type(x).__name__)))
+             + (() if getattr(x, "sharding", None) is None else (str(x.sharding),)) for x in leaves]
     dev = jax.devices()[0]
     parts = (name, static, str(treedef), repr(avals), cache.source_hash(packages), dev.platform,
              getattr(dev, "device_kind", ""), str(jax.device_count()), os.environ.get("XLA_FLAGS", ""),
@@ -65,9 +66,10 @@ def test_key_memo_gives_the_uncached_key(monkeypatch):
     variants = [("s=2", args),  # another static key
                 ("s=1", (jnp.zeros((4, 2), jnp.int32),) + args[1:]),  # another shape
                 ("s=1", (jnp.zeros((3, 2), jnp.float32),) + args[1:]),  # another dtype
-                ("s=1", args[:2])]  # another structure
+                ("s=1", args[:2]),  # another structure
+                ("s=1", (np.zeros((3, 2), np.int32),) + args[1:])]  # a host array: no placement
     others = [cache._key("p", s, a, pk) for s, a in variants]
-    assert len({first, *others}) == 5
+    assert len({first, *others}) == 6
     assert others == [_old_key("p", s, a, pk) for s, a in variants]
     monkeypatch.setattr(cache, "source_hash", lambda packages: "changed source")
     assert cache._key("p", "s=1", args, pk) != first  # the source is still part of the key
