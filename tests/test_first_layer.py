@@ -15,8 +15,7 @@ import pytest
 from agents.networks import action_mask, functional
 from train.config import DQNConfig
 from train.dqn import make_train, td_loss
-from train.first_layer import N_CELLS, Structure, dense_net, factorised_net, training_net
-from train.run import _resumed_first_layer
+from train.first_layer import N_CELLS, Structure, dense_net, factorised_net, resumed_first_layer, training_net
 
 TINY = dict(norms=("forbidden_zone_q", "bend_right_1"), total_steps=800, buffer_size=400,
             learning_starts=100, target_update=200, validation_at=(400, 800), progress_every=200)
@@ -177,8 +176,8 @@ def test_first_layer_is_validated_and_a_dense_era_run_resumes_dense(tmp_path):
     saved = {k: v for k, v in json.loads(json.dumps(cfg.to_dict())).items() if k != "first_layer"}
     (tmp_path / "config.json").write_text(json.dumps(saved))
     logged = []
-    assert _resumed_first_layer(cfg, tmp_path, True, logged.append) == cfg  # no checkpoints yet: a new run
+    assert resumed_first_layer(cfg, tmp_path, True, logged.append) == cfg  # no checkpoints yet: a new run
     (tmp_path / "checkpoints").mkdir()
-    resumed = _resumed_first_layer(cfg, tmp_path, True, logged.append)
+    resumed = resumed_first_layer(cfg, tmp_path, True, logged.append)
     assert resumed.first_layer == "dense" and logged == ["resuming with first_layer=dense, the run's own"]
-    assert _resumed_first_layer(cfg, tmp_path, False, logged.append) == cfg
+    assert resumed_first_layer(cfg, tmp_path, False, logged.append) == cfg

@@ -38,6 +38,8 @@ convolution).
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 from typing import Any, Callable
 
 import jax
@@ -49,7 +51,7 @@ from agents.networks import N_PLANE, functional
 from normjax import constants as C
 from normjax.layouts.tables import layout_id, world_tables
 from normjax.world.observation import N_CODES, layout_plane
-from train.config import FIRST_LAYERS
+from train.config import FIRST_LAYERS, DQNConfig
 
 N_CELLS = C.H * C.W
 
@@ -166,6 +168,19 @@ def factorised_net(layout: str, obs_size: int, max_grad_norm: float, learning_ra
                        compress=lambda obs: obs[..., jnp.asarray(s.live)])
 
 
+def resumed_first_layer(config: DQNConfig, out: Path, resuming: bool, log) -> DQNConfig:
+    """`config` with the first layer its run directory's checkpoints hold (runs from
+    before `first_layer` existed were dense), so that they resume exactly."""
+    saved = out / "config.json"
+    if not (resuming and saved.exists() and (out / "checkpoints").exists()):
+        return config
+    first = json.loads(saved.read_text()).get("first_layer", "dense")
+    if first != config.first_layer:
+        log(f"resuming with first_layer={first}, the run's own")
+        config = dataclasses.replace(config, first_layer=first)
+    return config
+
+
 def replay_width(arch: str, first_layer: str, layout: str, obs_size: int) -> int:
     """Numbers per observation in the trainer's replay (`TrainingNet.columns`)."""
     return int(Structure.of(layout, obs_size).live.size) if _factorised(arch, first_layer) else obs_size
@@ -186,4 +201,4 @@ def training_net(arch: str, first_layer: str, layout: str, obs_size: int, max_gr
 
 
 __all__ = ["FIRST_LAYERS", "Structure", "TrainingNet", "dense_net", "factorised_net", "replay_width",
-           "training_net", "weighted_clip"]
+           "resumed_first_layer", "training_net", "weighted_clip"]

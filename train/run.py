@@ -24,7 +24,6 @@ docs/distributed.md.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import time
@@ -44,7 +43,7 @@ from train import probes as pb
 from train import replay as rp
 from train.config import DQNConfig
 from train.dqn import make_population
-from train.first_layer import replay_width
+from train.first_layer import replay_width, resumed_first_layer
 from train.multihost import is_multiprocess, is_primary, local_value, to_global, to_host
 from train.params import load_final_params, run_config, save_final_params
 from train.programs import cached, stores_programs
@@ -148,19 +147,6 @@ def _probe_rows(rows, step, offset, loss, max_q) -> list[dict]:
                  probe_max_q=float(max_q[i])) for i, r in enumerate(rows)]
 
 
-def _resumed_first_layer(config: DQNConfig, out: Path, resuming: bool, log) -> DQNConfig:
-    """`config` with the first layer its run directory's checkpoints hold (runs from
-    before `first_layer` existed were dense), so that they resume exactly."""
-    saved = out / "config.json"
-    if not (resuming and saved.exists() and (out / "checkpoints").exists()):
-        return config
-    first = json.loads(saved.read_text()).get("first_layer", "dense")
-    if first != config.first_layer:
-        log(f"resuming with first_layer={first}, the run's own")
-        config = dataclasses.replace(config, first_layer=first)
-    return config
-
-
 def _params(q_params):
     """Parameters for the evaluation programs: gathered to every process when spread over several."""
     return to_host(q_params) if is_multiprocess() else q_params
@@ -234,7 +220,7 @@ def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: boo
         progress_bar = progress
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    config = _resumed_first_layer(config, out, resume and checkpoint_every is not None, log)
+    config = resumed_first_layer(config, out, resume and checkpoint_every is not None, log)
     pop = make_population(config)
     n_runs = len(pop.rows)
     check_replay_fits(config, n_runs)
