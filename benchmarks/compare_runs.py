@@ -18,7 +18,6 @@ Results: benchmarks/results/compare_runs.json (or --name).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -27,20 +26,17 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import save  # noqa: E402
+from normjax.interop.export import read_jsonl  # noqa: E402
 
 TRAINING = ("reward_per_step", "sanctions_per_step", "collisions_per_step", "goals_per_step", "wait_share",
             "td_loss", "q_mean")
 KEY = ("arch", "norm", "reward_condition", "seed")
 
 
-def _rows(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-
-
 def per_run(run_dir: Path, last_blocks: int) -> dict[tuple, dict]:
     """{(arch, norm, reward_condition, seed): {quantity: value}} of one run directory."""
     out: dict[tuple, dict] = {}
-    metrics = _rows(run_dir / "metrics.jsonl")
+    metrics = read_jsonl(run_dir / "metrics.jsonl")
     steps = sorted({m["step"] for m in metrics})
     if len(steps) < last_blocks:
         raise ValueError(f"{run_dir}: {len(steps)} blocks in metrics.jsonl, fewer than --last-blocks={last_blocks}")
@@ -52,7 +48,7 @@ def per_run(run_dir: Path, last_blocks: int) -> dict[tuple, dict]:
             for q in TRAINING:
                 row[q].append(m[q])
     out = {k: {q: float(np.mean(v)) for q, v in row.items()} for k, row in out.items()}
-    val = [v for v in _rows(run_dir / "validation.jsonl") if v.get("layout") == "all"]
+    val = [v for v in read_jsonl(run_dir / "validation.jsonl") if v.get("layout") == "all"]
     final = max(v["step"] for v in val)
     for v in val:
         if v["step"] == final:

@@ -4,7 +4,7 @@ tests/test_dqn_learning.py and tests/test_dqn_task_learning.py assert that learn
 happens in every seed of an 8-seed population, with bounds set well below what a
 16-seed population shows.  This script trains those two populations at 16 seeds
 with the tests' own configs and prints (and saves, benchmarks/results/
-learning_bounds.json) the min / median / max of every quantity the tests bound, so
+learning_bounds_<first layer>.json) the min / median / max of every quantity the tests bound, so
 the docstrings' numbers can be re-measured after any change to training:
 
     python benchmarks/learning_bounds.py                    # both, 16 seeds
@@ -26,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import save  # noqa: E402
+from normjax.interop.export import read_jsonl  # noqa: E402
 from train.config import FIRST_LAYERS  # noqa: E402
 from train.run import train_population  # noqa: E402
 
@@ -35,10 +36,6 @@ def _spread(values) -> dict:
     return {"min": float(v.min()), "median": float(np.median(v)), "max": float(v.max())}
 
 
-def _rows(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines()]
-
-
 def sanctions(seeds: int, first_layer: str) -> dict:
     """tests/test_dqn_learning.py: sanctions and reward per step, first block vs last."""
     from tests.test_dqn_learning import AVOID
@@ -46,7 +43,7 @@ def sanctions(seeds: int, first_layer: str) -> dict:
     cfg = dataclasses.replace(AVOID, seeds_per_norm=seeds, first_layer=first_layer)
     with tempfile.TemporaryDirectory() as out:
         train_population(cfg, out, progress=False, final_test=False, log=lambda *_: None)
-        rows = _rows(Path(out) / "metrics.jsonl")
+        rows = read_jsonl(Path(out) / "metrics.jsonl")
     by_seed: dict = {}
     for r in rows:
         by_seed.setdefault(r["seed"], []).append(r)
@@ -69,8 +66,8 @@ def task(seeds: int, first_layer: str) -> dict:
     cfg = dataclasses.replace(EASY, seeds_per_norm=seeds, first_layer=first_layer)
     with tempfile.TemporaryDirectory() as out:
         train_population(cfg, out, progress=False, final_test=False, log=lambda *_: None)
-        rows = [r for r in _rows(Path(out) / "validation.jsonl") if r["layout"] == "cafe"]
-        metrics = _rows(Path(out) / "metrics.jsonl")
+        rows = [r for r in read_jsonl(Path(out) / "validation.jsonl") if r["layout"] == "cafe"]
+        metrics = read_jsonl(Path(out) / "metrics.jsonl")
     before = {r["run"]: r["task"] for r in rows if r["step"] == 1_000}
     after = {r["run"]: r["task"] for r in rows if r["step"] == 40_000}
     last = {m["seed"]: m for m in metrics}
