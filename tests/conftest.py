@@ -1,4 +1,5 @@
-"""Test-session setup: the two tiers and a persistent JAX compilation cache.
+"""Test-session setup: the two tiers, a persistent JAX compilation cache, and fast
+compiles for the default tier (`pytest_configure`).
 
 Tiers: `pytest -q` runs the default tier; `pytest -q -m slow` the slow tier.  A
 test marked with one of NEEDS_SLOW_TIER (what it needs: training, several
@@ -26,6 +27,21 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 atomic_cache_writes()
 # The programs the `normjax` command compiles (and no slower): normjax/xla_cpu.py.
 configure()
+
+
+# The default tier compiles far more than it runs, and LLVM's optimisation is most of an
+# XLA:CPU compile: its programs are built at LLVM level 0 (the same HLO; full-step
+# trajectories hash the same, tests/test_xla_cpu.py's slow test; 10 min 35 s -> 8 min 18 s
+# on 2026-12-06).  One difference: an identity operation that level 3 removes is executed,
+# and XLA:CPU flushes a denormal input to 0 (test_computed_once_is_the_identity... is in the
+# slow tier for that).  The slow tier keeps XLA's default, as the `normjax` command does.
+FAST_COMPILE_FLAG = "--xla_backend_optimization_level=0"
+
+
+def pytest_configure(config):
+    flags = os.environ.get("XLA_FLAGS", "")
+    if (config.getoption("markexpr", "") or "").strip() == "not slow" and "xla_backend_optimization_level" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} {FAST_COMPILE_FLAG}".strip()  # read when the CPU backend starts
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects

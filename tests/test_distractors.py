@@ -334,6 +334,7 @@ def test_observer_interaction_params():
         observer_policy("bayes_map", distractor="sit")
 
 
+@pytest.mark.slow  # protocol episodes for two habits; the slow tier (CI runs both)
 @pytest.mark.parametrize("distractor", ["same_exit_door", "move1_wait1"])
 def test_oracle_with_distractors_keeps_joint_success_and_never_imitates(distractor):
     from normjax.env import oracle_policy

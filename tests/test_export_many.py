@@ -31,6 +31,7 @@ def many(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # a multi-episode export compared file by file; the slow tier (CI runs both)
 def test_files_and_manifest(many):
     names = sorted(p.name for p in many.glob("*.jsonl"))
     expected = sorted(f"{n}.{ph}.ep{e}.random.seed0.jsonl" for n in NORMS
@@ -42,6 +43,7 @@ def test_files_and_manifest(many):
     assert all(e["steps"] <= int(STEPS) for e in manifest["episodes"])
 
 
+@pytest.mark.slow  # a multi-episode export compared file by file; the slow tier (CI runs both)
 @pytest.mark.parametrize("norm,phase,episode", [
     ("bend_right_1", "interaction", 0), ("forbidden_zone_q", "seen", 1), ("bend_right_1", "unseen", 0)])
 def test_byte_identical_to_single_export(many, tmp_path, norm, phase, episode):

@@ -150,6 +150,7 @@ def _reference_rollout(seed, actions, params):
     return np.stack(first), steps
 
 
+@pytest.mark.slow  # an equivalence run of whole programs; the slow tier (CI runs both)
 def test_vector_env_equals_the_jitted_env():
     venv = NormGymVectorEnv(ID, num_envs=N, params=BATCHED, autoreset_mode="same-step")
     assert venv.metadata["autoreset_mode"] == gymnasium.vector.AutoresetMode.SAME_STEP

@@ -55,6 +55,7 @@ def _bounded():
     faulthandler.cancel_dump_traceback_later()
 
 
+@pytest.mark.slow  # an equivalence run of whole programs; the slow tier (CI runs both)
 @pytest.mark.parametrize("name, policy", [("oracle", oracle_policy), ("blind", blind_policy)])
 def test_state_policies_reproduce_the_protocol_exactly(name, policy):
     eps, raw = reference(name, SUBSET)  # run_episode as `evaluate` runs it (tests/shared_protocol.py)
@@ -154,7 +155,7 @@ def test_judge_export_and_import(chaos_run, tmp_path):
         assert "7 = the same rule" in p["messages"][1]["content"]
     scores = tmp_path / "scores.jsonl"
     lines = [json.dumps({"id": p["id"], "score": 7 if "zone Q" in p["belief"] else None,
-                         "reply": f'```json\n{{"score": 2, "rationale": "r"}}\n```'}) for p in prompts]
+                         "reply": '```json\n{"score": 2, "rationale": "r"}\n```'}) for p in prompts]
     scores.write_text("\n".join(lines + ["not json", json.dumps({"id": "x", "score": 9})]) + "\n")
     acc = import_judge_scores(out, scores)
     assert acc["judged"] == len(prompts) and acc["missing"] == [] and acc["invalid_lines"] == 2
@@ -270,6 +271,7 @@ def test_cli_llm_eval(tmp_path, capsys):
 # Distractor habits (docs/world.md §8.5)
 
 
+@pytest.mark.slow  # an equivalence run of whole programs; the slow tier (CI runs both)
 @pytest.mark.parametrize("name, policy, habit", [("oracle", oracle_policy, "same_exit_door"),
                                                  ("random", random_policy, "move1_wait1")])
 def test_distractors_reproduce_evaluate(name, policy, habit, tmp_path):
@@ -329,6 +331,7 @@ def test_distractors_in_the_interaction_phase():
             assert (np.asarray(states.agents.habit) == 0).all()
 
 
+@pytest.mark.slow  # an equivalence run of whole programs; the slow tier (CI runs both)
 @pytest.mark.parametrize("distractor", [None, "move1_wait1"])
 def test_interaction_transcript_equals_the_exported_episode(tmp_path, distractor):
     """The runner's 200-step interaction episode is `normjax export`'s (the same reset, key splits and
@@ -372,6 +375,13 @@ def test_cli_llm_eval_distractor_flags(tmp_path, capsys):
     assert "distractor_share must be in [0, 1], got 1.5" in capsys.readouterr().err and not out.exists()
     assert main(base + ["--distractor-share", "0.5"]) == 2
     assert "needs --distractor; allowed: same_exit_door, move1_wait1" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.slow  # a whole llm-eval run through a fake server; the slow tier (CI runs both)
+def test_cli_llm_eval_distractor_flags_reach_both_stages(tmp_path, capsys):
+    from normjax.cli import main
+
+    out = tmp_path / "cli"
     with FakeOpenAI(chaos(transport_errors=False)) as srv:  # the flags reach both stages and the results
         argv = ["llm-eval", "--base-url", srv.base_url, "--model", "fake", "--norms", NORM, "--text-only",
                 "--timeout", "0.5", "--max-retries", "2", "--concurrency", "8", "--out", str(out),

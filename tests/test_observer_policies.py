@@ -126,6 +126,7 @@ def _point_mass_states(episodes):
     return jax.tree.map(lambda *x: jnp.stack(x), *beliefs)
 
 
+@pytest.mark.slow  # an equivalence run of whole programs; the slow tier (CI runs both)
 def test_bayes_map_with_the_true_norm_known_is_the_oracle_through_the_stateful_runner():
     # The oracle's rows come from the reference run shared with other files (tests/shared_protocol.py).
     all_eps, all_oracle = reference("oracle", [norm_id("clockwise_circulation"), norm_id("zone_r_capacity_1")])

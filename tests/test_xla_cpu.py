@@ -4,8 +4,10 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 # One fresh process (this session has configured normjax): the same jax.random
 # program lowered plainly, after `import normjax` (and its env and protocol), by the
@@ -60,6 +62,10 @@ def test_rolled_threefry_env_keeps_the_default_in_the_cli():
     assert out["cli"][:3] == out["plain"] and out["cli"][3] is False
 
 
+# Slow tier: it checks the command's code generation, which the default tier does not use
+# (tests/conftest.py): at LLVM level 0 the identity reduction is executed, and XLA:CPU's
+# flush-to-zero turns the denormal 1e-45 into 0; at XLA's default level it is removed.
+@pytest.mark.slow
 def test_computed_once_is_the_identity_and_ends_a_fusion():
     """Values (incl. NaN, infinities, -0.0, extreme ints, bools) pass unchanged,
     under jit and vmap; in the compiled program the random bits are hashed in
@@ -94,3 +100,22 @@ def test_computed_once_is_the_identity_and_ends_a_fusion():
         return any(" compare(" in b and " xor(" in b for b in blocks)
 
     assert hashed_in_compare_fusion(texts[0]) and not hashed_in_compare_fusion(texts[1])
+
+
+@pytest.mark.benchmark  # two processes of benchmarks/trajectory_hash.py
+def test_the_default_tiers_compile_level_gives_the_same_trajectories():
+    """The default tier compiles at LLVM level 0 (tests/conftest.py), the `normjax` command at
+    XLA's default: every state, step record and observation of full-step rollouts (traced
+    layouts and norms, the single-layout path, the world step alone) hashes the same."""
+    from tests.conftest import FAST_COMPILE_FLAG
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "trajectory_hash.py"
+    hashes = {}
+    for flags in ("", FAST_COMPILE_FLAG):
+        env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+        if flags:
+            env["XLA_FLAGS"] = flags
+        res = subprocess.run([sys.executable, str(script), "--envs", "24", "--steps", "60"], capture_output=True,
+                             text=True, env=env, check=True)
+        hashes[flags] = [line for line in res.stdout.splitlines() if line.split(" ")[0] in ("traced", "static", "world")]
+    assert len(hashes[""]) == 3 and hashes[FAST_COMPILE_FLAG] == hashes[""]
