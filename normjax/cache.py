@@ -24,7 +24,6 @@ compile in well under JAX's default one second, are cached too.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import os
@@ -33,6 +32,8 @@ import threading
 import time
 import zlib
 from pathlib import Path
+
+from normjax.compile_afresh import compile_afresh
 
 _HIT = "/jax/compilation_cache/cache_hits"
 _MISS = "/jax/compilation_cache/cache_misses"  # recorded when an entry is written
@@ -260,28 +261,6 @@ def compiled(name: str, jitted, args: tuple, static: dict | None = None, static_
     return exe
 
 
-@contextlib.contextmanager
-def _without_jax_cache():
-    """JAX's persistent cache off for one compile whose executable is stored here.
-
-    On XLA:CPU (jax 0.10.2) an executable that JAX loaded from its own cache serialises
-    without some of its kernels: the stored file loads, then fails at its first call
-    ("Function compare_reduce_fusion.4 not found").  So a program that goes to disk is
-    compiled afresh (tests/test_cache.py::test_stored_program_compiled_after_a_jax_cache_hit_runs).
-    """
-    import jax
-    from jax.experimental.compilation_cache import compilation_cache as jax_cache
-
-    was = jax.config.jax_enable_compilation_cache
-    jax.config.update("jax_enable_compilation_cache", False)
-    jax_cache.reset_cache()  # JAX reads the setting once per cache initialisation
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_compilation_cache", was)
-        jax_cache.reset_cache()
-
-
 def _device_ids(exe) -> list[int]:
     """The devices a compiled program runs on, in its order.  A loaded program runs on all of
     the process's devices unless told otherwise: with two devices, a program compiled for one
@@ -310,8 +289,7 @@ def _load_or_compile(key: str, jitted, args: tuple, static: dict):
             pass
     if path is None:
         return jitted.lower(*args, **static).compile()
-    with _without_jax_cache():
-        exe = jitted.lower(*args, **static).compile()
+    exe = compile_afresh(jitted, args, static)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")  # one writer per name

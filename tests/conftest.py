@@ -60,7 +60,7 @@ def _restore_cache_settings():
     """Undo a command run in-process (`normjax.cli.main` -> `configure_cache`): it points the
     executable cache at a directory and changes JAX's cache settings for the rest of the worker,
     so later tests would store every program (llm-eval's and play's too) and compile with JAX's
-    cache off (`normjax.cache._without_jax_cache`)."""
+    cache off (`normjax.compile_afresh`)."""
     from normjax import cache
 
     exe_dir = cache._exe_dir

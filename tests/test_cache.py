@@ -131,6 +131,41 @@ def test_executable_cache_keys_and_reloads(tmp_path, monkeypatch):
         assert cache.compiled("t", f, (arr,), {"n": n}, f"n={n}")(arr).shape == arr.shape
 
 
+
+def test_program_that_ran_from_jax_cache_is_stored_compiled_afresh(tmp_path, monkeypatch):
+    """A program this process already ran from JAX's persistent cache (a library call before
+    an in-process command, as in the test workers) is stored from a fresh compile, and its
+    stored copy runs.  `.compile()` used to return the executable JAX held in memory, which
+    serialises without kernels: the stored copy failed at its first call ("Function
+    convert_divide_fusion not found"; in the slow tier's llm-eval test
+    "select_broadcast_fusion.1")."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from normjax import cache
+
+    monkeypatch.setattr(cache, "_loaded", {})
+    monkeypatch.setattr(cache, "_exe_counts", {"executable_loads": 0, "executable_stores": 0, "program_s": 0.0})
+    cache.configure_cache(str(tmp_path))  # JAX's cache and the executables here (conftest restores both)
+
+    def make():  # a new function each time: traced and lowered again, so JAX's in-memory caches miss
+        def running_share(x):
+            return jnp.where(x > 0.5, jnp.cumsum(x, axis=1), x[:, :1]) / (1 + jnp.arange(x.shape[1]))
+        return running_share
+
+    x = jnp.linspace(0.0, 1.0, 64).reshape(4, 16)
+    jax.jit(make())(x)  # compiled, and written to JAX's cache
+    jitted = jax.jit(make())
+    hits = cache.cache_stats()["hits"]
+    expected = np.asarray(jitted(x))
+    assert cache.cache_stats()["hits"] == hits + 1  # this call's executable came from JAX's cache
+    cache.compiled("t", jitted, (x,))
+    cache._loaded.clear()  # as a new process: the stored file is read back
+    stored = cache.compiled("t", jitted, (x,))
+    assert cache.cache_stats()["executable_stores"] == 1 and cache.cache_stats()["executable_loads"] == 1
+    np.testing.assert_array_equal(np.asarray(stored(x)), expected)
+
 @pytest.mark.slow  # two fresh `normjax` processes (slow tier); the cache logic is tested in process here too
 def test_repeated_export_loads_whole_programs(tmp_path):
     """A second identical `normjax export` loads its start and scan programs whole (no tracing)."""

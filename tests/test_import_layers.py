@@ -5,7 +5,7 @@ a top-level module (`normjax.constants`), or a module named in full (the command
 `normjax.finetune.command`, which belongs to the CLI layer, not to `normjax.finetune`); a
 module belongs to the longest unit name it starts with.  The order is the import graph's own
 (each unit sits one above the highest unit it imports; the base modules, of which
-`cache` imports `xla_cpu`, and the command line are one layer each), not a wish: a new import that runs
+`cache` imports `xla_cpu` and `compile_afresh`, and the command line are one layer each), not a wish: a new import that runs
 downward needs no change here, one that runs upward fails.
 
 Checked, for imports at module level and inside functions alike: every module under
@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = (
     # base modules: names, constants, salts, the opt-in CPU settings, the compilation cache
-    ("normjax.constants", "normjax.salts", "normjax.cli_names", "normjax.xla_cpu", "normjax.cache"),
+    ("normjax.constants", "normjax.salts", "normjax.cli_names", "normjax.xla_cpu", "normjax.cache",
+     "normjax.compile_afresh"),
     ("normjax.layouts",),
     ("normjax.ground",),  # numeric and geometric utilities: moves, run_where, hashed draws, ranking
     ("normjax.norms",),
