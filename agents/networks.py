@@ -40,17 +40,21 @@ class MLPQNetwork(nnx.Module):
 def conv3x3_same(x, kernel, bias):
     """A padded 3x3 convolution as patches x matrix ([..., H, W, C] -> [..., H, W, O]).
 
-    Numerically the same cross-correlation as `nnx.Conv(padding="SAME")`, but
-    written as one einsum: under `vmap` over a population's kernels it stays a
-    batched matrix product, whereas a vmapped `conv_general_dilated` became a
-    grouped convolution that XLA:CPU ran many times slower.
+    The same cross-correlation as `nnx.Conv(padding="SAME")` (to float rounding), written
+    as one product of the nine shifted copies of x, concatenated along the channels in the
+    kernel's own row order (i, j, c), with the kernel as a [9 C, O] matrix.  Under `vmap`
+    over a population's kernels it stays a batched matrix product (a vmapped
+    `conv_general_dilated` became a grouped convolution that XLA:CPU ran many times
+    slower), and the patches are built with C contiguous numbers per copy: stacked as
+    [..., 9, C] and contracted over two axes, XLA:CPU transposed them to [..., C, 9]
+    first, a copy with a stride of 9 that took half of DQN-CNN's update (docs/speed.md,
+    round 14).
     """
     h, w = x.shape[-3], x.shape[-2]
     pad = [(0, 0)] * (x.ndim - 3) + [(1, 1), (1, 1), (0, 0)]
     xp = jnp.pad(x, pad)
-    patches = jnp.stack([xp[..., i : i + h, j : j + w, :] for i in range(3) for j in range(3)], axis=-2)
-    k = kernel.reshape((9,) + kernel.shape[2:])  # [9, C, O]
-    return jnp.einsum("...hwkc,kco->...hwo", patches, k) + bias
+    patches = jnp.concatenate([xp[..., i : i + h, j : j + w, :] for i in range(3) for j in range(3)], axis=-1)
+    return patches @ kernel.reshape((-1, kernel.shape[-1])) + bias
 
 
 class CNNQNetwork(nnx.Module):
