@@ -39,6 +39,15 @@ def compile_timed(fn, *args):
     return compiled, time.perf_counter() - t0
 
 
+def xla_cost(compiled) -> dict:
+    """XLA's own count for a compiled program: {"bytes": bytes accessed, "flops"} (NaN where absent)."""
+    ca = compiled.cost_analysis()
+    if isinstance(ca, (list, tuple)):  # older jax: one dict per computation
+        ca = ca[0] if ca else {}
+    ca = ca or {}
+    return {"bytes": float(ca.get("bytes accessed", float("nan"))), "flops": float(ca.get("flops", float("nan")))}
+
+
 def best_of(compiled, *args, repeats: int = 3, clock=time.perf_counter):
     """One warm-up run, then the best of `repeats` timed runs -> (best_seconds, output).
 

@@ -85,6 +85,7 @@ import jax.numpy as jnp  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import RESULTS, block, compile_timed, save  # noqa: E402
+from benchmarks.common import xla_cost as cost  # noqa: E402
 from benchmarks.compare_programs import Program, gymnax_programs, normjax_programs, xland_programs  # noqa: E402
 from benchmarks.compare_report import plot, print_table, ratios, versions  # noqa: E402
 from normjax.world.state import with_packing  # noqa: E402
@@ -127,14 +128,6 @@ def hlo_counts(hlo_text: str) -> dict:
     for m in _OPS.finditer(hlo_text):
         counts[m.group(1)] += 1
     return counts
-
-
-def cost(compiled) -> dict:
-    ca = compiled.cost_analysis()
-    if isinstance(ca, (list, tuple)):  # older jax: one dict per computation
-        ca = ca[0] if ca else {}
-    ca = ca or {}
-    return {"bytes": float(ca.get("bytes accessed", float("nan"))), "flops": float(ca.get("flops", float("nan")))}
 
 
 def xla_counts_loop_body_once() -> bool:

@@ -43,7 +43,7 @@ import optax
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import best_of, compile_timed, save  # noqa: E402
+from benchmarks.common import best_of, compile_timed, save, xla_cost  # noqa: E402
 from benchmarks.fusion_profile import operations, trace_times  # noqa: E402
 from normjax import constants as C  # noqa: E402
 from normjax.world.observation import obs_size  # noqa: E402
@@ -70,11 +70,8 @@ def layer_table(params, n_obs_planes_hw: tuple[int, int]) -> dict:
 
 
 def _cost(compiled) -> dict:
-    cost = compiled.cost_analysis()
-    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-    cost = cost or {}
-    return {"flops": float(cost.get("flops", float("nan"))),
-            "bytes_accessed": float(cost.get("bytes accessed", float("nan")))}
+    c = xla_cost(compiled)
+    return {"flops": c["flops"], "bytes_accessed": c["bytes"]}
 
 
 def profile(compiled, args, top: int) -> dict:

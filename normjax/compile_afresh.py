@@ -15,8 +15,8 @@ import contextlib
 import functools
 import threading
 
-_jax_cache_off = threading.Lock()
-_jax_cache_off_depth = [0, None]  # compiles in progress with JAX's cache off, its setting before the first
+_lock = threading.Lock()
+_off = {"compiles": 0, "setting_before": None}  # compiles now running with JAX's cache off
 
 
 @contextlib.contextmanager
@@ -27,20 +27,22 @@ def _without_jax_cache():
     import jax
     from jax.experimental.compilation_cache import compilation_cache as jax_cache
 
-    with _jax_cache_off:
-        if _jax_cache_off_depth[0] == 0:
-            _jax_cache_off_depth[1] = jax.config.jax_enable_compilation_cache
-            jax.config.update("jax_enable_compilation_cache", False)
-            jax_cache.reset_cache()  # JAX reads the setting once per cache initialisation
-        _jax_cache_off_depth[0] += 1
+    def setting(on) -> None:
+        jax.config.update("jax_enable_compilation_cache", on)
+        jax_cache.reset_cache()  # JAX reads the setting once per cache initialisation
+
+    with _lock:
+        if _off["compiles"] == 0:
+            _off["setting_before"] = jax.config.jax_enable_compilation_cache
+            setting(False)
+        _off["compiles"] += 1
     try:
         yield
     finally:
-        with _jax_cache_off:
-            _jax_cache_off_depth[0] -= 1
-            if _jax_cache_off_depth[0] == 0:
-                jax.config.update("jax_enable_compilation_cache", _jax_cache_off_depth[1])
-                jax_cache.reset_cache()
+        with _lock:
+            _off["compiles"] -= 1
+            if _off["compiles"] == 0:
+                setting(_off["setting_before"])
 
 
 def compile_afresh(jitted, args: tuple, static: dict):
@@ -49,9 +51,9 @@ def compile_afresh(jitted, args: tuple, static: dict):
     JAX keeps the executables of a process's earlier calls (a lowering's own and
     `pxla._cached_compilation`'s), and `.compile()` returns one of those when the same
     program ran before (a library call, then an in-process command); if that one came from
-    JAX's persistent cache it serialises without kernels.  Passing a compiler option bypasses both in-memory caches; the option
-    is set to the value already in effect (`XLA_FLAGS` or XLA's default), so the program
-    is the one the call would have compiled.
+    JAX's persistent cache it serialises without kernels.  A compiler option is part of both
+    caches' keys, so passing one compiles afresh; it is set to the value already in effect
+    (`XLA_FLAGS` or XLA's default), so the program is the one the call would have compiled.
     """
     with _without_jax_cache():
         option = {_FRESH_OPTION: _option_in_effect(_FRESH_OPTION)}

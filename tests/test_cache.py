@@ -131,7 +131,6 @@ def test_executable_cache_keys_and_reloads(tmp_path, monkeypatch):
         assert cache.compiled("t", f, (arr,), {"n": n}, f"n={n}")(arr).shape == arr.shape
 
 
-
 def test_program_that_ran_from_jax_cache_is_stored_compiled_afresh(tmp_path, monkeypatch):
     """A program this process already ran from JAX's persistent cache (a library call before
     an in-process command, as in the test workers) is stored from a fresh compile, and its
@@ -165,6 +164,7 @@ def test_program_that_ran_from_jax_cache_is_stored_compiled_afresh(tmp_path, mon
     stored = cache.compiled("t", jitted, (x,))
     assert cache.cache_stats()["executable_stores"] == 1 and cache.cache_stats()["executable_loads"] == 1
     np.testing.assert_array_equal(np.asarray(stored(x)), expected)
+
 
 @pytest.mark.slow  # two fresh `normjax` processes (slow tier); the cache logic is tested in process here too
 def test_repeated_export_loads_whole_programs(tmp_path):

@@ -310,7 +310,7 @@ def test_patch_convolution_and_its_gradients_match_xla_conv_across_a_population(
         assert _rel(g, r) < 1e-5
 
 
-def test_cnn_td_gradient_matches_the_network_on_xla_conv():
+def test_cnn_td_gradient_matches_the_network_on_xla_conv(monkeypatch):
     """DQN-CNN's Q-values and TD-loss gradient, every parameter, equal those of the same
     network on XLA's convolution to 1e-5 relative (the update's float tolerance)."""
     import agents.networks as nets
@@ -327,12 +327,8 @@ def test_cnn_td_gradient_matches_the_network_on_xla_conv():
         return apply(params, batch["obs"]), g
 
     q, g = q_and_grad()
-    patched = pytest.MonkeyPatch()
-    patched.setattr(nets, "conv3x3_same", _lax_conv)
-    try:
-        q_ref, g_ref = q_and_grad()
-    finally:
-        patched.undo()
+    monkeypatch.setattr(nets, "conv3x3_same", _lax_conv)  # read when the network is traced
+    q_ref, g_ref = q_and_grad()
     assert _rel(q, q_ref) < 1e-5
     for (path, a), b in zip(jax.tree_util.tree_leaves_with_path(g), jax.tree.leaves(g_ref)):
         assert _rel(a, b) < 1e-5, jax.tree_util.keystr(path)
