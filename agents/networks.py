@@ -108,7 +108,7 @@ def functional(arch: str, obs_size: int):
 
 def action_mask(obs):
     """The physical action mask: the last five entries of the flat observation."""
-    return obs[..., -C.N_ACTIONS:] > 0.5
+    return obs[..., -C.N_ACTIONS :] > 0.5
 
 
 def masked_argmax(q, mask):

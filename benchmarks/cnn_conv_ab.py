@@ -28,9 +28,9 @@ import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import agents.networks as networks  # noqa: E402
-from benchmarks.common import save  # noqa: E402
-from benchmarks.train_throughput import _devices, _mesh, _setup  # noqa: E402
+import agents.networks as networks
+from benchmarks.common import save
+from benchmarks.train_throughput import _devices, _mesh, _setup
 
 
 def conv3x3_stacked(x, kernel, bias):
@@ -62,8 +62,12 @@ def main(argv=None):
             fn = jax.jit(lambda c, s, tr=tr: tr.run_chunks(c, s, args.chunks, mesh=_mesh(tr)), donate_argnums=0)
             t0 = time.perf_counter()
             compiled = fn.lower(carry, tr.specs).compile()
-            progs[name] = [compiled, jax.block_until_ready(compiled(carry, tr.specs)), tr.specs,
-                           time.perf_counter() - t0]
+            progs[name] = [
+                compiled,
+                jax.block_until_ready(compiled(carry, tr.specs)),
+                tr.specs,
+                time.perf_counter() - t0,
+            ]
     times = {name: [] for name in progs}
     for _ in range(args.rounds):
         for name, p in progs.items():
@@ -73,13 +77,22 @@ def main(argv=None):
     n = args.norms * args.chunks * cfg.train_freq  # transitions per timed block
     rate = {k: [n / t for t in v] for k, v in times.items()}
     ratios = [s / c for s, c in zip(times["stacked"], times["concatenated"])]
-    r = {"runs": args.norms, "chunks": args.chunks, "rounds": args.rounds, "devices": _devices(tr),
-         "transitions_per_s": rate, "compile_and_first_block_s": {k: p[3] for k, p in progs.items()},
-         "speedup_per_round": ratios, "speedup_median": statistics.median(ratios)}
+    r = {
+        "runs": args.norms,
+        "chunks": args.chunks,
+        "rounds": args.rounds,
+        "devices": _devices(tr),
+        "transitions_per_s": rate,
+        "compile_and_first_block_s": {k: p[3] for k, p in progs.items()},
+        "speedup_per_round": ratios,
+        "speedup_median": statistics.median(ratios),
+    }
     for name, v in rate.items():
         print(f"cnn, {name} patches: {', '.join(f'{x:,.0f}' for x in v)} transitions/s")
-    print(f"concatenated / stacked per round: {', '.join(f'{x:.2f}' for x in ratios)} "
-          f"(median {r['speedup_median']:.2f}) on {r['devices']} device(s)")
+    print(
+        f"concatenated / stacked per round: {', '.join(f'{x:.2f}' for x in ratios)} "
+        f"(median {r['speedup_median']:.2f}) on {r['devices']} device(s)"
+    )
     print("saved", save(f"cnn_conv_ab_{r['devices']}dev", r))
 
 

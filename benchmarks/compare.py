@@ -61,8 +61,8 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
 def _host_devices_from_argv(argv) -> int:
@@ -76,8 +76,11 @@ def _host_devices_from_argv(argv) -> int:
 
 
 if _host_devices_from_argv(sys.argv) > 1 and "jax" not in sys.modules:
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count="
-                               + str(_host_devices_from_argv(sys.argv))).strip()
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "")
+        + " --xla_force_host_platform_device_count="
+        + str(_host_devices_from_argv(sys.argv))
+    ).strip()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -186,13 +189,21 @@ def prepare(prog: Program, batch: int, steps: int, body_once: bool, per_step: bo
     c = cost(compiled)
     per = batch if body_once else batch * steps
     one = step_cost(prog, steps, (run_keys, carry, params), c) if per_step and body_once else None
-    row = dict(env=prog.name, label=prog.label, group=prog.group, batch=batch, steps=steps,
-               compile_s=round(compile_s, 3),
-               xla_bytes_per_env_step=round(c["bytes"] / per, 1), xla_flops_per_env_step=round(c["flops"] / per, 1),
-               xla_bytes_total=c["bytes"], xla_flops_total=c["flops"],
-               xla_bytes_per_step_marginal=None if one is None else round(one["bytes"] / batch, 1),
-               xla_flops_per_step_marginal=None if one is None else round(one["flops"] / batch, 1),
-               hlo=hlo_counts(compiled.as_text()))
+    row = dict(
+        env=prog.name,
+        label=prog.label,
+        group=prog.group,
+        batch=batch,
+        steps=steps,
+        compile_s=round(compile_s, 3),
+        xla_bytes_per_env_step=round(c["bytes"] / per, 1),
+        xla_flops_per_env_step=round(c["flops"] / per, 1),
+        xla_bytes_total=c["bytes"],
+        xla_flops_total=c["flops"],
+        xla_bytes_per_step_marginal=None if one is None else round(one["bytes"] / batch, 1),
+        xla_flops_per_step_marginal=None if one is None else round(one["flops"] / batch, 1),
+        hlo=hlo_counts(compiled.as_text()),
+    )
     return (lambda: block(compiled(run_keys, carry, params))), row
 
 
@@ -206,12 +217,18 @@ def finish(row: dict, times: list[float]) -> dict:
     """The row with its timings: env-steps/s from the best of `times`."""
     best = min(times)
     sps = row["batch"] * row["steps"] / best
-    return dict(row, run_s=round(best, 5), run_s_rounds=[round(t, 5) for t in times], steps_per_s=round(sps, 1),
-                us_per_env_step=round(1e6 / sps, 4))
+    return dict(
+        row,
+        run_s=round(best, 5),
+        run_s_rounds=[round(t, 5) for t in times],
+        steps_per_s=round(sps, 1),
+        us_per_env_step=round(1e6 / sps, 4),
+    )
 
 
-def measure_interleaved(progs: list[Program], batch: int, steps: int, repeats: int, body_once: bool,
-                        failed: list, per_step: bool = True) -> list[dict]:
+def measure_interleaved(
+    progs: list[Program], batch: int, steps: int, repeats: int, body_once: bool, failed: list, per_step: bool = True
+) -> list[dict]:
     """Every program of one batch, timed in `repeats` interleaved rounds (each
     program once per round, in turn), so that a machine that slows down or
     speeds up during the run affects every program alike; a program that
@@ -221,8 +238,9 @@ def measure_interleaved(progs: list[Program], batch: int, steps: int, repeats: i
         try:
             ready.append((p, *prepare(p, batch, steps, body_once, per_step)))
         except Exception as e:  # one program's failure (or out of memory) does not stop the others
-            failed.append({"program": p.name, "batch": batch, "stage": "compile",
-                           "error": f"{type(e).__name__}: {e}"[:2000]})
+            failed.append(
+                {"program": p.name, "batch": batch, "stage": "compile", "error": f"{type(e).__name__}: {e}"[:2000]}
+            )
             print(f"FAILED {p.label} batch {batch}: {type(e).__name__}: {str(e)[:500]}", flush=True)
     times = {p.name: [] for p, _, _ in ready}
     for _ in range(repeats):
@@ -231,8 +249,14 @@ def measure_interleaved(progs: list[Program], batch: int, steps: int, repeats: i
                 try:
                     times[p.name].append(timed(run))
                 except Exception as e:
-                    failed.append({"program": p.name, "batch": batch, "stage": "measure",
-                                   "error": f"{type(e).__name__}: {e}"[:2000]})
+                    failed.append(
+                        {
+                            "program": p.name,
+                            "batch": batch,
+                            "stage": "measure",
+                            "error": f"{type(e).__name__}: {e}"[:2000],
+                        }
+                    )
                     print(f"FAILED {p.label} batch {batch}: {type(e).__name__}: {str(e)[:500]}", flush=True)
                     del times[p.name]
     return [finish(row, times[p.name]) for p, _, row in ready if p.name in times]
@@ -258,13 +282,25 @@ def measure_train(chunks: int, repeats: int, body_once: bool, buffer_size: int =
     transitions = runs * chunks * cfg.train_freq
     # One loop body = one population chunk: train_freq env steps and one update per run.
     per_chunk = runs if body_once else runs * chunks
-    return dict(env="normjax-dqn", label="normjax DQN-MLP chunk (50 runs)", group="normjax", runs=runs,
-                chunks=chunks, transitions_per_chunk=cfg.train_freq, transitions=transitions,
-                buffer_size=buffer_size, learning_starts=cfg.learning_starts,
-                compile_s=round(compile_s, 3), run_s=round(best, 5), transitions_per_s=round(transitions / best, 1),
-                xla_bytes_per_run_chunk=round(c["bytes"] / per_chunk, 1),
-                xla_flops_per_run_chunk=round(c["flops"] / per_chunk, 1),
-                xla_bytes_total=c["bytes"], xla_flops_total=c["flops"], hlo=hlo_counts(compiled.as_text()))
+    return dict(
+        env="normjax-dqn",
+        label="normjax DQN-MLP chunk (50 runs)",
+        group="normjax",
+        runs=runs,
+        chunks=chunks,
+        transitions_per_chunk=cfg.train_freq,
+        transitions=transitions,
+        buffer_size=buffer_size,
+        learning_starts=cfg.learning_starts,
+        compile_s=round(compile_s, 3),
+        run_s=round(best, 5),
+        transitions_per_s=round(transitions / best, 1),
+        xla_bytes_per_run_chunk=round(c["bytes"] / per_chunk, 1),
+        xla_flops_per_run_chunk=round(c["flops"] / per_chunk, 1),
+        xla_bytes_total=c["bytes"],
+        xla_flops_total=c["flops"],
+        hlo=hlo_counts(compiled.as_text()),
+    )
 
 
 # --------------------------------------------------------------------------- main
@@ -281,16 +317,19 @@ def available(groups) -> tuple[list[str], list[dict]]:
             __import__(g)
             ok.append(g)
         except Exception as e:  # ImportError, or a broken install
-            skipped.append({"group": g, "reason": f"{type(e).__name__}: {e}; install the comparison packages "
-                                                  f"with {BENCH_HINT}"})
+            skipped.append(
+                {"group": g, "reason": f"{type(e).__name__}: {e}; install the comparison packages with {BENCH_HINT}"}
+            )
     return ok, skipped
 
 
 def _programs(groups, batch: int, args, failed: list) -> list[Program]:
     """The selected programs at `batch`; a group whose programs cannot be built is recorded in `failed`."""
-    makers = {"normjax": lambda: normjax_programs(batch),
-              "xminigrid": lambda: xland_programs(batch, args.xland_benchmark),
-              "gymnax": lambda: gymnax_programs(batch)}
+    makers = {
+        "normjax": lambda: normjax_programs(batch),
+        "xminigrid": lambda: xland_programs(batch, args.xland_benchmark),
+        "gymnax": lambda: gymnax_programs(batch),
+    }
     progs = []
     for g in GROUPS:
         if g not in groups:
@@ -312,11 +351,15 @@ def run(args, on_progress: Callable[[dict], None] | None = None) -> dict:
     others are still measured.
     """
     if args.devices != jax.device_count():
-        print(f"note: --devices {args.devices} asked, but JAX already started with {jax.device_count()} "
-              "device(s) (set it on the command line, before anything imports jax)", flush=True)
+        print(
+            f"note: --devices {args.devices} asked, but JAX already started with {jax.device_count()} "
+            "device(s) (set it on the command line, before anything imports jax)",
+            flush=True,
+        )
     groups = args.only or list(GROUPS)
-    skipped = [{"group": g, "reason": "not selected (--only " + " ".join(groups) + ")"}
-               for g in GROUPS if g not in groups]
+    skipped = [
+        {"group": g, "reason": "not selected (--only " + " ".join(groups) + ")"} for g in GROUPS if g not in groups
+    ]
     groups, missing = available(groups)
     skipped += missing
     for s in skipped:
@@ -335,26 +378,34 @@ def run(args, on_progress: Callable[[dict], None] | None = None) -> dict:
     def payload() -> dict:
         return {
             "what": "env-steps/s of jit(vmap(scan)) over random-action steps from a reset outside the timed "
-                    "region; compile separate; best of `repeats` runs after one warm-up, the programs of a "
-                    "batch timed in interleaved rounds (run_s_rounds; median_round_ratio: the median of the "
-                    "per-round ratios)",
+            "region; compile separate; best of `repeats` runs after one warm-up, the programs of a "
+            "batch timed in interleaved rounds (run_s_rounds; median_round_ratio: the median of the "
+            "per-round ratios)",
             "versions": versions(),
-            "config": {"batches": list(args.batches), "steps": args.steps, "repeats": args.repeats,
-                       "train_chunks": None if args.skip_train else args.train_chunks, "only": args.only,
-                       "envs": args.envs, "xland_benchmark": args.xland_benchmark,
-                       "devices": jax.device_count()},
-            "load_average": {"start": load_start, "end": os.getloadavg(),
-                             "note": "os.getloadavg() (1, 5, 15 min): other processes sharing the cores slow "
-                                     "every row"},
+            "config": {
+                "batches": list(args.batches),
+                "steps": args.steps,
+                "repeats": args.repeats,
+                "train_chunks": None if args.skip_train else args.train_chunks,
+                "only": args.only,
+                "envs": args.envs,
+                "xland_benchmark": args.xland_benchmark,
+                "devices": jax.device_count(),
+            },
+            "load_average": {
+                "start": load_start,
+                "end": os.getloadavg(),
+                "note": "os.getloadavg() (1, 5, 15 min): other processes sharing the cores slow every row",
+            },
             "xla_counts_loop_body_once": body_once,
             "cost_note": "xla_*_per_env_step = cost_analysis() of the whole scanned program divided by batch when "
-                         "XLA counts a while body once (xla_counts_loop_body_once), else by batch*steps; while "
-                         "loops inside a step are counted once as well, so these are lower bounds where "
-                         "hlo.while > 1. xla_*_per_step_marginal: what one more step adds, XLA's count of "
-                         "the rollout with two steps per loop body less the rollout's, per env (benchmarks/"
-                         "compare.py step_cost): the whole-program count also holds the work outside the loop "
-                         "(per-episode table reads XLA hoists, the carry copied in and out) as if it ran every "
-                         "step",
+            "XLA counts a while body once (xla_counts_loop_body_once), else by batch*steps; while "
+            "loops inside a step are counted once as well, so these are lower bounds where "
+            "hlo.while > 1. xla_*_per_step_marginal: what one more step adds, XLA's count of "
+            "the rollout with two steps per loop body less the rollout's, per env (benchmarks/"
+            "compare.py step_cost): the whole-program count also holds the work outside the loop "
+            "(per-episode table reads XLA hoists, the carry copied in and out) as if it ran every "
+            "step",
             "programs": notes,
             "rows": rows,
             "train": train,
@@ -365,23 +416,36 @@ def run(args, on_progress: Callable[[dict], None] | None = None) -> dict:
 
     for batch in args.batches:
         progs = _programs(groups, batch, args, failed)
-        for r in measure_interleaved(progs, batch, args.steps, args.repeats, body_once, failed,
-                                     per_step=not args.no_step_cost):
+        for r in measure_interleaved(
+            progs, batch, args.steps, args.repeats, body_once, failed, per_step=not args.no_step_cost
+        ):
             p = next(q for q in progs if q.name == r["env"])
             rows.append(r)
             notes[p.name] = {"label": p.label, "what": p.what, **p.notes}
-            print(f"{p.label:<52} batch {batch:>6}: {r['steps_per_s']:>13,.0f} env-steps/s "
-                  f"(best of {args.repeats}: {r['run_s']:.3f}s; compile {r['compile_s']:.1f}s)", flush=True)
+            print(
+                f"{p.label:<52} batch {batch:>6}: {r['steps_per_s']:>13,.0f} env-steps/s "
+                f"(best of {args.repeats}: {r['run_s']:.3f}s; compile {r['compile_s']:.1f}s)",
+                flush=True,
+            )
         if on_progress is not None:
             on_progress(payload())
     if not args.skip_train and "normjax" in groups:
         try:
             train = measure_train(args.train_chunks, args.repeats, body_once)
-            print(f"{train['label']}: {train['transitions_per_s']:,.0f} transitions/s "
-                  f"(best of {args.repeats}: {train['run_s']:.3f}s; compile {train['compile_s']:.1f}s)", flush=True)
+            print(
+                f"{train['label']}: {train['transitions_per_s']:,.0f} transitions/s "
+                f"(best of {args.repeats}: {train['run_s']:.3f}s; compile {train['compile_s']:.1f}s)",
+                flush=True,
+            )
         except Exception as e:
-            failed.append({"program": "normjax-dqn", "batch": None, "stage": "measure",
-                           "error": f"{type(e).__name__}: {e}"[:2000]})
+            failed.append(
+                {
+                    "program": "normjax-dqn",
+                    "batch": None,
+                    "stage": "measure",
+                    "error": f"{type(e).__name__}: {e}"[:2000],
+                }
+            )
             print(f"FAILED normjax-dqn: {type(e).__name__}: {str(e)[:500]}", flush=True)
     print_table(rows, train, ratios(rows))
     for f in failed:
@@ -393,20 +457,31 @@ def parse(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batches", type=int, nargs="+", default=[1024, 4096])
     ap.add_argument("--steps", type=int, default=100, help="steps scanned per timed call")
-    ap.add_argument("--repeats", type=int, default=5,
-                    help="interleaved timing rounds (best taken per program), after one warm-up")
+    ap.add_argument(
+        "--repeats", type=int, default=5, help="interleaved timing rounds (best taken per program), after one warm-up"
+    )
     ap.add_argument("--only", nargs="+", choices=GROUPS, help="run only these groups (normjax needs no extra package)")
     ap.add_argument("--envs", nargs="+", help="run only these programs (e.g. normjax-full xland-empty-8x8)")
     ap.add_argument("--skip-train", action="store_true", help="skip the DQN training chunk")
-    ap.add_argument("--no-step-cost", action="store_true",
-                    help="skip the count for one more step (a second compile of each program)")
+    ap.add_argument(
+        "--no-step-cost",
+        action="store_true",
+        help="skip the count for one more step (a second compile of each program)",
+    )
     ap.add_argument("--train-chunks", type=int, default=100, help="DQN chunks (4 transitions per run) per timed call")
-    ap.add_argument("--xland-benchmark", default=None,
-                    help="XLand-MiniGrid benchmark to take the R1 ruleset from (e.g. trivial-21k; downloads it); "
-                         "default: own_ruleset(), no download")
-    ap.add_argument("--devices", type=int, default=1,
-                    help="split the CPU into this many XLA devices and every program's batch over them "
-                         "(e.g. the core count); the same for every library")
+    ap.add_argument(
+        "--xland-benchmark",
+        default=None,
+        help="XLand-MiniGrid benchmark to take the R1 ruleset from (e.g. trivial-21k; downloads it); "
+        "default: own_ruleset(), no download",
+    )
+    ap.add_argument(
+        "--devices",
+        type=int,
+        default=1,
+        help="split the CPU into this many XLA devices and every program's batch over them "
+        "(e.g. the core count); the same for every library",
+    )
     ap.add_argument("--results", type=Path, default=RESULTS, help="folder of compare.json / compare.png")
     ap.add_argument("--name", default="compare")
     ap.add_argument("--no-plot", action="store_true")
@@ -419,8 +494,7 @@ def main(argv=None) -> dict:
     configure()  # the code generation of the `normjax` command (normjax/xla_cpu.py)
     args = parse(argv)
     # The JSON is rewritten after every row: a run cut short (time limit) keeps what it measured.
-    payload = run(args, on_progress=lambda partial: save(args.name, {**partial, "partial": True},
-                                                           results=args.results))
+    payload = run(args, on_progress=lambda partial: save(args.name, {**partial, "partial": True}, results=args.results))
     path = save(args.name, payload, results=args.results)
     print(f"\nsaved {path}")
     if not args.no_plot:

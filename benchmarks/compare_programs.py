@@ -8,7 +8,8 @@ comparison packages are imported only when their programs are built.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -39,12 +40,12 @@ def _batched(p, batch: int):
 def normjax_programs(batch: int) -> list[Program]:
     from normjax import constants as C
     from normjax.env import make
-    from normjax.wrappers import AutoResetWrapper
     from normjax.world.step import step_world
+    from normjax.wrappers import AutoResetWrapper
 
     env = make(layout="cafe", norm=None, phase="train")
     params = _batched(env.default_params, batch).replace(norm_id=(jnp.arange(batch) % 50).astype(jnp.int32))
-    scalar_action = lambda k: jax.random.randint(k, (), 0, env.num_actions)  # noqa: E731
+    scalar_action = lambda k: jax.random.randint(k, (), 0, env.num_actions)
 
     def reset(key, p):
         return env.reset(key, p)  # (obs, state)
@@ -69,23 +70,48 @@ def normjax_programs(batch: int) -> list[Program]:
     static_env = make(layout="cafe", norm=None, phase="train", static_layout=True)
     static_params = _batched(static_env.default_params, batch).replace(norm_id=params.norm_id)
 
-    common = dict(group="normjax", reset=reset, action=scalar_action, params=params,
-                  notes={"layout": "cafe", "capacity": env.capacity, "phase": "train",
-                         "norms": "env i -> norm i % 50"})
+    common = dict(
+        group="normjax",
+        reset=reset,
+        action=scalar_action,
+        params=params,
+        notes={"layout": "cafe", "capacity": env.capacity, "phase": "train", "norms": "env i -> norm i % 50"},
+    )
     return [
-        Program(name="normjax-full", label="normjax full step", step=full,
-                what="NormGymEnv.step: community planner + world step (50 norms mixed) + observation; no auto-reset",
-                **common),
-        Program(name="normjax-full-static", label="normjax full step, single-layout path", step=full,
-                what="as normjax-full with make(..., static_layout=True): the cafe's tables as compile-time "
-                     "constants (the DQN trainer's path)", **dict(common, params=static_params)),
-        Program(name="normjax-full-ar", label="normjax full step + auto-reset", step=full_autoreset,
-                what="AutoResetWrapper(NormGymEnv).step: a new episode started inside the step that ends one "
-                     "(the reset runs only for the environments whose episode ended)", **common),
-        Program(name="normjax-world", label="normjax world step", group="normjax", reset=world_reset, step=world,
-                action=lambda k: jax.random.randint(k, (env.capacity,), 0, C.N_ACTIONS), params=params,
-                what="step_world only: random joint actions for all K slots, 50 norms mixed; no observation",
-                notes=common["notes"]),
+        Program(
+            name="normjax-full",
+            label="normjax full step",
+            step=full,
+            what="NormGymEnv.step: community planner + world step (50 norms mixed) + observation; no auto-reset",
+            **common,
+        ),
+        Program(
+            name="normjax-full-static",
+            label="normjax full step, single-layout path",
+            step=full,
+            what="as normjax-full with make(..., static_layout=True): the cafe's tables as compile-time "
+            "constants (the DQN trainer's path)",
+            **dict(common, params=static_params),
+        ),
+        Program(
+            name="normjax-full-ar",
+            label="normjax full step + auto-reset",
+            step=full_autoreset,
+            what="AutoResetWrapper(NormGymEnv).step: a new episode started inside the step that ends one "
+            "(the reset runs only for the environments whose episode ended)",
+            **common,
+        ),
+        Program(
+            name="normjax-world",
+            label="normjax world step",
+            group="normjax",
+            reset=world_reset,
+            step=world,
+            action=lambda k: jax.random.randint(k, (env.capacity,), 0, C.N_ACTIONS),
+            params=params,
+            what="step_world only: random joint actions for all K slots, 50 norms mixed; no observation",
+            notes=common["notes"],
+        ),
     ]
 
 
@@ -102,16 +128,24 @@ def own_ruleset():
     from xminigrid.core.rules import AgentHoldRule
     from xminigrid.types import RuleSet
 
-    tile = lambda t, c: jnp.array([t, c], dtype=jnp.uint8)  # noqa: E731
+    tile = lambda t, c: jnp.array([t, c], dtype=jnp.uint8)
     goal = AgentHoldGoal(tile=tile(Tiles.KEY, Colors.BLUE))
     rule = AgentHoldRule(tile=tile(Tiles.BALL, Colors.RED), prod_tile=tile(Tiles.KEY, Colors.BLUE))
-    init_tiles = jnp.stack([tile(Tiles.BALL, Colors.RED), tile(Tiles.SQUARE, Colors.GREEN),
-                            tile(Tiles.PYRAMID, Colors.YELLOW), tile(Tiles.KEY, Colors.PURPLE)])
+    init_tiles = jnp.stack(
+        [
+            tile(Tiles.BALL, Colors.RED),
+            tile(Tiles.SQUARE, Colors.GREEN),
+            tile(Tiles.PYRAMID, Colors.YELLOW),
+            tile(Tiles.KEY, Colors.PURPLE),
+        ]
+    )
     ruleset = RuleSet(goal=goal.encode(), rules=rule.encode()[None, :], init_tiles=init_tiles)
-    desc = {"source": "own (benchmarks/compare.py own_ruleset)",
-            "goal": "AgentHoldGoal(key, blue)",
-            "rules": ["AgentHoldRule(ball red -> key blue)"],
-            "init_tiles": ["ball red", "square green", "pyramid yellow", "key purple"]}
+    desc = {
+        "source": "own (benchmarks/compare.py own_ruleset)",
+        "goal": "AgentHoldGoal(key, blue)",
+        "rules": ["AgentHoldRule(ball red -> key blue)"],
+        "init_tiles": ["ball red", "square green", "pyramid yellow", "key purple"],
+    }
     return ruleset, desc
 
 
@@ -123,8 +157,12 @@ def xland_programs(batch: int, benchmark: str | None) -> list[Program]:
     for name, env_id in (("xland-empty-8x8", "MiniGrid-Empty-8x8"), ("xland-r1-9x9", "XLand-MiniGrid-R1-9x9")):
         env, env_params = xminigrid.make(env_id)
         env = GymAutoResetWrapper(env)
-        notes = {"env_id": env_id, "wrapper": "GymAutoResetWrapper", "view_size": env_params.view_size,
-                 "max_steps": env_params.max_steps}
+        notes = {
+            "env_id": env_id,
+            "wrapper": "GymAutoResetWrapper",
+            "view_size": env_params.view_size,
+            "max_steps": env_params.max_steps,
+        }
         label = f"xminigrid {env_id}"
         if "XLand" in env_id:
             ruleset, desc = None, None
@@ -133,8 +171,11 @@ def xland_programs(batch: int, benchmark: str | None) -> list[Program]:
                     ruleset = xminigrid.load_benchmark(benchmark).sample_ruleset(jax.random.PRNGKey(0))
                     desc = {"source": f"xminigrid.load_benchmark({benchmark!r}).sample_ruleset(PRNGKey(0))"}
                 except Exception as e:  # no network: fall back to our own
-                    print(f"  could not load XLand-MiniGrid benchmark {benchmark!r} ({type(e).__name__}: {e}); "
-                          "using own_ruleset()", flush=True)
+                    print(
+                        f"  could not load XLand-MiniGrid benchmark {benchmark!r} ({type(e).__name__}: {e}); "
+                        "using own_ruleset()",
+                        flush=True,
+                    )
             if ruleset is None:
                 ruleset, desc = own_ruleset()
                 label += " (own 1-rule ruleset)"
@@ -149,10 +190,20 @@ def xland_programs(batch: int, benchmark: str | None) -> list[Program]:
             timestep = env.step(env_params, timestep, action)
             return timestep, timestep.reward
 
-        out.append(Program(name=name, label=label, group="xminigrid", reset=reset, step=step,
-                           action=lambda k, n=n_act: jax.random.randint(k, (), 0, n), params=None,
-                           what=f"{env_id} step with GymAutoResetWrapper, {n_act} actions, "
-                                f"{env_params.view_size}x{env_params.view_size} view", notes=notes))
+        out.append(
+            Program(
+                name=name,
+                label=label,
+                group="xminigrid",
+                reset=reset,
+                step=step,
+                action=lambda k, n=n_act: jax.random.randint(k, (), 0, n),
+                params=None,
+                what=f"{env_id} step with GymAutoResetWrapper, {n_act} actions, "
+                f"{env_params.view_size}x{env_params.view_size} view",
+                notes=notes,
+            )
+        )
     return out
 
 
@@ -169,6 +220,16 @@ def gymnax_programs(batch: int) -> list[Program]:
         obs, state, reward, _term, _trunc, _info = env.step(key, carry[1], action, env_params)
         return (obs, state), reward
 
-    return [Program(name="gymnax-cartpole", label="gymnax CartPole-v1", group="gymnax", reset=reset, step=step,
-                    action=lambda k: jax.random.randint(k, (), 0, n_act), params=None,
-                    what="gymnax CartPole-v1 step (auto-resets)", notes={"env_id": "CartPole-v1"})]
+    return [
+        Program(
+            name="gymnax-cartpole",
+            label="gymnax CartPole-v1",
+            group="gymnax",
+            reset=reset,
+            step=step,
+            action=lambda k: jax.random.randint(k, (), 0, n_act),
+            params=None,
+            what="gymnax CartPole-v1 step (auto-resets)",
+            notes={"env_id": "CartPole-v1"},
+        )
+    ]

@@ -36,8 +36,9 @@ def ratios(rows: list[dict]) -> list[dict]:
         for num, den in RATIO_PAIRS:
             if (num, batch) in by and (den, batch) in by:
                 a, b = by[(num, batch)], by[(den, batch)]
-                q = dict(batch=batch, numerator=num, denominator=den,
-                         ratio=round(a["steps_per_s"] / b["steps_per_s"], 5))
+                q = dict(
+                    batch=batch, numerator=num, denominator=den, ratio=round(a["steps_per_s"] / b["steps_per_s"], 5)
+                )
                 ra, rb = a.get("run_s_rounds"), b.get("run_s_rounds")
                 if ra and rb and len(ra) == len(rb):
                     q["median_round_ratio"] = round(statistics.median(tb / ta for ta, tb in zip(ra, rb)), 5)
@@ -50,25 +51,33 @@ def _num(v) -> str:
 
 
 def print_table(rows, train, ratio_rows):
-    head = (f"{'program':<52} {'batch':>6} {'steps':>5} {'env-steps/s':>13} {'us/step':>9} {'compile s':>9} "
-            f"{'run s':>8} {'bytes/step':>11} {'1 more step':>11} {'flops/step':>11} {'while':>5} {'gather':>6} "
-            f"{'fusion':>6}")
+    head = (
+        f"{'program':<52} {'batch':>6} {'steps':>5} {'env-steps/s':>13} {'us/step':>9} {'compile s':>9} "
+        f"{'run s':>8} {'bytes/step':>11} {'1 more step':>11} {'flops/step':>11} {'while':>5} {'gather':>6} "
+        f"{'fusion':>6}"
+    )
     print("\n" + head + "\n" + "-" * len(head))
     for r in rows:
         h = r["hlo"]
-        print(f"{r['label'][:52]:<52} {r['batch']:>6} {r['steps']:>5} {r['steps_per_s']:>13,.0f} "
-              f"{r['us_per_env_step']:>9.3f} {r['compile_s']:>9.1f} {r['run_s']:>8.3f} "
-              f"{r['xla_bytes_per_env_step']:>11,.0f} {_num(r.get('xla_bytes_per_step_marginal')):>11} "
-              f"{r['xla_flops_per_env_step']:>11,.0f} "
-              f"{h['while']:>5} {h['gather']:>6} {h['fusion']:>6}")
+        print(
+            f"{r['label'][:52]:<52} {r['batch']:>6} {r['steps']:>5} {r['steps_per_s']:>13,.0f} "
+            f"{r['us_per_env_step']:>9.3f} {r['compile_s']:>9.1f} {r['run_s']:>8.3f} "
+            f"{r['xla_bytes_per_env_step']:>11,.0f} {_num(r.get('xla_bytes_per_step_marginal')):>11} "
+            f"{r['xla_flops_per_env_step']:>11,.0f} "
+            f"{h['while']:>5} {h['gather']:>6} {h['fusion']:>6}"
+        )
     if train:
         h = train["hlo"]
-        print(f"{train['label'][:52]:<52} {train['runs']:>6} {train['chunks'] * train['transitions_per_chunk']:>5} "
-              f"{train['transitions_per_s']:>13,.0f} {1e6 / train['transitions_per_s']:>9.3f} "
-              f"{train['compile_s']:>9.1f} {train['run_s']:>8.3f} {train['xla_bytes_per_run_chunk']:>11,.0f} {'':>11} "
-              f"{train['xla_flops_per_run_chunk']:>11,.0f} {h['while']:>5} {h['gather']:>6} {h['fusion']:>6}")
-        print("  (DQN row: 'batch' = runs, 'steps' = transitions per run, env-steps/s = transitions/s, "
-              "bytes/flops per run-chunk of 4 transitions + 1 update)")
+        print(
+            f"{train['label'][:52]:<52} {train['runs']:>6} {train['chunks'] * train['transitions_per_chunk']:>5} "
+            f"{train['transitions_per_s']:>13,.0f} {1e6 / train['transitions_per_s']:>9.3f} "
+            f"{train['compile_s']:>9.1f} {train['run_s']:>8.3f} {train['xla_bytes_per_run_chunk']:>11,.0f} {'':>11} "
+            f"{train['xla_flops_per_run_chunk']:>11,.0f} {h['while']:>5} {h['gather']:>6} {h['fusion']:>6}"
+        )
+        print(
+            "  (DQN row: 'batch' = runs, 'steps' = transitions per run, env-steps/s = transitions/s, "
+            "bytes/flops per run-chunk of 4 transitions + 1 update)"
+        )
     if ratio_rows:
         print("\nratios of env-steps/s (normjax / other):")
         for q in ratio_rows:
@@ -96,20 +105,39 @@ def plot(rows, train, path):
         bars = ax.bar(x[: len(envs)] + (j - (len(batches) - 1) / 2) * width, vals, width, label=f"batch {b:,}")
         for bar, v in zip(bars, vals):
             if np.isfinite(v):
-                ax.annotate(f"{v:,.0f}", (bar.get_x() + bar.get_width() / 2, v), ha="center", va="bottom",
-                            fontsize=6, rotation=90, xytext=(0, 2), textcoords="offset points")
+                ax.annotate(
+                    f"{v:,.0f}",
+                    (bar.get_x() + bar.get_width() / 2, v),
+                    ha="center",
+                    va="bottom",
+                    fontsize=6,
+                    rotation=90,
+                    xytext=(0, 2),
+                    textcoords="offset points",
+                )
     if train:
         v = train["transitions_per_s"]
         ax.bar(x[-1], v, width, color="grey", hatch="//", label=f"DQN transitions/s ({train['runs']} runs)")
-        ax.annotate(f"{v:,.0f}", (x[-1], v), ha="center", va="bottom", fontsize=6, rotation=90,
-                    xytext=(0, 2), textcoords="offset points")
+        ax.annotate(
+            f"{v:,.0f}",
+            (x[-1], v),
+            ha="center",
+            va="bottom",
+            fontsize=6,
+            rotation=90,
+            xytext=(0, 2),
+            textcoords="offset points",
+        )
     ax.set_xticks(x)
     names = [labels.get(e, "normjax DQN-MLP\n50-run chunk") for e in groups]
     ax.set_xticklabels([textwrap.fill(n, 20) for n in names], fontsize=7)
     ax.set_yscale("log")
     ax.set_ylabel("env-steps / s (log)")
-    ax.set_title(f"jit(vmap(scan)) of {rows[0]['steps'] if rows else '?'} random-action steps, "
-                 f"{jax.devices()[0].platform.upper()}, {os.cpu_count()} cores", fontsize=10)
+    ax.set_title(
+        f"jit(vmap(scan)) of {rows[0]['steps'] if rows else '?'} random-action steps, "
+        f"{jax.devices()[0].platform.upper()}, {os.cpu_count()} cores",
+        fontsize=10,
+    )
     ax.legend(fontsize=7)
     ax.grid(True, axis="y", which="both", alpha=0.3)
     fig.tight_layout()

@@ -25,11 +25,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import save  # noqa: E402
-from normjax.interop.export import read_jsonl  # noqa: E402
+from benchmarks.common import save
+from normjax.interop.export import read_jsonl
 
-TRAINING = ("reward_per_step", "sanctions_per_step", "collisions_per_step", "goals_per_step", "wait_share",
-            "td_loss", "q_mean")
+TRAINING = (
+    "reward_per_step",
+    "sanctions_per_step",
+    "collisions_per_step",
+    "goals_per_step",
+    "wait_share",
+    "td_loss",
+    "q_mean",
+)
 KEY = ("arch", "norm", "reward_condition", "seed")
 
 
@@ -67,9 +74,16 @@ def compare(a: dict, b: dict) -> dict:
         y = np.array([b[k][q] for k in keys])
         d = y - x
         se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
-        table[q] = {"mean_a": float(x.mean()), "mean_b": float(y.mean()), "mean_diff": float(d.mean()),
-                    "se_diff": se, "sd_across_runs_a": float(x.std(ddof=1)) if len(x) > 1 else float("nan"),
-                    "within_2se": bool(abs(d.mean()) <= 2 * se), "per_run_a": x.tolist(), "per_run_b": y.tolist()}
+        table[q] = {
+            "mean_a": float(x.mean()),
+            "mean_b": float(y.mean()),
+            "mean_diff": float(d.mean()),
+            "se_diff": se,
+            "sd_across_runs_a": float(x.std(ddof=1)) if len(x) > 1 else float("nan"),
+            "within_2se": bool(abs(d.mean()) <= 2 * se),
+            "per_run_a": x.tolist(),
+            "per_run_b": y.tolist(),
+        }
     return {"runs": [dict(zip(KEY, k)) for k in keys], "quantities": table}
 
 
@@ -84,8 +98,10 @@ def main(argv=None):
     print(f"{len(result['runs'])} runs; A = {args.a}, B = {args.b}")
     print(f"{'quantity':22s} {'mean A':>9s} {'mean B':>9s} {'B - A':>9s} {'SE':>8s} {'SD(A)':>8s}  within 2 SE")
     for q, r in result["quantities"].items():
-        print(f"{q:22s} {r['mean_a']:9.4f} {r['mean_b']:9.4f} {r['mean_diff']:+9.4f} {r['se_diff']:8.4f} "
-              f"{r['sd_across_runs_a']:8.4f}  {'yes' if r['within_2se'] else 'NO'}")
+        print(
+            f"{q:22s} {r['mean_a']:9.4f} {r['mean_b']:9.4f} {r['mean_diff']:+9.4f} {r['se_diff']:8.4f} "
+            f"{r['sd_across_runs_a']:8.4f}  {'yes' if r['within_2se'] else 'NO'}"
+        )
     print("saved", save(args.name, {"a": str(args.a), "b": str(args.b), "last_blocks": args.last_blocks, **result}))
 
 

@@ -96,11 +96,23 @@ def main(argv=None):
             runs[name].append(cpu_us(repo, args.batch, args.static, args.runs, args.world))
             print(f"{name} {repo}: {runs[name][-1]:.2f} CPU-us/env-step", flush=True)
     change = 100 * (min(runs["b"]) / min(runs["a"]) - 1)
-    print(f"A {min(runs['a']):.2f}, B {min(runs['b']):.2f} CPU-us/env-step (least of {args.repeats} x {args.runs}): B/A - 1 = {change:+.1f}%")
+    print(
+        f"A {min(runs['a']):.2f}, B {min(runs['b']):.2f} CPU-us/env-step (least of {args.repeats} x {args.runs}): B/A - 1 = {change:+.1f}%"
+    )
     name = "cpu_ab" + ("_world" if args.world else "") + ("_static" if args.static else "")
-    path = save(name, {"a": str(a), "b": str(b), "batch": args.batch, "static_layout": args.static,
-                       "program": "world step" if args.world else "full step", "runs": args.runs,
-                       "cpu_us_per_env_step": runs, "change_percent": change})
+    path = save(
+        name,
+        {
+            "a": str(a),
+            "b": str(b),
+            "batch": args.batch,
+            "static_layout": args.static,
+            "program": "world step" if args.world else "full step",
+            "runs": args.runs,
+            "cpu_us_per_env_step": runs,
+            "change_percent": change,
+        },
+    )
     print(f"saved {path}")
 
 

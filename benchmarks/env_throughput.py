@@ -37,12 +37,12 @@ import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import RESULTS, block, save, time_compiled  # noqa: E402
-from normjax import constants as C  # noqa: E402
-from normjax.env import env_step, oracle_policy, phase_params  # noqa: E402
-from normjax.protocol import evaluate  # noqa: E402
-from normjax.world.state import WorldConfig  # noqa: E402
-from normjax.world.step import reset_world  # noqa: E402
+from benchmarks.common import RESULTS, block, save, time_compiled
+from normjax import constants as C
+from normjax.env import env_step, oracle_policy, phase_params
+from normjax.protocol import evaluate
+from normjax.world.state import WorldConfig
+from normjax.world.step import reset_world
 
 CAPACITY = 10
 
@@ -99,11 +99,22 @@ def bench_env(batches, steps_for, static_layout=False):
         compile_s, run_s, _ = time_compiled(fn, run_keys, state, params, repeats=2)
         total = time.perf_counter() - t0
         sps = batch * n_steps / run_s
-        rows.append(dict(batch=batch, steps=n_steps, compile_s=round(compile_s, 3), run_s=round(run_s, 4),
-                         steps_per_s=round(sps, 1), us_per_env_step=round(1e6 / sps, 3),
-                         wall_s=round(total, 2)))
-        print(f"batch {batch:>6}  {sps:>12,.0f} env-steps/s  ({1e6 / sps:8.2f} us/env-step; "
-              f"{n_steps} steps in {run_s:.3f}s; compile {compile_s:.1f}s)", flush=True)
+        rows.append(
+            dict(
+                batch=batch,
+                steps=n_steps,
+                compile_s=round(compile_s, 3),
+                run_s=round(run_s, 4),
+                steps_per_s=round(sps, 1),
+                us_per_env_step=round(1e6 / sps, 3),
+                wall_s=round(total, 2),
+            )
+        )
+        print(
+            f"batch {batch:>6}  {sps:>12,.0f} env-steps/s  ({1e6 / sps:8.2f} us/env-step; "
+            f"{n_steps} steps in {run_s:.3f}s; compile {compile_s:.1f}s)",
+            flush=True,
+        )
     return rows
 
 
@@ -121,8 +132,11 @@ def bench_protocol():
     result["env_steps_per_s_upper"] = round(result["episodes"] * 100 / result["run_s"], 1)
     result["seen_overall"] = out["seen"]["overall"]
     result["unseen_overall"] = out["unseen"]["overall"]
-    print(f"protocol ({result['episodes']} episodes, oracle): run {result['run_s']:.2f}s, "
-          f"compile {result['compile_s']:.1f}s", flush=True)
+    print(
+        f"protocol ({result['episodes']} episodes, oracle): run {result['run_s']:.2f}s, "
+        f"compile {result['compile_s']:.1f}s",
+        flush=True,
+    )
     return result
 
 
@@ -135,8 +149,13 @@ def plot(rows, path):
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.loglog([r["batch"] for r in rows], [r["steps_per_s"] for r in rows], "o-", label="full env step")
     for r in rows:
-        ax.annotate(f"{r['steps_per_s']:,.0f}", (r["batch"], r["steps_per_s"]), fontsize=7,
-                    textcoords="offset points", xytext=(4, -10))
+        ax.annotate(
+            f"{r['steps_per_s']:,.0f}",
+            (r["batch"], r["steps_per_s"]),
+            fontsize=7,
+            textcoords="offset points",
+            xytext=(4, -10),
+        )
     ax.set_xlabel("batch (environments)")
     ax.set_ylabel("env-steps / s")
     ax.set_title("normjax full env step (community+world+obs), K=10", fontsize=10)
@@ -154,12 +173,19 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 64, 1024, 4096, 16384])
     ap.add_argument("--steps", type=int, default=100, help="steps per timed rollout at small batches")
-    ap.add_argument("--max-env-steps", type=int, default=200_000,
-                    help="cap on batch x steps per timed call (large batches scan fewer steps)")
+    ap.add_argument(
+        "--max-env-steps",
+        type=int,
+        default=200_000,
+        help="cap on batch x steps per timed call (large batches scan fewer steps)",
+    )
     ap.add_argument("--protocol", action="store_true", help="also time normjax.protocol.evaluate")
     ap.add_argument("--name", default="env_throughput", help="result file name (without extension)")
-    ap.add_argument("--static-layout", action="store_true",
-                    help="single-layout fast path (WorldParams.static_layout): the layout's tables as constants")
+    ap.add_argument(
+        "--static-layout",
+        action="store_true",
+        help="single-layout fast path (WorldParams.static_layout): the layout's tables as constants",
+    )
     args = ap.parse_args(argv)
 
     def steps_for(batch):
@@ -168,7 +194,7 @@ def main(argv=None):
     rows = bench_env(args.batches, steps_for, args.static_layout)
     payload = {
         "what": "full env step (normjax.env.env_step): community planner + world step + observation; random newcomer; "
-                "K=10; cafe; train-phase params; norms mixed (env i -> norm i % 50)",
+        "K=10; cafe; train-phase params; norms mixed (env i -> norm i % 50)",
         "static_layout": args.static_layout,
         "rows": rows,
     }

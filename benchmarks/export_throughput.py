@@ -52,8 +52,9 @@ def _env() -> dict:
 def normjax(*args) -> tuple[float, str]:
     """Run `normjax ARGS` in a fresh process -> (wall seconds, stdout)."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "normjax.cli", *map(str, args)], cwd=ROOT, env=_env(),
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "normjax.cli", *map(str, args)], cwd=ROOT, env=_env(), capture_output=True, text=True
+    )
     wall = time.perf_counter() - t0
     if proc.returncode:
         raise RuntimeError(f"normjax {' '.join(map(str, args))} failed:\n{proc.stderr[-3000:]}")
@@ -69,7 +70,7 @@ def bench_many(norms: list[str], tmp: Path, sample: int) -> dict:
     cache = tmp / "cache_many"
     args = ["export", "--norms", *norms, "--phases", *PHASES, "--episodes", "0", "--policies", "oracle"]
     cold_s, out = normjax(*args, "--cache-dir", cache, "--out", tmp / "many_cold")
-    report = json.loads(out[out.index("{"):])
+    report = json.loads(out[out.index("{") :])
     warm_s, _ = normjax(*args, "--cache-dir", cache, "--out", tmp / "many_warm")
     if norms == ["all"]:
         from normjax.norms import NORMS
@@ -82,8 +83,21 @@ def bench_many(norms: list[str], tmp: Path, sample: int) -> dict:
     for norm in norms[:sample]:
         for phase in PHASES:
             one = tmp / f"single_{norm}_{phase}.jsonl"
-            normjax("export", "--norm", norm, "--phase", phase, "--episode", "0", "--policy", "oracle",
-                    "--cache-dir", cache, "--out", one)
+            normjax(
+                "export",
+                "--norm",
+                norm,
+                "--phase",
+                phase,
+                "--episode",
+                "0",
+                "--policy",
+                "oracle",
+                "--cache-dir",
+                cache,
+                "--out",
+                one,
+            )
             name = f"{norm}.{phase}.ep0.oracle.seed0.jsonl"
             checked.append({"file": name, "identical": filecmp.cmp(one, tmp / "many_cold" / name, shallow=False)})
     return {
@@ -131,16 +145,22 @@ def main(argv=None) -> dict:
         payload["many"] = bench_many(args.norms, tmp, args.sample)
     payload["load_after"] = load()
     c, m = payload["cache"], payload["many"]
-    print(f"single export, cache: first {c['first_s']:.1f}s, second {c['second_s']:.1f}s "
-          f"({100 * c['ratio_second_to_first']:.0f}% of first; target < {100 * TARGET_CACHE_RATIO:.0f}%), "
-          f"no cache {c['no_cache_s']:.1f}s, {c['cache_entries']} cache entries")
-    print(f"{m['episodes']} episodes in one export: {m['cold_cache_wall_s']:.1f}s with an empty cache "
-          f"(target < {TARGET_MANY_S:.0f}s), {m['warm_cache_wall_s']:.1f}s with the cache; "
-          f"simulate {m['exporter_timing_cold'].get('simulate_s')}s, write {m['exporter_timing_cold'].get('write_s')}s")
+    print(
+        f"single export, cache: first {c['first_s']:.1f}s, second {c['second_s']:.1f}s "
+        f"({100 * c['ratio_second_to_first']:.0f}% of first; target < {100 * TARGET_CACHE_RATIO:.0f}%), "
+        f"no cache {c['no_cache_s']:.1f}s, {c['cache_entries']} cache entries"
+    )
+    print(
+        f"{m['episodes']} episodes in one export: {m['cold_cache_wall_s']:.1f}s with an empty cache "
+        f"(target < {TARGET_MANY_S:.0f}s), {m['warm_cache_wall_s']:.1f}s with the cache; "
+        f"simulate {m['exporter_timing_cold'].get('simulate_s')}s, write {m['exporter_timing_cold'].get('write_s')}s"
+    )
     ok = sum(x["identical"] for x in m["single_export_checks"])
-    print(f"byte-identical to single exports: {ok}/{len(m['single_export_checks'])}; "
-          f"warm run wrote the same files: {m['warm_files_identical']}; load {payload['load_before']} -> "
-          f"{payload['load_after']}")
+    print(
+        f"byte-identical to single exports: {ok}/{len(m['single_export_checks'])}; "
+        f"warm run wrote the same files: {m['warm_files_identical']}; load {payload['load_before']} -> "
+        f"{payload['load_after']}"
+    )
     if not args.no_save:
         print(f"wrote {save('export_throughput', payload)}")
     return payload

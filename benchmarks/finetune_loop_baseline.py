@@ -24,9 +24,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import save  # noqa: E402
-import normjax  # noqa: E402
-from normjax.env import oracle_policy  # noqa: E402
+import normjax
+from benchmarks.common import save
+from normjax.env import oracle_policy
 
 STEPS = 200
 
@@ -57,8 +57,14 @@ def main() -> None:
     t0 = time.perf_counter()
     steps = sum(episode(env, policy, s) for s in range(1, args.episodes + 1))
     wall = time.perf_counter() - t0
-    payload = dict(norm=args.norm, episodes=args.episodes, steps=steps, wall_s=round(wall, 3),
-                   steps_per_s=round(steps / wall, 1), first_episode_s=round(warm, 2))
+    payload = dict(
+        norm=args.norm,
+        episodes=args.episodes,
+        steps=steps,
+        wall_s=round(wall, 3),
+        steps_per_s=round(steps / wall, 1),
+        first_episode_s=round(warm, 2),
+    )
     print(payload)
     print("wrote", save("finetune_loop_baseline", payload))
 

@@ -30,9 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import save  # noqa: E402
-from normjax.finetune.dataset import build, split_norms  # noqa: E402
-from normjax.finetune.harvest import harvest  # noqa: E402
+from benchmarks.common import save
+from normjax.finetune.dataset import build, split_norms
+from normjax.finetune.harvest import harvest
 
 TASKS = ("norm_judgment", "compliant_action", "norm_selection", "action_judgment")
 
@@ -66,15 +66,30 @@ def main() -> None:
         t0 = time.perf_counter()
         framed, _ = build(task, args.family, args.split, args.n, seed=j + 101, batch=args.batch, frames=True)
         wall_f = time.perf_counter() - t0
-        tasks[task] = dict(records=len(recs), wall_s=round(wall, 3), records_per_s=round(len(recs) / wall, 1),
-                           episodes={p: e["n"] for p, e in man["episodes"].items()},
-                           violation_share=man["violation_share"], frames=len(framed.pngs),
-                           wall_s_frames=round(wall_f, 3), records_per_s_frames=round(len(framed) / wall_f, 1))
+        tasks[task] = dict(
+            records=len(recs),
+            wall_s=round(wall, 3),
+            records_per_s=round(len(recs) / wall, 1),
+            episodes={p: e["n"] for p, e in man["episodes"].items()},
+            violation_share=man["violation_share"],
+            frames=len(framed.pngs),
+            wall_s_frames=round(wall_f, 3),
+            records_per_s_frames=round(len(framed) / wall_f, 1),
+        )
         print(task, tasks[task], flush=True)
-    payload = dict(family=args.family, split=args.split, batch=args.batch, first_build_s=round(first_s, 2),
-                   harvest=dict(episodes=args.batch, labelled_steps=int(steps), wall_s=round(harvest_s, 3),
-                                steps_per_s=round(steps / harvest_s, 1)),
-                   tasks=tasks)
+    payload = dict(
+        family=args.family,
+        split=args.split,
+        batch=args.batch,
+        first_build_s=round(first_s, 2),
+        harvest=dict(
+            episodes=args.batch,
+            labelled_steps=int(steps),
+            wall_s=round(harvest_s, 3),
+            steps_per_s=round(steps / harvest_s, 1),
+        ),
+        tasks=tasks,
+    )
     print(payload["harvest"], "first build (compiles):", payload["first_build_s"], "s")
     print("wrote", save("finetune_throughput", payload))
 

@@ -42,10 +42,10 @@ import jax
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import block, machine, save  # noqa: E402
-from benchmarks.env_throughput import batch_params, batch_reset, make_rollout  # noqa: E402
-from normjax import constants as C  # noqa: E402
-from normjax.world.step import step_world  # noqa: E402
+from benchmarks.common import block, machine, save
+from benchmarks.env_throughput import batch_params, batch_reset, make_rollout
+from normjax import constants as C
+from normjax.world.step import step_world
 
 ROOT = str(Path(__file__).resolve().parents[1]) + "/"
 
@@ -172,14 +172,22 @@ def main(argv=None) -> dict:
             by_line[f"{file}:{line}"] += t / len(where)
 
     def rows(items, key):
-        return [{key: k, "us_per_env_step": round(v / env_steps, 4), "share": round(v / executed, 4)}
-                for k, v in sorted(items, key=lambda x: -x[1])[: args.top]]
+        return [
+            {key: k, "us_per_env_step": round(v / env_steps, 4), "share": round(v / executed, 4)}
+            for k, v in sorted(items, key=lambda x: -x[1])[: args.top]
+        ]
 
     payload = dict(
-        machine=machine(), what=__doc__.splitlines()[0], batch=args.batch, steps=args.steps,
-        repeats=args.repeats, static_layout=args.static_layout, program="world step" if args.world else "full step",
+        machine=machine(),
+        what=__doc__.splitlines()[0],
+        batch=args.batch,
+        steps=args.steps,
+        repeats=args.repeats,
+        static_layout=args.static_layout,
+        program="world step" if args.world else "full step",
         executed_us_per_env_step=round(executed / env_steps, 3),
-        operations=rows(by_op, "operation"), functions=rows(by_func.items(), "function"),
+        operations=rows(by_op, "operation"),
+        functions=rows(by_func.items(), "function"),
         lines=rows(by_line.items(), "line"),
     )
     print(f"executed: {payload['executed_us_per_env_step']} us (wall, thunks) per env-step, batch {args.batch}")

@@ -25,10 +25,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import save  # noqa: E402
-from normjax.interop.export import read_jsonl  # noqa: E402
-from train.config import FIRST_LAYERS  # noqa: E402
-from train.run import train_population  # noqa: E402
+from benchmarks.common import save
+from normjax.interop.export import read_jsonl
+from train.config import FIRST_LAYERS
+from train.run import train_population
 
 
 def _spread(values) -> dict:
@@ -52,8 +52,9 @@ def sanctions(seeds: int, first_layer: str) -> dict:
     return {
         "sanctions_first": _spread(r["sanctions_per_step"] for r in first.values()),
         "sanctions_last": _spread(r["sanctions_per_step"] for r in last.values()),
-        "last_over_first_per_seed": [round(last[s]["sanctions_per_step"] / first[s]["sanctions_per_step"], 4)
-                                     for s in sorted(first)],
+        "last_over_first_per_seed": [
+            round(last[s]["sanctions_per_step"] / first[s]["sanctions_per_step"], 4) for s in sorted(first)
+        ],
         "last_over_first": _spread(last[s]["sanctions_per_step"] / first[s]["sanctions_per_step"] for s in first),
         "reward_rise": _spread(last[s]["reward_per_step"] - first[s]["reward_per_step"] for s in first),
     }
@@ -71,7 +72,7 @@ def task(seeds: int, first_layer: str) -> dict:
     before = {r["run"]: r["task"] for r in rows if r["step"] == 1_000}
     after = {r["run"]: r["task"] for r in rows if r["step"] == 40_000}
     last = {m["seed"]: m for m in metrics}
-    groups = [float(np.median([after[k] for k in sorted(after)[i:i + 8]])) for i in range(0, len(after), 8)]
+    groups = [float(np.median([after[k] for k in sorted(after)[i : i + 8]])) for i in range(0, len(after), 8)]
     return {
         "task_at_1k": _spread(before.values()),
         "task_at_40k": _spread(after.values()),
@@ -94,8 +95,11 @@ def main(argv=None):
     out = {"seeds": args.seeds, "first_layer": args.first_layer}
     for name in args.tests:
         t0 = time.perf_counter()
-        out[name] = {"first_layer": args.first_layer, **{"sanctions": sanctions, "task": task}[name](
-            args.seeds, args.first_layer), "seconds": time.perf_counter() - t0}
+        out[name] = {
+            "first_layer": args.first_layer,
+            **{"sanctions": sanctions, "task": task}[name](args.seeds, args.first_layer),
+            "seconds": time.perf_counter() - t0,
+        }
         print(name, json.dumps(out[name], indent=1), flush=True)
     print("saved", save(f"learning_bounds_{args.first_layer}", out))
 

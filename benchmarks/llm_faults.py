@@ -55,14 +55,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import save  # noqa: E402
-from normjax import constants as C  # noqa: E402
-from normjax.llm.agents import LLMAgent  # noqa: E402
-from normjax.llm.client import ChatClient, ChatResult, ClientConfig  # noqa: E402
-from normjax.llm.runner import run_protocol_async  # noqa: E402
-from normjax.llm.transcripts import TranscriptStore  # noqa: E402
-from normjax.llm.turns import Decision  # noqa: E402
-from tests.fake_openai import FakeOpenAI, fault, navigator, navigator_text, with_faults, with_latency  # noqa: E402
+from benchmarks.common import save
+from normjax import constants as C
+from normjax.llm.agents import LLMAgent
+from normjax.llm.client import ChatClient, ChatResult, ClientConfig
+from normjax.llm.runner import run_protocol_async
+from normjax.llm.transcripts import TranscriptStore
+from normjax.llm.turns import Decision
+from tests.fake_openai import FakeOpenAI, fault, navigator, navigator_text, with_faults, with_latency
 
 # Per-episode result fields that count requests rather than describe the episode.
 REQUEST_FIELDS = ("requests", "retries", "tokens_in", "tokens_out")
@@ -93,20 +93,38 @@ class Replay:
                 out += await self.inner.act([turn], ctx)
                 continue
             messages = [{"role": m["role"], "content": m["content"]} for m in self.inner.messages(turn)]
-            out.append(Decision(action=C.WAIT, error=rec["error"], messages=messages, belief=rec.get("belief"),
-                                confidence=rec.get("confidence"),
-                                failed_request=rec["error"].startswith("request failed")))
+            out.append(
+                Decision(
+                    action=C.WAIT,
+                    error=rec["error"],
+                    messages=messages,
+                    belief=rec.get("belief"),
+                    confidence=rec.get("confidence"),
+                    failed_request=rec["error"].startswith("request failed"),
+                )
+            )
         return out
 
 
 async def _with_client(url: str, args, out, lockstep: bool) -> dict:
-    cfg = ClientConfig(base_url=url, model=SETTINGS["model"], timeout=args.timeout, max_retries=args.max_retries,
-                       backoff=args.backoff, max_backoff=args.max_backoff, concurrency=args.concurrency,
-                       )
+    cfg = ClientConfig(
+        base_url=url,
+        model=SETTINGS["model"],
+        timeout=args.timeout,
+        max_retries=args.max_retries,
+        backoff=args.backoff,
+        max_backoff=args.max_backoff,
+        concurrency=args.concurrency,
+    )
     async with ChatClient(cfg) as client:
-        result = await run_protocol_async(LLMAgent(client, text_only=True), args.norms, out=out,
-                                          interaction_steps=args.interaction_steps, settings=SETTINGS,
-                                          lockstep=lockstep)
+        result = await run_protocol_async(
+            LLMAgent(client, text_only=True),
+            args.norms,
+            out=out,
+            interaction_steps=args.interaction_steps,
+            settings=SETTINGS,
+            lockstep=lockstep,
+        )
         result["client"] = dict(client.stats)
         return result
 
@@ -121,8 +139,12 @@ def served_run(script, args, out, lockstep: bool = False) -> tuple[dict, float, 
 
 def errored_decisions(out) -> dict:
     store = TranscriptStore(out)
-    return {(name, rec["t"]): rec["llm"] for name in store.episodes() for rec in store.read(name)[1:]
-            if rec["llm"] and rec["llm"].get("queried") and rec["llm"]["error"] is not None}
+    return {
+        (name, rec["t"]): rec["llm"]
+        for name in store.episodes()
+        for rec in store.read(name)[1:]
+        if rec["llm"] and rec["llm"].get("queried") and rec["llm"]["error"] is not None
+    }
 
 
 def _rows(result: dict) -> dict:
@@ -131,8 +153,17 @@ def _rows(result: dict) -> dict:
     return {k: {f: v for f, v in r.items() if f not in REQUEST_FIELDS} for k, r in rows.items()}
 
 
-STEP_FIELDS = ("queried", "forced_wait", "action", "executed", "sanctioned", "error", "messages", "belief",
-               "confidence")
+STEP_FIELDS = (
+    "queried",
+    "forced_wait",
+    "action",
+    "executed",
+    "sanctioned",
+    "error",
+    "messages",
+    "belief",
+    "confidence",
+)
 
 
 def transcript_differences(a, b) -> list[str]:
@@ -201,8 +232,14 @@ def schedule_floor(decisions: dict, args, draws: int = 400, seed: int = 0) -> di
 
     random.seed(seed)  # `_delay`'s jitter
     rng = np.random.default_rng(seed)
-    cfg = ClientConfig(base_url="http://127.0.0.1/v1", model="m", timeout=args.timeout, max_retries=args.max_retries,
-                       backoff=args.backoff, max_backoff=args.max_backoff)
+    cfg = ClientConfig(
+        base_url="http://127.0.0.1/v1",
+        model="m",
+        timeout=args.timeout,
+        max_retries=args.max_retries,
+        backoff=args.backoff,
+        max_backoff=args.max_backoff,
+    )
     delay = ChatClient(cfg)._delay
     rates = dict(FAULT_RATES)
     names, probs = list(rates) + ["ok"], list(rates.values()) + [1.0 - sum(rates.values())]
@@ -234,8 +271,9 @@ def schedule_floor(decisions: dict, args, draws: int = 400, seed: int = 0) -> di
 
     def run(faulty: bool) -> float:
         stages = decisions.values()
-        return (max(chain(c["interaction"], faulty) for c in stages)
-                + max(chain(n, faulty) for c in stages for n in c["tests"]))
+        return max(chain(c["interaction"], faulty) for c in stages) + max(
+            chain(n, faulty) for c in stages for n in c["tests"]
+        )
 
     clean = float(np.mean([run(False) for _ in range(draws)]))
     faulty = float(np.mean([run(True) for _ in range(draws)]))
@@ -243,8 +281,9 @@ def schedule_floor(decisions: dict, args, draws: int = 400, seed: int = 0) -> di
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     ap.add_argument("--norms", nargs="+", default=["forbidden_zone_q", "clockwise_circulation", "bend_right_1"])
     ap.add_argument("--interaction-steps", type=int, default=10)
     ap.add_argument("--latency", type=float, default=0.4, help="mean model reply time, seconds (+-50%%)")
@@ -272,8 +311,15 @@ def main(argv=None) -> int:
         errored = errored_decisions(Path(tmp, "faulty"))
         chains = {k: round(critical_path(Path(tmp, k)), 2) for k in ("clean", "faulty")}
         floor = schedule_floor(_decisions(Path(tmp, "clean")), args)
-        replay = asyncio.run(run_protocol_async(Replay(errored), args.norms, out=Path(tmp, "replay"),
-                                                interaction_steps=args.interaction_steps, settings=SETTINGS))
+        replay = asyncio.run(
+            run_protocol_async(
+                Replay(errored),
+                args.norms,
+                out=Path(tmp, "replay"),
+                interaction_steps=args.interaction_steps,
+                settings=SETTINGS,
+            )
+        )
         if args.lockstep:
             _, walls["clean_lockstep"], _ = served_run(clean_script, args, Path(tmp, "clean_l"), lockstep=True)
             _, walls["faulty_lockstep"], _ = served_run(faulty_script, args, Path(tmp, "faulty_l"), lockstep=True)
@@ -282,28 +328,58 @@ def main(argv=None) -> int:
         replay_diff += [f"result of {k}" for k in rows_f if rows_f[k] != rows_r.get(k)]
         hit = {name for name, _ in errored}
         untouched = [k for k in rows_f if k not in hit]
-        clean_diff = [k for k in untouched if {f: v for f, v in rows_f[k].items() if f != "errors"}
-                      != {f: v for f, v in rows_c[k].items() if f != "errors"}]
+        clean_diff = [
+            k
+            for k in untouched
+            if {f: v for f, v in rows_f[k].items() if f != "errors"}
+            != {f: v for f, v in rows_c[k].items() if f != "errors"}
+        ]
     injected = {}
     for e in log:
         kind = fault(e["payload"], e["attempt"])
         injected[kind] = injected.get(kind, 0) + 1
     report = dict(
-        settings=dict(vars(args), norms=args.norms), compile_and_warmup_s=round(compile_s, 1),
-        wall_s={k: round(v, 2) for k, v in walls.items()}, ratio=round(walls["faulty"] / walls["clean"], 3),
-        critical_path_s=chains, critical_path_ratio=round(chains["faulty"] / chains["clean"], 3),
-        schedule_floor=floor, target_ratio=1.5, attempts_faulty=len(log), injected=injected,
+        settings=dict(vars(args), norms=args.norms),
+        compile_and_warmup_s=round(compile_s, 1),
+        wall_s={k: round(v, 2) for k, v in walls.items()},
+        ratio=round(walls["faulty"] / walls["clean"], 3),
+        critical_path_s=chains,
+        critical_path_ratio=round(chains["faulty"] / chains["clean"], 3),
+        schedule_floor=floor,
+        target_ratio=1.5,
+        attempts_faulty=len(log),
+        injected=injected,
         client={"clean": clean["client"], "faulty": faulty["client"]},
         decisions={"clean": clean["llm"]["decisions"], "faulty": faulty["llm"]["decisions"]},
-        errored_decisions={"clean": clean["llm"]["errors"], "faulty": len(errored),
-                           "faulty_request_errors": faulty["llm"]["request_errors"]},
-        faulty_equals_replay=not replay_diff, replay_differences=replay_diff[:20],
-        episodes=len(rows_f), episodes_without_errors=len(untouched), untouched_equal_clean=not clean_diff,
-        clean_differences=clean_diff[:20], load_average_before=load_before, load_average_after=os.getloadavg())
+        errored_decisions={
+            "clean": clean["llm"]["errors"],
+            "faulty": len(errored),
+            "faulty_request_errors": faulty["llm"]["request_errors"],
+        },
+        faulty_equals_replay=not replay_diff,
+        replay_differences=replay_diff[:20],
+        episodes=len(rows_f),
+        episodes_without_errors=len(untouched),
+        untouched_equal_clean=not clean_diff,
+        clean_differences=clean_diff[:20],
+        load_average_before=load_before,
+        load_average_after=os.getloadavg(),
+    )
     if args.lockstep:
         report["ratio_lockstep"] = round(walls["faulty_lockstep"] / walls["clean_lockstep"], 3)
-    shown = ("wall_s", "ratio", "critical_path_s", "critical_path_ratio", "schedule_floor", "injected", "errored_decisions",
-             "faulty_equals_replay", "episodes", "episodes_without_errors", "untouched_equal_clean")
+    shown = (
+        "wall_s",
+        "ratio",
+        "critical_path_s",
+        "critical_path_ratio",
+        "schedule_floor",
+        "injected",
+        "errored_decisions",
+        "faulty_equals_replay",
+        "episodes",
+        "episodes_without_errors",
+        "untouched_equal_clean",
+    )
     shown += ("ratio_lockstep",) if args.lockstep else ()
     print(json.dumps({k: report[k] for k in shown}, indent=1))
     print(f"wrote {save('llm_faults', report)}")

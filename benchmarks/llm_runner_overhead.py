@@ -62,17 +62,19 @@ import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import RESULTS, block, save  # noqa: E402
-from normjax.llm import batch  # noqa: E402
-from normjax.llm.agents import LLMAgent, ScriptedAgent  # noqa: E402
-from normjax.llm.client import ChatResult  # noqa: E402
-from normjax.llm.runner import protocol_test_episodes, run_protocol  # noqa: E402
+from benchmarks.common import RESULTS, block, save
+from normjax.llm import batch
+from normjax.llm.agents import LLMAgent, ScriptedAgent
+from normjax.llm.client import ChatResult
+from normjax.llm.runner import protocol_test_episodes, run_protocol
 
 MODES = ("runner", "transcripts", "llm_text", "llm_frames", "prompts")
 MOVES = ("move up", "move down", "move left", "move right", "wait")
 # A reply's reasoning and belief of a typical length (each remembered step repeats its reasoning).
-REASONING = ("The agent ahead of me was sanctioned when it crossed the marked zone, so I keep to the "
-             "corridor and move towards my target; nobody is in the cell I am moving into.")
+REASONING = (
+    "The agent ahead of me was sanctioned when it crossed the marked zone, so I keep to the "
+    "corridor and move towards my target; nobody is in the cell I am moving into."
+)
 BELIEF = "Agents must not walk through the marked zone Q; they go around it."
 CHARS_PER_TOKEN = 4  # a rough rule for English text; a model's own tokenizer gives its count
 
@@ -116,9 +118,13 @@ def prompt_sizes(sizes: list) -> dict:
         rows = [s for s in sizes if s[0] == stage]
         if rows:
             chars = _quantiles([a + b for _, a, b, _ in rows])
-            out[stage] = dict(prompts=len(rows), chars=chars, system_chars=_quantiles([a for _, a, _, _ in rows]),
-                              tokens_estimate={k: v // CHARS_PER_TOKEN for k, v in chars.items()},
-                              png_bytes=_quantiles([p for *_, p in rows]))
+            out[stage] = dict(
+                prompts=len(rows),
+                chars=chars,
+                system_chars=_quantiles([a for _, a, _, _ in rows]),
+                tokens_estimate={k: v // CHARS_PER_TOKEN for k, v in chars.items()},
+                png_bytes=_quantiles([p for *_, p in rows]),
+            )
     return out
 
 
@@ -135,14 +141,20 @@ def run_mode(mode: str, norms: list[int]) -> dict:
         extra["prompt_sizes"] = prompt_sizes(agent.client.sizes)
     if mode == "llm_frames":
         extra["frames_ms_per_frame"] = 1000 * t["frames_s"] / decisions
-    return dict(mode=mode, episodes=len(result["episodes"]), steps=t["steps"], **extra,
-                ms_per_step=1000 * loop / t["steps"],
-                agent_ms_per_step=1000 * t["agent_s"] / t["steps"],
-                cpu_ms_per_step=1000 * t["cpu_s"] / t["steps"],
-                overhead_cpu_ms_per_step=1000 * (t["cpu_s"] - t["agent_cpu_s"]) / t["steps"],
-                frames_ms_per_step=1000 * t["frames_s"] / t["steps"],
-                overhead_ms_per_step=1000 * (loop - t["agent_s"]) / t["steps"],
-                decisions=decisions, init_s=t["init_s"])
+    return dict(
+        mode=mode,
+        episodes=len(result["episodes"]),
+        steps=t["steps"],
+        **extra,
+        ms_per_step=1000 * loop / t["steps"],
+        agent_ms_per_step=1000 * t["agent_s"] / t["steps"],
+        cpu_ms_per_step=1000 * t["cpu_s"] / t["steps"],
+        overhead_cpu_ms_per_step=1000 * (t["cpu_s"] - t["agent_cpu_s"]) / t["steps"],
+        frames_ms_per_step=1000 * t["frames_s"] / t["steps"],
+        overhead_ms_per_step=1000 * (loop - t["agent_s"]) / t["steps"],
+        decisions=decisions,
+        init_s=t["init_s"],
+    )
 
 
 def warm_up(norms: list[int]) -> tuple[float, float]:
@@ -160,8 +172,9 @@ def warm_up(norms: list[int]) -> tuple[float, float]:
     repeats = 20
     t0 = time.perf_counter()
     for t in range(repeats):
-        states, done, waits, _, packed = batch.advance(keys[:, t], keys[:, t + 1], states, done, waits, actions,
-                                                       params, intents=False, go=go)
+        states, done, waits, _, packed = batch.advance(
+            keys[:, t], keys[:, t + 1], states, done, waits, actions, params, intents=False, go=go
+        )
         block(packed)
     return compile_s, 1000 * (time.perf_counter() - t0) / repeats
 
@@ -172,8 +185,13 @@ def main(argv=None) -> int:
     configure()  # the code generation of the `normjax` command (normjax/xla_cpu.py)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--norms", type=int, default=50, help="the first N norms (6 test episodes each)")
-    ap.add_argument("--modes", nargs="+", default=list(MODES[:3]), choices=MODES,
-                    help="default: all but llm_frames (about 3 s per step at 300 episodes)")
+    ap.add_argument(
+        "--modes",
+        nargs="+",
+        default=list(MODES[:3]),
+        choices=MODES,
+        help="default: all but llm_frames (about 3 s per step at 300 episodes)",
+    )
     args = ap.parse_args(argv)
     norms = list(range(args.norms))
     load_before = os.getloadavg()  # other jobs on a shared machine move every number here
@@ -185,20 +203,30 @@ def main(argv=None) -> int:
     rows = [run_mode(m, norms) for m in args.modes]
     batch_rows = batch.padded_size(6 * len(norms))
     for r in rows:
-        print(f"{r['mode']:<12} {r['episodes']} episodes (batch {batch_rows}): {r['ms_per_step']:8.1f} ms/step, "
-              f"agent {r['agent_ms_per_step']:7.1f}, runner overhead {r['overhead_ms_per_step']:7.1f} ms/step "
-              f"(frames {r['frames_ms_per_step']:.1f}; CPU {r['overhead_cpu_ms_per_step']:.1f} ms/step) "
-              f"({r['decisions']} decisions)")
+        print(
+            f"{r['mode']:<12} {r['episodes']} episodes (batch {batch_rows}): {r['ms_per_step']:8.1f} ms/step, "
+            f"agent {r['agent_ms_per_step']:7.1f}, runner overhead {r['overhead_ms_per_step']:7.1f} ms/step "
+            f"(frames {r['frames_ms_per_step']:.1f}; CPU {r['overhead_cpu_ms_per_step']:.1f} ms/step) "
+            f"({r['decisions']} decisions)"
+        )
         if "frames_ms_per_frame" in r:
             print(f"{'':<12} frames: {r['frames_ms_per_frame']:.1f} ms per frame")
         for stage, p in r.get("prompt_sizes", {}).items():
-            print(f"{'':<12} {stage} prompts ({p['prompts']}): characters median {p['chars']['median']}, p90 "
-                  f"{p['chars']['p90']}, max {p['chars']['max']} (about {p['tokens_estimate']['median']} tokens at "
-                  f"{CHARS_PER_TOKEN} characters per token); PNG median {p['png_bytes']['median']} bytes")
+            print(
+                f"{'':<12} {stage} prompts ({p['prompts']}): characters median {p['chars']['median']}, p90 "
+                f"{p['chars']['p90']}, max {p['chars']['max']} (about {p['tokens_estimate']['median']} tokens at "
+                f"{CHARS_PER_TOKEN} characters per token); PNG median {p['png_bytes']['median']} bytes"
+            )
     print(f"device step+view+pack alone: {dev:.1f} ms/step; compile (excluded above) {compile_s:.1f} s")
     for r in rows:
-        r.update(norms=len(norms), batch_rows=batch_rows, device_advance_ms=dev, compile_s=compile_s,
-                 load_average_before=load_before, load_average_after=os.getloadavg())
+        r.update(
+            norms=len(norms),
+            batch_rows=batch_rows,
+            device_advance_ms=dev,
+            compile_s=compile_s,
+            load_average_before=load_before,
+            load_average_after=os.getloadavg(),
+        )
     # Rows of other modes from earlier invocations stay (llm_frames and prompts run on fewer norms).
     previous = RESULTS / "llm_runner_overhead.json"
     kept = json.loads(previous.read_text()).get("rows", []) if previous.exists() else []

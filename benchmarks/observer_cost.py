@@ -39,13 +39,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import block, compile_timed, save  # noqa: E402
-from normjax import constants as C  # noqa: E402
-from normjax.env import env_step, phase_params  # noqa: E402
-from normjax.layouts.tables import world_tables  # noqa: E402
-from normjax.observer import bayes_map, bayes_safe, init_belief, update  # noqa: E402
-from normjax.world.state import WorldConfig  # noqa: E402
-from normjax.world.step import reset_world  # noqa: E402
+from benchmarks.common import block, compile_timed, save
+from normjax import constants as C
+from normjax.env import env_step, phase_params
+from normjax.layouts.tables import world_tables
+from normjax.observer import bayes_map, bayes_safe, init_belief, update
+from normjax.world.state import WorldConfig
+from normjax.world.step import reset_world
 
 
 def batch_params(batch: int):
@@ -143,9 +143,13 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=7,
-                    help="timing rounds; each round runs every stage once (interleaved, so load drift on a "
-                         "shared machine hits all stages alike); the best round per stage is kept")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=7,
+        help="timing rounds; each round runs every stage once (interleaved, so load drift on a "
+        "shared machine hits all stages alike); the best round per stage is kept",
+    )
     ap.add_argument("--name", default="observer_cost")
     args = ap.parse_args(argv)
     xs, params = record(args.batch, args.steps)
@@ -170,22 +174,36 @@ def main(argv=None):
     for name, r in rows.items():
         r["us_per_env_step"] = round(1e6 * min(times[name]) / n, 3)
         r["us_per_env_step_median"] = round(1e6 * float(np.median(times[name])) / n, 3)
-        print(f"{name:<15} {r['us_per_env_step']:8.2f} us/env-step (median {r['us_per_env_step_median']:.2f})  "
-              f"{r['kb_accessed_per_env_step']:8.2f} KB  {r['flops_per_env_step']:>10,.0f} FLOP  "
-              f"(compile {r['compile_s']:.1f}s)", flush=True)
+        print(
+            f"{name:<15} {r['us_per_env_step']:8.2f} us/env-step (median {r['us_per_env_step_median']:.2f})  "
+            f"{r['kb_accessed_per_env_step']:8.2f} KB  {r['flops_per_env_step']:>10,.0f} FLOP  "
+            f"(compile {r['compile_s']:.1f}s)",
+            flush=True,
+        )
     base = rows["env_step"]
     for r in rows.values():
         r["time_vs_env_step"] = round(r["us_per_env_step"] / base["us_per_env_step"], 3)
         r["bytes_vs_env_step"] = round(r["kb_accessed_per_env_step"] / max(base["kb_accessed_per_env_step"], 1e-9), 3)
         r["flops_vs_env_step"] = round(r["flops_per_env_step"] / max(base["flops_per_env_step"], 1e-9), 3)
     added = rows["env+update"]["us_per_env_step"] / base["us_per_env_step"] - 1.0
-    print(f"the update adds {100 * rows['update']['time_vs_env_step']:.1f}% to the env step timed alone, "
-          f"{100 * added:.1f}% when fused into it (target < 30%); "
-          f"{100 * rows['update']['flops_vs_env_step']:.0f}% of its FLOPs, "
-          f"{100 * rows['update']['bytes_vs_env_step']:.0f}% of its bytes")
-    path = save(args.name, {"what": __doc__.split("\n\n")[0], "batch": args.batch, "steps": args.steps,
-                            "rounds": args.rounds, "load_average_1min": round(os.getloadavg()[0], 2),
-                            "stages": rows, "update_added_fraction_fused": round(added, 3)})
+    print(
+        f"the update adds {100 * rows['update']['time_vs_env_step']:.1f}% to the env step timed alone, "
+        f"{100 * added:.1f}% when fused into it (target < 30%); "
+        f"{100 * rows['update']['flops_vs_env_step']:.0f}% of its FLOPs, "
+        f"{100 * rows['update']['bytes_vs_env_step']:.0f}% of its bytes"
+    )
+    path = save(
+        args.name,
+        {
+            "what": __doc__.split("\n\n")[0],
+            "batch": args.batch,
+            "steps": args.steps,
+            "rounds": args.rounds,
+            "load_average_1min": round(os.getloadavg()[0], 2),
+            "stages": rows,
+            "update_added_fraction_fused": round(added, 3),
+        },
+    )
     print(f"saved {path}")
 
 

@@ -42,11 +42,11 @@ import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import best_of, compile_timed, save  # noqa: E402
-from benchmarks.stage_breakdown import STAGES, record, stage_program  # noqa: E402
-from normjax import constants as C  # noqa: E402
-from normjax.community import planner  # noqa: E402
-from normjax.layouts.geometry import flat_index  # noqa: E402
+from benchmarks.common import best_of, compile_timed, save
+from benchmarks.stage_breakdown import STAGES, record, stage_program
+from normjax import constants as C
+from normjax.community import planner
+from normjax.layouts.geometry import flat_index
 
 
 def free_goal(seed, lt, ctx, state, norm_id, aware, dist):
@@ -90,14 +90,27 @@ def main(argv=None):
         print(f"round {r}: " + "  ".join(f"{k} {v[-1]:.2f}" for k, v in times.items()), flush=True)
     ratios = [round(a / b, 3) for a, b in zip(times["full_step"], times["full_free_goal"])]
     summary = {name: {"min": min(v), "median": statistics.median(v)} for name, v in times.items()}
-    print("CPU-us per env-step (min / median):",
-          ", ".join(f"{k} {s['min']:.2f} / {s['median']:.2f}" for k, s in summary.items()))
-    print(f"full_step / full_free_goal per round: {ratios} (median {statistics.median(ratios):.3f}; "
-          f"of the minima {summary['full_step']['min'] / summary['full_free_goal']['min']:.3f})")
-    path = save(args.name, {"what": __doc__.split("\n\n")[0], "batch": args.batch, "steps": args.steps,
-                            "rounds": args.rounds, "cpu_us_per_env_step": times, "summary": summary,
-                            "full_over_free_goal_per_round": ratios,
-                            "compile_s": {k: round(v, 2) for k, v in compile_s.items()}})
+    print(
+        "CPU-us per env-step (min / median):",
+        ", ".join(f"{k} {s['min']:.2f} / {s['median']:.2f}" for k, s in summary.items()),
+    )
+    print(
+        f"full_step / full_free_goal per round: {ratios} (median {statistics.median(ratios):.3f}; "
+        f"of the minima {summary['full_step']['min'] / summary['full_free_goal']['min']:.3f})"
+    )
+    path = save(
+        args.name,
+        {
+            "what": __doc__.split("\n\n")[0],
+            "batch": args.batch,
+            "steps": args.steps,
+            "rounds": args.rounds,
+            "cpu_us_per_env_step": times,
+            "summary": summary,
+            "full_over_free_goal_per_round": ratios,
+            "compile_s": {k: round(v, 2) for k, v in compile_s.items()},
+        },
+    )
     print(f"saved {path}")
 
 

@@ -46,21 +46,40 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agents.networks import functional  # noqa: E402
-from benchmarks.common import save  # noqa: E402
-from train import evaluate as ev  # noqa: E402
-from train.config import DQNConfig  # noqa: E402
-from train.dqn import make_train  # noqa: E402
+from agents.networks import functional
+from benchmarks.common import save
+from train import evaluate as ev
+from train.config import DQNConfig
+from train.dqn import make_train
 
 NORMS = ("forbidden_zone_q", "clockwise_circulation", "bend_right_1")
-HYPER = dict(learning_rate=1e-4, gamma=0.99, buffer_size=100_000, learning_starts=1_000, batch_size=32,
-             train_freq=4, target_update=10_000, eps_start=1.0, eps_end=0.05, eps_fraction=0.3,
-             max_grad_norm=10.0)
+HYPER = dict(
+    learning_rate=1e-4,
+    gamma=0.99,
+    buffer_size=100_000,
+    learning_starts=1_000,
+    batch_size=32,
+    train_freq=4,
+    target_update=10_000,
+    eps_start=1.0,
+    eps_end=0.05,
+    eps_fraction=0.3,
+    max_grad_norm=10.0,
+)
 
 
 def config(norms, steps: int, seed: int) -> DQNConfig:
-    return DQNConfig(name="sb3_compare", arch="mlp", norms=tuple(norms), total_steps=steps,
-                     validation_at=(), seed=seed, layout="cafe", episode_steps=200, **HYPER)
+    return DQNConfig(
+        name="sb3_compare",
+        arch="mlp",
+        norms=tuple(norms),
+        total_steps=steps,
+        validation_at=(),
+        seed=seed,
+        layout="cafe",
+        episode_steps=200,
+        **HYPER,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -80,8 +99,11 @@ def train_normjax(cfg: DQNConfig):
     runners, _ = jax.block_until_ready(compiled(carry))
     run_s = time.perf_counter() - t0
     n = len(tr.rows)
-    return tr, tr.q_dense(runners), {"compile_s": compile_s, "run_s": run_s, "runs": n,
-                                  "transitions_per_s": n * cfg.total_steps / run_s}
+    return (
+        tr,
+        tr.q_dense(runners),
+        {"compile_s": compile_s, "run_s": run_s, "runs": n, "transitions_per_s": n * cfg.total_steps / run_s},
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -97,18 +119,36 @@ def train_sb3(norm: str, cfg: DQNConfig):
     import normjax.wrappers.gymnasium  # noqa: F401  (registers the ids)
 
     env = gymnasium.make(f"NormGym-{cfg.layout}-{norm}-train-v0", capacity=cfg.capacity)
-    model = DQN("MlpPolicy", env, learning_rate=cfg.learning_rate, buffer_size=cfg.buffer_size,
-                learning_starts=cfg.learning_starts, batch_size=cfg.batch_size, tau=1.0, gamma=cfg.gamma,
-                train_freq=cfg.train_freq, gradient_steps=1, target_update_interval=cfg.target_update,
-                exploration_fraction=cfg.eps_fraction, exploration_initial_eps=cfg.eps_start,
-                exploration_final_eps=cfg.eps_end, max_grad_norm=cfg.max_grad_norm,
-                policy_kwargs=dict(net_arch=[64, 64]), seed=cfg.seed, device="cpu", verbose=0)
+    model = DQN(
+        "MlpPolicy",
+        env,
+        learning_rate=cfg.learning_rate,
+        buffer_size=cfg.buffer_size,
+        learning_starts=cfg.learning_starts,
+        batch_size=cfg.batch_size,
+        tau=1.0,
+        gamma=cfg.gamma,
+        train_freq=cfg.train_freq,
+        gradient_steps=1,
+        target_update_interval=cfg.target_update,
+        exploration_fraction=cfg.eps_fraction,
+        exploration_initial_eps=cfg.eps_start,
+        exploration_final_eps=cfg.eps_end,
+        max_grad_norm=cfg.max_grad_norm,
+        policy_kwargs=dict(net_arch=[64, 64]),
+        seed=cfg.seed,
+        device="cpu",
+        verbose=0,
+    )
     t0 = time.perf_counter()
     model.learn(total_timesteps=cfg.total_steps)
     run_s = time.perf_counter() - t0
     env.close()
-    return model, {"run_s": run_s, "transitions_per_s": cfg.total_steps / run_s,
-                   "torch_threads": torch.get_num_threads()}
+    return model, {
+        "run_s": run_s,
+        "transitions_per_s": cfg.total_steps / run_s,
+        "torch_threads": torch.get_num_threads(),
+    }
 
 
 def sb3_params(model, tr, obs_size: int):
@@ -146,7 +186,7 @@ def sb3_params(model, tr, obs_size: int):
 def final_tests(tr, q_params, norm_ids, masked: bool = True) -> list[dict]:
     """Protocol's 3 seen + 3 unseen episodes per run -> joint / task success (%) per run."""
     if not masked:  # SB3's own greedy action: argmax over all five actions
-        tr = dataclasses.replace(tr, greedy_policy=lambda qp: (lambda obs, key: jnp.argmax(tr.apply(qp, obs))))
+        tr = dataclasses.replace(tr, greedy_policy=lambda qp: lambda obs, key: jnp.argmax(tr.apply(qp, obs)))
     per_run = ev.episodes_for(norm_ids)
     raw = ev.run_population(tr, q_params, per_run)
     out = []
@@ -155,8 +195,10 @@ def final_tests(tr, q_params, norm_ids, masked: bool = True) -> list[dict]:
         for cond in ("seen", "unseen"):
             sel = np.array([e["condition"] == cond for e in eps])
             goals, sanc = raw["goals"][i][sel], raw["sanctions"][i][sel]
-            row[cond] = {"joint": 100.0 * float(np.mean((goals == 2) & (sanc == 0))),
-                         "task": 100.0 * float(np.mean(goals / 2.0))}
+            row[cond] = {
+                "joint": 100.0 * float(np.mean((goals == 2) & (sanc == 0))),
+                "task": 100.0 * float(np.mean(goals / 2.0)),
+            }
         out.append(row)
     return out
 
@@ -175,14 +217,20 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     cfg = config(args.norms, args.steps, args.seed)  # validates names and values
     norm_ids = list(cfg.norm_ids)
-    payload = {"norms": list(args.norms), "transitions_per_norm": args.steps, "seed": args.seed,
-               "hyperparameters": dict(HYPER, net_arch=[64, 64], loss="huber"),
-               "load_before": [round(x, 2) for x in os.getloadavg()]}
+    payload = {
+        "norms": list(args.norms),
+        "transitions_per_norm": args.steps,
+        "seed": args.seed,
+        "hyperparameters": dict(HYPER, net_arch=[64, 64], loss="huber"),
+        "load_before": [round(x, 2) for x in os.getloadavg()],
+    }
 
     tr, q_params, timing = train_normjax(cfg)
     payload["normjax"] = dict(timing, final_tests=dict(zip(args.norms, final_tests(tr, q_params, norm_ids))))
-    print(f"normjax: {timing['runs']} runs x {args.steps:,} transitions in {timing['run_s']:.1f}s "
-          f"(+ {timing['compile_s']:.1f}s compile): {timing['transitions_per_s']:.0f} transitions/s")
+    print(
+        f"normjax: {timing['runs']} runs x {args.steps:,} transitions in {timing['run_s']:.1f}s "
+        f"(+ {timing['compile_s']:.1f}s compile): {timing['transitions_per_s']:.0f} transitions/s"
+    )
 
     if not args.skip_sb3:
         runs = {}
@@ -194,31 +242,44 @@ def main(argv=None) -> dict:
         stacked = jax.tree.map(lambda *x: jnp.stack(x), *[runs[n]["params"] for n in args.norms])
         masked = final_tests(tr, stacked, norm_ids, masked=True)
         plain = final_tests(tr, stacked, norm_ids, masked=False)
-        payload["sb3"] = {n: {"run_s": runs[n]["run_s"], "transitions_per_s": runs[n]["transitions_per_s"],
-                              "torch_threads": runs[n]["torch_threads"],
-                              "final_tests_masked_argmax": masked[i], "final_tests_argmax": plain[i]}
-                          for i, n in enumerate(args.norms)}
-        payload["sb3_total"] = {"run_s": sum(runs[n]["run_s"] for n in args.norms),
-                                "transitions_per_s": len(args.norms) * args.steps
-                                / sum(runs[n]["run_s"] for n in args.norms)}
+        payload["sb3"] = {
+            n: {
+                "run_s": runs[n]["run_s"],
+                "transitions_per_s": runs[n]["transitions_per_s"],
+                "torch_threads": runs[n]["torch_threads"],
+                "final_tests_masked_argmax": masked[i],
+                "final_tests_argmax": plain[i],
+            }
+            for i, n in enumerate(args.norms)
+        }
+        payload["sb3_total"] = {
+            "run_s": sum(runs[n]["run_s"] for n in args.norms),
+            "transitions_per_s": len(args.norms) * args.steps / sum(runs[n]["run_s"] for n in args.norms),
+        }
 
     nj = payload["normjax"]
-    print(f"\nthroughput: normjax {nj['transitions_per_s']:.0f} transitions/s ({nj['runs']} runs in one program; "
-          f"compile {nj['compile_s']:.1f}s apart)", end="")
+    print(
+        f"\nthroughput: normjax {nj['transitions_per_s']:.0f} transitions/s ({nj['runs']} runs in one program; "
+        f"compile {nj['compile_s']:.1f}s apart)",
+        end="",
+    )
     if "sb3" in payload:
         ratio = nj["transitions_per_s"] / payload["sb3_total"]["transitions_per_s"]
         payload["speedup_normjax_over_sb3"] = ratio
-        print(f", SB3 {payload['sb3_total']['transitions_per_s']:.0f} transitions/s (one run at a time): "
-              f"{ratio:.1f}x")
+        print(f", SB3 {payload['sb3_total']['transitions_per_s']:.0f} transitions/s (one run at a time): {ratio:.1f}x")
     print(f"\n{'final tests (%)':<34} {'seen J':>6} {'T':>5}   {'unseen J':>8} {'T':>5}")
     for norm in args.norms:
         rows = [("normjax", nj["final_tests"][norm])]
         if "sb3" in payload:
-            rows += [("sb3, masked argmax", payload["sb3"][norm]["final_tests_masked_argmax"]),
-                     ("sb3, argmax", payload["sb3"][norm]["final_tests_argmax"])]
+            rows += [
+                ("sb3, masked argmax", payload["sb3"][norm]["final_tests_masked_argmax"]),
+                ("sb3, argmax", payload["sb3"][norm]["final_tests_argmax"]),
+            ]
         for who, t in rows:
-            print(f"{norm + ' ' + who:<34} {t['seen']['joint']:>6.1f} {t['seen']['task']:>5.1f}   "
-                  f"{t['unseen']['joint']:>8.1f} {t['unseen']['task']:>5.1f}")
+            print(
+                f"{norm + ' ' + who:<34} {t['seen']['joint']:>6.1f} {t['seen']['task']:>5.1f}   "
+                f"{t['unseen']['joint']:>8.1f} {t['unseen']['task']:>5.1f}"
+            )
     payload["load_after"] = [round(x, 2) for x in os.getloadavg()]
     if not args.no_save:
         print(f"wrote {save(args.results_name, payload)}")

@@ -44,9 +44,19 @@ def flagged(rows: list[dict]) -> list[bool]:
 def per_norm(rows: list[dict]) -> list[dict]:
     out = {}
     for r in rows:
-        n = out.setdefault(r["norm_id"], dict(norm_id=r["norm_id"], norm=r["norm"], episodes=0, discriminative=0,
-                                             complies_goal_by_goal=0, complies_whole_task=0, flagged=0,
-                                             complying=[]))
+        n = out.setdefault(
+            r["norm_id"],
+            dict(
+                norm_id=r["norm_id"],
+                norm=r["norm"],
+                episodes=0,
+                discriminative=0,
+                complies_goal_by_goal=0,
+                complies_whole_task=0,
+                flagged=0,
+                complying=[],
+            ),
+        )
         n["episodes"] += 1
         n["discriminative"] += r["discriminative"]
         n["complies_goal_by_goal"] += r["complies_goal_by_goal"]
@@ -70,24 +80,34 @@ def dynamic(norm_ids, n_seeds: int) -> dict:
     for n in norm_ids:
         sub = [r for r in rows if r["norm_id"] == n]
         runs = sum(r["runs"] for r in sub)
-        t = dict(norm_id=n, norm=sub[0]["norm"], runs=runs,
-                 complying_fraction=sum(r["complied"] for r in sub) / runs,
-                 unsanctioned_fraction=sum(r["unsanctioned"] for r in sub) / runs,
-                 task=sum(r["task"] for r in sub) / len(sub),
-                 complying=[f"{r['condition']} {r['episode']}" for r in sub if r["complied"]])
+        t = dict(
+            norm_id=n,
+            norm=sub[0]["norm"],
+            runs=runs,
+            complying_fraction=sum(r["complied"] for r in sub) / runs,
+            unsanctioned_fraction=sum(r["unsanctioned"] for r in sub) / runs,
+            task=sum(r["task"] for r in sub) / len(sub),
+            complying=[f"{r['condition']} {r['episode']}" for r in sub if r["complied"]],
+        )
         table.append(t)
-        print(f"{n:>3} {t['norm']:<30} {runs:>5} {100 * t['complying_fraction']:>7.1f} "
-              f"{100 * t['unsanctioned_fraction']:>8.1f} {100 * t['task']:>6.1f}  {', '.join(t['complying'])}")
+        print(
+            f"{n:>3} {t['norm']:<30} {runs:>5} {100 * t['complying_fraction']:>7.1f} "
+            f"{100 * t['unsanctioned_fraction']:>8.1f} {100 * t['task']:>6.1f}  {', '.join(t['complying'])}"
+        )
     unflagged = [r for r in rows if r["complied"] and not r["flagged"]]
-    print(f"dynamic-norm episodes: {len(rows)} x {n_seeds} seeds; episodes with a complying run: "
-          f"{sum(r['complied'] > 0 for r in rows)}; of them unflagged: {len(unflagged)}")
+    print(
+        f"dynamic-norm episodes: {len(rows)} x {n_seeds} seeds; episodes with a complying run: "
+        f"{sum(r['complied'] > 0 for r in rows)}; of them unflagged: {len(unflagged)}"
+    )
     return dict(seeds=n_seeds, per_norm=table, episodes=rows, unflagged=len(unflagged))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=RESULTS / "scenario_audit.json")
-    ap.add_argument("--seeds", type=int, default=32, help="blind_any tie-break seeds per dynamic-norm episode (0: skip)")
+    ap.add_argument(
+        "--seeds", type=int, default=32, help="blind_any tie-break seeds per dynamic-norm episode (0: skip)"
+    )
     ap.add_argument("--norms", type=int, nargs="+", default=None, help="norm ids (default: all 50)")
     args = ap.parse_args(argv)
     if args.seeds < 0:
@@ -101,20 +121,31 @@ def main(argv=None) -> int:
     table = per_norm(rows)
     print(f"{'id':>3} {'norm':<30} {'eps':>3} {'discr':>5} {'g-by-g':>6} {'whole':>5} {'flag':>4}  complying")
     for n in table:
-        print(f"{n['norm_id']:>3} {n['norm']:<30} {n['episodes']:>3} {n['discriminative']:>5} "
-              f"{n['complies_goal_by_goal']:>6} {n['complies_whole_task']:>5} {n['flagged']:>4}  "
-              f"{', '.join(n['complying'])}")
+        print(
+            f"{n['norm_id']:>3} {n['norm']:<30} {n['episodes']:>3} {n['discriminative']:>5} "
+            f"{n['complies_goal_by_goal']:>6} {n['complies_whole_task']:>5} {n['flagged']:>4}  "
+            f"{', '.join(n['complying'])}"
+        )
     n_bad = sum(not r["discriminative"] for r in rows)
     unflagged = [r for r in rows if not r["discriminative"] and not r["flagged"]]
-    print(f"static-norm episodes: {len(rows)}; a blind shortest route complies in {n_bad}; "
-          f"flagged non_discriminative: {sum(r['flagged'] for r in rows)}; complying and unflagged: {len(unflagged)}")
+    print(
+        f"static-norm episodes: {len(rows)}; a blind shortest route complies in {n_bad}; "
+        f"flagged non_discriminative: {sum(r['flagged'] for r in rows)}; complying and unflagged: {len(unflagged)}"
+    )
     dyn_ids = [n for n in ids if n not in STATIC_NORMS]
     dyn = dynamic(dyn_ids, args.seeds) if dyn_ids and args.seeds else None
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(dict(
-        machine=machine(), static=dict(per_norm=table, episodes=rows, complying=n_bad, unflagged=len(unflagged)),
-        dynamic=dyn,
-    ), indent=1) + "\n")
+    args.out.write_text(
+        json.dumps(
+            dict(
+                machine=machine(),
+                static=dict(per_norm=table, episodes=rows, complying=n_bad, unflagged=len(unflagged)),
+                dynamic=dyn,
+            ),
+            indent=1,
+        )
+        + "\n"
+    )
     print(f"wrote {args.out}")
     return 1 if unflagged or (dyn and dyn["unflagged"]) else 0
 

@@ -51,20 +51,20 @@ import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import time  # noqa: E402
+import time
 
-from benchmarks.common import RESULTS, best_of, block, compile_timed, save  # noqa: E402
-from normjax import constants as C  # noqa: E402
-from normjax.constants import ROLE_NEWCOMER  # noqa: E402
-from normjax.env import community_actions, env_step, phase_params  # noqa: E402
-from normjax.layouts.tables import world_tables  # noqa: E402
-from normjax.norms import episode_sanctions  # noqa: E402
-from normjax.ground.moves import effective_actions  # noqa: E402
-from normjax.world.observation import observe  # noqa: E402
-from normjax.world.physics import resolve_moves  # noqa: E402
-from normjax.world.state import WorldConfig  # noqa: E402
-from normjax.world.step import progress, reset_world, step_world, world_stages  # noqa: E402
-from normjax.world.turnover import turnover  # noqa: E402
+from benchmarks.common import RESULTS, best_of, block, compile_timed, save
+from normjax import constants as C
+from normjax.constants import ROLE_NEWCOMER
+from normjax.env import community_actions, env_step, phase_params
+from normjax.ground.moves import effective_actions
+from normjax.layouts.tables import world_tables
+from normjax.norms import episode_sanctions
+from normjax.world.observation import observe
+from normjax.world.physics import resolve_moves
+from normjax.world.state import WorldConfig
+from normjax.world.step import progress, reset_world, step_world, world_stages
+from normjax.world.turnover import turnover
 
 
 def batch_params(batch: int, static_layout: bool = True):
@@ -163,32 +163,50 @@ def public_step_cost(step, state, actions, batch: int) -> dict:
     """XLA's count for one `jit(vmap(step))(state, actions)`, per env, and the state's size."""
     cost = vmapped_cost(step, state, actions)
     state_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state)) / batch
-    return dict(kb_accessed_per_env_step=round(cost.get("bytes accessed", 0.0) / batch / 1e3, 2),
-                flops_per_env_step=round(cost.get("flops", 0.0) / batch, 1),
-                state_kb_per_env=round(state_bytes / 1e3, 3))
+    return dict(
+        kb_accessed_per_env_step=round(cost.get("bytes accessed", 0.0) / batch / 1e3, 2),
+        flops_per_env_step=round(cost.get("flops", 0.0) / batch, 1),
+        state_kb_per_env=round(state_bytes / 1e3, 3),
+    )
 
 
 def _normjax_steps(norm: int) -> list:
     """(name, make_state(batch), step(state, actions)) of normjax's public step, both paths."""
     from normjax import make
 
-    envs = [(name, make("cafe", norm, static_layout=static))
-            for name, static in (("normjax_full_step", False), ("normjax_full_step_single_layout", True))]
-    return [(name, lambda b, env=env: jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), b))[1],
-             lambda s, a, env=env: env.step(jax.random.PRNGKey(1), s, a)) for name, env in envs]
+    envs = [
+        (name, make("cafe", norm, static_layout=static))
+        for name, static in (("normjax_full_step", False), ("normjax_full_step_single_layout", True))
+    ]
+    return [
+        (
+            name,
+            lambda b, env=env: jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), b))[1],
+            lambda s, a, env=env: env.step(jax.random.PRNGKey(1), s, a),
+        )
+        for name, env in envs
+    ]
 
 
 def _xland_steps() -> list:
     """The same for XLand-MiniGrid's Empty-8x8 and R1-9x9; ImportError without the `[bench]` extra."""
     import xminigrid
+
     from benchmarks.compare_programs import own_ruleset
 
     out = []
     for name, env_id in (("xminigrid_empty_8x8", "MiniGrid-Empty-8x8"), ("xminigrid_r1_9x9", "XLand-MiniGrid-R1-9x9")):
         env, p = xminigrid.make(env_id)
         p = p.replace(ruleset=own_ruleset()[0]) if "XLand" in env_id else p
-        out.append((name, lambda b, env=env, p=p: jax.vmap(env.reset, in_axes=(None, 0))(
-            p, jax.random.split(jax.random.key(0), b)), lambda t, a, env=env, p=p: env.step(p, t, a)))
+        out.append(
+            (
+                name,
+                lambda b, env=env, p=p: jax.vmap(env.reset, in_axes=(None, 0))(
+                    p, jax.random.split(jax.random.key(0), b)
+                ),
+                lambda t, a, env=env, p=p: env.step(p, t, a),
+            )
+        )
     return out
 
 
@@ -206,8 +224,11 @@ def references(batch: int, norm: int = 0) -> dict:
     for name, make_state, step in _normjax_steps(norm) + xland:
         small, big = (public_step_cost(step, make_state(b), jnp.zeros(b, jnp.int32), b) for b in (batch, 4 * batch))
         per_env = (big["kb_accessed_per_env_step"] * 4 - small["kb_accessed_per_env_step"]) / 3
-        rows[name] = dict(small, kb_per_env=round(per_env, 2),
-                          mb_per_call=round((small["kb_accessed_per_env_step"] - per_env) * batch / 1e3, 2))
+        rows[name] = dict(
+            small,
+            kb_per_env=round(per_env, 2),
+            mb_per_call=round((small["kb_accessed_per_env_step"] - per_env) * batch / 1e3, 2),
+        )
     if missing:
         rows["xminigrid"] = missing
     return rows
@@ -216,10 +237,17 @@ def references(batch: int, norm: int = 0) -> dict:
 def report_references(batch: int) -> dict:
     refs = references(batch)
     for name, r in refs.items():
-        print(f"{name:<32} " + (r if isinstance(r, str) else
-                                f"{r['kb_accessed_per_env_step']:8.2f} KB  {r['flops_per_env_step']:>10,.0f} FLOP  "
-                                f"state {r['state_kb_per_env']:.2f} KB; {r['kb_per_env']:.2f} KB per env "
-                                f"+ {r['mb_per_call']:.2f} MB per call"), flush=True)
+        print(
+            f"{name:<32} "
+            + (
+                r
+                if isinstance(r, str)
+                else f"{r['kb_accessed_per_env_step']:8.2f} KB  {r['flops_per_env_step']:>10,.0f} FLOP  "
+                f"state {r['state_kb_per_env']:.2f} KB; {r['kb_per_env']:.2f} KB per env "
+                f"+ {r['mb_per_call']:.2f} MB per call"
+            ),
+            flush=True,
+        )
     return refs
 
 
@@ -241,9 +269,12 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--name", default="stage_breakdown")
-    ap.add_argument("--references-only", action="store_true",
-                    help="only the one-step counts beside the reference environments, replacing those of the "
-                         "saved results (stages kept)")
+    ap.add_argument(
+        "--references-only",
+        action="store_true",
+        help="only the one-step counts beside the reference environments, replacing those of the "
+        "saved results (stages kept)",
+    )
     args = ap.parse_args(argv)
     if args.references_only:
         saved = json.loads((RESULTS / f"{args.name}.json").read_text())
@@ -264,9 +295,12 @@ def main(argv=None):
             flops_per_env_step=round(cost.get("flops", 0.0) / args.batch, 1),
             compile_s=round(compile_s, 2),
         )
-        print(f"{name:<12} {rows[name]['cpu_us_per_env_step']:8.2f} CPU-us/env-step  "
-              f"{rows[name]['kb_accessed_per_env_step']:8.2f} KB  {rows[name]['flops_per_env_step']:>10,.0f} FLOP  "
-              f"(compile {compile_s:.1f}s)", flush=True)
+        print(
+            f"{name:<12} {rows[name]['cpu_us_per_env_step']:8.2f} CPU-us/env-step  "
+            f"{rows[name]['kb_accessed_per_env_step']:8.2f} KB  {rows[name]['flops_per_env_step']:>10,.0f} FLOP  "
+            f"(compile {compile_s:.1f}s)",
+            flush=True,
+        )
     full = rows["full_step"]["cpu_us_per_env_step"]
     for r in rows.values():
         r["share_of_full_step"] = round(r["cpu_us_per_env_step"] / full, 3)
@@ -275,9 +309,17 @@ def main(argv=None):
     compiled = full_prog.lower(keys[0], s0, joints[0][0][:, 0], params).compile()
     summary = hlo_summary(compiled)
     print("compiled full step (one step, vmapped):", summary)
-    path = save(args.name, {"what": __doc__.split("\n\n")[0], "batch": args.batch, "steps": args.steps,
-                            "stages": rows, "full_step_hlo": summary,
-                            "one_step_beside_references": report_references(args.batch)})
+    path = save(
+        args.name,
+        {
+            "what": __doc__.split("\n\n")[0],
+            "batch": args.batch,
+            "steps": args.steps,
+            "stages": rows,
+            "full_step_hlo": summary,
+            "one_step_beside_references": report_references(args.batch),
+        },
+    )
     print(f"saved {path}")
 
 

@@ -37,18 +37,23 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import RESULTS, save  # noqa: E402
-from train.config import FIRST_LAYERS, DQNConfig  # noqa: E402
-from train import replay as rp  # noqa: E402
-from train.dqn import make_train, per_device  # noqa: E402
-from train.run import population_mesh, shard  # noqa: E402
+from benchmarks.common import RESULTS, save
+from train import replay as rp
+from train.config import FIRST_LAYERS, DQNConfig
+from train.dqn import make_train, per_device
+from train.run import population_mesh, shard
 
 
 def _setup(arch: str, buffer_size: int, runs_norms: int, seeds: int = 1, first_layer: str = "factorised"):
-    cfg = DQNConfig(arch=arch, norms=("all",) if runs_norms == 50 else tuple(
-        __import__("normjax").NORMS[i].name for i in range(runs_norms)),
-        seeds_per_norm=seeds, total_steps=1_000_000, buffer_size=buffer_size, learning_starts=0,
-        first_layer=first_layer)
+    cfg = DQNConfig(
+        arch=arch,
+        norms=("all",) if runs_norms == 50 else tuple(__import__("normjax").NORMS[i].name for i in range(runs_norms)),
+        seeds_per_norm=seeds,
+        total_steps=1_000_000,
+        buffer_size=buffer_size,
+        learning_starts=0,
+        first_layer=first_layer,
+    )
     tr = make_train(cfg)
     # As in training: with several devices (e.g. XLA_FLAGS=--xla_force_host_platform_device_count=2)
     # the run axis is sharded over them.
@@ -106,14 +111,23 @@ def measure(arch: str, chunks: int, buffer_size: int, runs_norms: int, seeds: in
     compile_s, run_s = _time(lambda c, s: tr.run_chunks(c, s, chunks, mesh=_mesh(tr)), carry, tr.specs)
     n_runs = len(tr.rows)
     transitions = n_runs * chunks * cfg.train_freq
-    return dict(arch=arch, runs=n_runs, devices=_devices(tr), first_layer=_first_layer(cfg), chunks=chunks,
-                transitions=transitions, run_s=run_s,
-                compile_s=compile_s, transitions_per_s=transitions / run_s,
-                projected_minutes_for_1M_each=n_runs * 1_000_000 / (transitions / run_s) / 60)
+    return dict(
+        arch=arch,
+        runs=n_runs,
+        devices=_devices(tr),
+        first_layer=_first_layer(cfg),
+        chunks=chunks,
+        transitions=transitions,
+        run_s=run_s,
+        compile_s=compile_s,
+        transitions_per_s=transitions / run_s,
+        projected_minutes_for_1M_each=n_runs * 1_000_000 / (transitions / run_s) / 60,
+    )
 
 
-def measure_parts(arch: str, chunks: int, buffer_size: int, runs_norms: int, seeds: int = 1,
-                  first_layer: str = "factorised"):
+def measure_parts(
+    arch: str, chunks: int, buffer_size: int, runs_norms: int, seeds: int = 1, first_layer: str = "factorised"
+):
     """Env-only and update-only blocks of `chunks` chunks (see the module docstring)."""
     cfg, tr, carry = _setup(arch, buffer_size, runs_norms, seeds, first_layer)
     n_runs = len(tr.rows)
@@ -141,9 +155,13 @@ def measure_parts(arch: str, chunks: int, buffer_size: int, runs_norms: int, see
         carry = _setup(arch, buffer_size, runs_norms, seeds, first_layer)[2]  # the last part consumed (donated) it
         per_s = n_runs * chunks * (cfg.train_freq if name == "env" else 1) / run_s
         total = 1_000_000 * n_runs / (1 if name == "env" else cfg.train_freq)
-        out[name] = dict(run_s=run_s, compile_s=compile_s, per_s=per_s,
-                         unit="transitions" if name == "env" else "updates",
-                         projected_minutes_for_1M_each=total / per_s / 60)
+        out[name] = dict(
+            run_s=run_s,
+            compile_s=compile_s,
+            per_s=per_s,
+            unit="transitions" if name == "env" else "updates",
+            projected_minutes_for_1M_each=total / per_s / 60,
+        )
         if name == "update":
             # XLA counts the scanned body (one chunk: one update per run) once, and
             # a program sharded over several devices per device.
@@ -163,8 +181,7 @@ def ab_first_layers(chunks: int, buffer_size: int, runs_norms: int, rounds: int)
         fn = jax.jit(lambda c, s, tr=tr: tr.run_chunks(c, s, chunks, mesh=_mesh(tr)), donate_argnums=0)
         t0 = time.perf_counter()
         compiled = fn.lower(carry, tr.specs).compile()
-        progs[layer] = [compiled, jax.block_until_ready(compiled(carry, tr.specs)), tr.specs,
-                        time.perf_counter() - t0]
+        progs[layer] = [compiled, jax.block_until_ready(compiled(carry, tr.specs)), tr.specs, time.perf_counter() - t0]
     times = {layer: [] for layer in progs}
     for _ in range(rounds):
         for layer, p in progs.items():
@@ -173,10 +190,16 @@ def ab_first_layers(chunks: int, buffer_size: int, runs_norms: int, rounds: int)
             times[layer].append(time.perf_counter() - t0)
     n = runs_norms * chunks * 4  # transitions per timed block
     ratios = [d / f for d, f in zip(times["dense"], times["factorised"])]
-    return {"runs": runs_norms, "chunks": chunks, "rounds": rounds, "devices": _devices(tr),
-            "transitions_per_s": {k: [n / t for t in v] for k, v in times.items()},
-            "compile_and_first_block_s": {k: p[3] for k, p in progs.items()},
-            "speedup_per_round": ratios, "speedup_median": float(np.median(ratios))}
+    return {
+        "runs": runs_norms,
+        "chunks": chunks,
+        "rounds": rounds,
+        "devices": _devices(tr),
+        "transitions_per_s": {k: [n / t for t in v] for k, v in times.items()},
+        "compile_and_first_block_s": {k: p[3] for k, p in progs.items()},
+        "speedup_per_round": ratios,
+        "speedup_median": float(np.median(ratios)),
+    }
 
 
 def main(argv=None):
@@ -189,29 +212,42 @@ def main(argv=None):
     ap.add_argument("--buffer-size", type=int, default=10_000)
     ap.add_argument("--norms", type=int, default=50, help="population size (first N norms)")
     ap.add_argument("--seeds", type=int, default=1, help="seeds per norm (population = norms x seeds)")
-    ap.add_argument("--first-layer", default="factorised", choices=FIRST_LAYERS,
-                    help="DQN-MLP's first layer in training (train.first_layer); rows keep it")
+    ap.add_argument(
+        "--first-layer",
+        default="factorised",
+        choices=FIRST_LAYERS,
+        help="DQN-MLP's first layer in training (train.first_layer); rows keep it",
+    )
     ap.add_argument("--breakdown", action="store_true", help="also time env-only and update-only blocks")
-    ap.add_argument("--breakdown-only", action="store_true",
-                    help="time only the env-only and update-only blocks, added to the saved row of the same "
-                         "architecture and population (e.g. after a run without --breakdown)")
-    ap.add_argument("--ab-rounds", type=int, default=0,
-                    help="instead: time the dense and factorised DQN-MLP chunk alternately in one process "
-                         "for this many rounds (saved to train_first_layer_ab_<N>dev.json)")
+    ap.add_argument(
+        "--breakdown-only",
+        action="store_true",
+        help="time only the env-only and update-only blocks, added to the saved row of the same "
+        "architecture and population (e.g. after a run without --breakdown)",
+    )
+    ap.add_argument(
+        "--ab-rounds",
+        type=int,
+        default=0,
+        help="instead: time the dense and factorised DQN-MLP chunk alternately in one process "
+        "for this many rounds (saved to train_first_layer_ab_<N>dev.json)",
+    )
     args = ap.parse_args(argv)
     if args.ab_rounds:
         r = ab_first_layers(args.chunks, args.buffer_size, args.norms, args.ab_rounds)
         for layer, v in r["transitions_per_s"].items():
             print(f"mlp {layer}: {', '.join(f'{x:,.0f}' for x in v)} transitions/s")
-        print(f"factorised / dense per round: {', '.join(f'{x:.2f}' for x in r['speedup_per_round'])} "
-              f"(median {r['speedup_median']:.2f}) on {r['devices']} device(s)")
+        print(
+            f"factorised / dense per round: {', '.join(f'{x:.2f}' for x in r['speedup_per_round'])} "
+            f"(median {r['speedup_median']:.2f}) on {r['devices']} device(s)"
+        )
         print("saved", save(f"train_first_layer_ab_{r['devices']}dev", r))
         return
     # Rows of (architecture, population size, devices) not measured this time are kept (e.g. --archs mlp);
     # the file is rewritten after every architecture, so a later failure keeps the earlier rows.
     path = RESULTS / "train_throughput.json"
     # Rows from before the factorised first layer have no "first_layer": they were dense.
-    key = lambda r: (r["arch"], r["runs"], r.get("devices", 1), r.get("first_layer", "dense"))  # noqa: E731
+    key = lambda r: (r["arch"], r["runs"], r.get("devices", 1), r.get("first_layer", "dense"))
     old = json.loads(path.read_text()).get("rows", []) if path.exists() else []
     rows = []
 
@@ -230,24 +266,34 @@ def main(argv=None):
             rows.append(r)
         else:
             r = measure(arch, chunks, args.buffer_size, args.norms, args.seeds, args.first_layer)
-            print(f"{arch} ({r['first_layer']}): {r['transitions_per_s']:,.0f} transitions/s for {r['runs']} runs on "
-                  f"{r['devices']} "
-                  f"device(s) (compile {r['compile_s']:.1f}s); 1M each would take "
-                  f"{r['projected_minutes_for_1M_each']:.0f} min", flush=True)
+            print(
+                f"{arch} ({r['first_layer']}): {r['transitions_per_s']:,.0f} transitions/s for {r['runs']} runs on "
+                f"{r['devices']} "
+                f"device(s) (compile {r['compile_s']:.1f}s); 1M each would take "
+                f"{r['projected_minutes_for_1M_each']:.0f} min",
+                flush=True,
+            )
             rows.append(r)
             if args.breakdown:
                 saved = write()  # the main row is kept if the breakdown fails
-                r["parts"] = measure_parts(arch, chunks, args.buffer_size, args.norms, args.seeds,
-                                           args.first_layer)["parts"]
+                r["parts"] = measure_parts(arch, chunks, args.buffer_size, args.norms, args.seeds, args.first_layer)[
+                    "parts"
+                ]
         for name, p in r.get("parts", {}).items():
-            print(f"  {arch} {name} only: {p['per_s']:,.0f} {p['unit']}/s -> {p['projected_minutes_for_1M_each']:.0f} "
-                  f"min of the 1M-each budget (compile {p['compile_s']:.1f}s)", flush=True)
+            print(
+                f"  {arch} {name} only: {p['per_s']:,.0f} {p['unit']}/s -> {p['projected_minutes_for_1M_each']:.0f} "
+                f"min of the 1M-each budget (compile {p['compile_s']:.1f}s)",
+                flush=True,
+            )
         if "parts" in r:
             r["matmul_gflop_per_s"] = matmul_gflops()
             u = r["parts"]["update"]
-            print(f"  {arch} update: {u['flops_per_update'] / 1e6:.2f} MFLOP per update, {u['gflop_per_s']:.1f} "
-                  f"GFLOP/s attained, against {r['matmul_gflop_per_s']:.0f} GFLOP/s of a 1024^3 float32 matrix "
-                  f"product ({u['gflop_per_s'] / r['matmul_gflop_per_s']:.0%})", flush=True)
+            print(
+                f"  {arch} update: {u['flops_per_update'] / 1e6:.2f} MFLOP per update, {u['gflop_per_s']:.1f} "
+                f"GFLOP/s attained, against {r['matmul_gflop_per_s']:.0f} GFLOP/s of a 1024^3 float32 matrix "
+                f"product ({u['gflop_per_s'] / r['matmul_gflop_per_s']:.0%})",
+                flush=True,
+            )
         saved = write()
     print(f"saved {saved}")
 

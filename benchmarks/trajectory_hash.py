@@ -36,11 +36,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from normjax.env import env_step, phase_params  # noqa: E402
-from normjax.layouts.parse import ALL_LAYOUTS  # noqa: E402
-from normjax.world.observation import observe  # noqa: E402
-from normjax.world.state import REWARD_CONDITIONS, WorldConfig  # noqa: E402
-from normjax.world.step import reset_world, step_world  # noqa: E402
+from normjax.env import env_step, phase_params
+from normjax.layouts.parse import ALL_LAYOUTS
+from normjax.world.observation import observe
+from normjax.world.state import REWARD_CONDITIONS, WorldConfig
+from normjax.world.step import reset_world, step_world
 
 N_NORMS_AND_NONE = 51  # norm ids 0..49 and -1 (no norm)
 
@@ -58,8 +58,15 @@ def batch_params(n: int, static_layout: int | None):
         norm = -1 if norm == N_NORMS_AND_NONE - 1 else norm
         phase = "train" if i % 2 == 0 else "interaction"
         layout = i % len(ALL_LAYOUTS) if static_layout is None else static_layout
-        rows.append(phase_params(phase, layout, norm, static_layout=static_layout is not None,
-                                 reward_condition=REWARD_CONDITIONS[i % len(REWARD_CONDITIONS)]))
+        rows.append(
+            phase_params(
+                phase,
+                layout,
+                norm,
+                static_layout=static_layout is not None,
+                reward_condition=REWARD_CONDITIONS[i % len(REWARD_CONDITIONS)],
+            )
+        )
     return stack(rows)
 
 
@@ -121,8 +128,9 @@ def main(argv=None):
     print("traced", digest(traced), flush=True)
     static_layouts = (0, 1, len(ALL_LAYOUTS) - 1)
     per_layout = max(1, args.envs // (2 * len(static_layouts)))
-    outs = [rollout(batch_params(per_layout, lid), per_layout, args.steps, args.seed + 1 + lid)
-            for lid in static_layouts]
+    outs = [
+        rollout(batch_params(per_layout, lid), per_layout, args.steps, args.seed + 1 + lid) for lid in static_layouts
+    ]
     print("static", digest(outs), flush=True)
     world = rollout(batch_params(args.envs, None), args.envs, args.steps, args.seed + 100, step=world_step)
     print("world", digest(world), flush=True)

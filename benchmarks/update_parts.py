@@ -43,13 +43,13 @@ import optax
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import best_of, compile_timed, save, xla_cost  # noqa: E402
-from benchmarks.fusion_profile import operations, trace_times  # noqa: E402
-from normjax import constants as C  # noqa: E402
-from normjax.world.observation import obs_size  # noqa: E402
-from train.config import FIRST_LAYERS, DQNConfig  # noqa: E402
-from train.dqn import td_loss  # noqa: E402
-from train.first_layer import training_net  # noqa: E402
+from benchmarks.common import best_of, compile_timed, save, xla_cost
+from benchmarks.fusion_profile import operations, trace_times
+from normjax import constants as C
+from normjax.world.observation import obs_size
+from train.config import FIRST_LAYERS, DQNConfig
+from train.dqn import td_loss
+from train.first_layer import training_net
 
 PROGRAMS = ("update", "update_sgd", "optimiser_only")
 
@@ -78,8 +78,11 @@ def profile(compiled, args, top: int) -> dict:
     """The `top` compiled operations of one call by wall time, with their share of it."""
     hlo = compiled.as_text()
     ops = operations(hlo)
-    shapes = {ln.split(" = ")[0].strip().removeprefix("ROOT ").lstrip("%"): ln.split(" = ")[1].split(" ")[0]
-              for ln in hlo.splitlines() if " = " in ln}
+    shapes = {
+        ln.split(" = ")[0].strip().removeprefix("ROOT ").lstrip("%"): ln.split(" = ")[1].split(" ")[0]
+        for ln in hlo.splitlines()
+        if " = " in ln
+    }
     jax.block_until_ready(compiled(*args))
     with tempfile.TemporaryDirectory() as tmp:
         jax.profiler.start_trace(tmp, create_perfetto_trace=True)
@@ -88,9 +91,12 @@ def profile(compiled, args, top: int) -> dict:
         times = trace_times(tmp)
     executed = times.get("ThunkExecutor::Execute", 0.0)
     rows = sorted(((n, t) for n, t in times.items() if n in ops), key=lambda x: -x[1])[:top]
-    return {"executed_ms": executed / 1e3,
-            "operations": [{"operation": n, "result": shapes.get(n, "?"), "ms": t / 1e3, "share": t / executed}
-                           for n, t in rows]}
+    return {
+        "executed_ms": executed / 1e3,
+        "operations": [
+            {"operation": n, "result": shapes.get(n, "?"), "ms": t / 1e3, "share": t / executed} for n, t in rows
+        ],
+    }
 
 
 def build(arch: str, first_layer: str, runs: int, updates: int):
@@ -142,8 +148,12 @@ def main(argv=None):
     configure()  # the code generation of the `normjax` command (normjax/xla_cpu.py)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--arch", choices=("mlp", "cnn"), default="cnn")
-    ap.add_argument("--first-layer", choices=FIRST_LAYERS, default="dense",
-                    help="DQN-MLP's first layer in training (DQN-CNN is always dense)")
+    ap.add_argument(
+        "--first-layer",
+        choices=FIRST_LAYERS,
+        default="dense",
+        help="DQN-MLP's first layer in training (DQN-CNN is always dense)",
+    )
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--updates", type=int, default=5, help="updates of every run per timed program")
     ap.add_argument("--rounds", type=int, default=3)
@@ -156,8 +166,10 @@ def main(argv=None):
     total = sum(v["forward_flops_per_obs"] for v in layers.values())
     n_params = sum(v["params"] for v in layers.values())
     for name, v in layers.items():
-        print(f"{name:>6}: {v['params']:>10,} parameters, {v['forward_flops_per_obs'] / 1e6:7.3f} MFLOP forward "
-              f"per observation ({v['forward_flops_per_obs'] / total:.0%})")
+        print(
+            f"{name:>6}: {v['params']:>10,} parameters, {v['forward_flops_per_obs'] / 1e6:7.3f} MFLOP forward "
+            f"per observation ({v['forward_flops_per_obs'] / total:.0%})"
+        )
 
     compiled, compile_s, cost = {}, {}, {}
     for name, fn in programs.items():
@@ -170,17 +182,29 @@ def main(argv=None):
             best, _ = best_of(compiled[name], *call_args, clock=time.process_time)
             secs[name].append(best / args.updates)  # CPU seconds per update of the population
     med = {k: statistics.median(v) for k, v in secs.items()}
-    print(f"{args.runs} runs of DQN-{args.arch.upper()} ({first_layer}), {n_params:,} parameters each; "
-          f"CPU seconds per update of the population (median of {args.rounds} rounds), XLA's count per update:")
+    print(
+        f"{args.runs} runs of DQN-{args.arch.upper()} ({first_layer}), {n_params:,} parameters each; "
+        f"CPU seconds per update of the population (median of {args.rounds} rounds), XLA's count per update:"
+    )
     for name in PROGRAMS:
-        print(f"  {name:>15}: {med[name] * 1e3:8.1f} ms ({med[name] / med['update']:.0%} of update), "
-              f"{cost[name]['flops'] / 1e9:6.2f} GFLOP, {cost[name]['bytes_accessed'] / 1e6:8.1f} MB accessed")
+        print(
+            f"  {name:>15}: {med[name] * 1e3:8.1f} ms ({med[name] / med['update']:.0%} of update), "
+            f"{cost[name]['flops'] / 1e9:6.2f} GFLOP, {cost[name]['bytes_accessed'] / 1e6:8.1f} MB accessed"
+        )
     r = {
-        "arch": args.arch, "first_layer": first_layer, "runs": args.runs, "updates_per_program": args.updates,
-        "rounds": args.rounds, "batch_size": cfg.batch_size, "params_per_run": n_params, "layers": layers,
-        "cpu_s_per_population_update": secs, "median_cpu_s_per_population_update": med,
+        "arch": args.arch,
+        "first_layer": first_layer,
+        "runs": args.runs,
+        "updates_per_program": args.updates,
+        "rounds": args.rounds,
+        "batch_size": cfg.batch_size,
+        "params_per_run": n_params,
+        "layers": layers,
+        "cpu_s_per_population_update": secs,
+        "median_cpu_s_per_population_update": med,
         "share_of_update": {k: med[k] / med["update"] for k in PROGRAMS},
-        "xla_cost_per_population_update": cost, "compile_s": compile_s,
+        "xla_cost_per_population_update": cost,
+        "compile_s": compile_s,
     }
     if args.profile:
         r["profile_update"] = prof = profile(compiled["update"], call_args, top=12)

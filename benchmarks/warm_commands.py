@@ -48,11 +48,33 @@ COMMANDS = {
     "evaluate": ["evaluate", "--policy", "oracle", "--out", "OUT/oracle.json"],
     "identify": ["identify", "--norms", "forbidden_zone_q", "bend_right_1", "--out", "OUT/identify"],
     "train": ["train", "--config", "test_tiny", "--out", "OUT/train", "--no-checkpoints"],
-    "export": ["export", "--norm", "bend_right_1", "--phase", "seen", "--episode", "0", "--policy", "oracle",
-               "--out", "OUT/ep.jsonl"],
+    "export": [
+        "export",
+        "--norm",
+        "bend_right_1",
+        "--phase",
+        "seen",
+        "--episode",
+        "0",
+        "--policy",
+        "oracle",
+        "--out",
+        "OUT/ep.jsonl",
+    ],
     # URL: the fake endpoint's; the run directory is OUT/run.
-    "llm-eval": ["llm-eval", "--base-url", "URL", "--model", "fake", "--norms", "forbidden_zone_q",
-                 "--interaction-steps", "20", "--out", "OUT/run"],
+    "llm-eval": [
+        "llm-eval",
+        "--base-url",
+        "URL",
+        "--model",
+        "fake",
+        "--norms",
+        "forbidden_zone_q",
+        "--interaction-steps",
+        "20",
+        "--out",
+        "OUT/run",
+    ],
     # --port is added by tests/play_driver.py; one participant, "bench", plays the whole session.
     "play": ["play", "--norms", "forbidden_zone_q", "--interaction-steps", "20", "--out", "OUT/study"],
 }
@@ -111,14 +133,21 @@ def bench(name: str, tmp: Path) -> dict:
 
         with FakeOpenAI(lambda p, a: Reply(navigator_text(p))) as srv:
             (cold_s, cold_out), (warm_s, warm_out) = (
-                normjax(*[a.replace("URL", srv.base_url) for a in _args(name, d)], "--cache-dir", cache) for d in dirs)
+                normjax(*[a.replace("URL", srv.base_url) for a in _args(name, d)], "--cache-dir", cache) for d in dirs
+            )
         command = command.replace("URL", "FAKE") + " (FAKE: a local scripted endpoint, tests/fake_openai.py)"
     else:
         cold_s, cold_out = normjax(*_args(name, dirs[0]), "--cache-dir", cache)
         warm_s, warm_out = normjax(*_args(name, dirs[1]), "--cache-dir", cache)
-    row.update(command=command, cold_s=round(cold_s, 2), warm_s=round(warm_s, 2),
-               warm_under_target=warm_s < TARGET_WARM_S, cold=_split(name, dirs[0], cold_out),
-               warm=_split(name, dirs[1], warm_out), load_after=load())
+    row.update(
+        command=command,
+        cold_s=round(cold_s, 2),
+        warm_s=round(warm_s, 2),
+        warm_under_target=warm_s < TARGET_WARM_S,
+        cold=_split(name, dirs[0], cold_out),
+        warm=_split(name, dirs[1], warm_out),
+        load_after=load(),
+    )
     if _results(name, dirs[0]) is not None:
         row["same_results"] = _results(name, dirs[0]) == _results(name, dirs[1])
     return row
@@ -140,7 +169,9 @@ def plot(payload: dict, path: Path) -> Path:
     ax.axhline(TARGET_WARM_S, color="k", lw=0.8, ls="--", label=f"target {TARGET_WARM_S:g} s")
     ax.set_xticks(list(x), names)
     ax.set_ylabel("wall seconds")
-    ax.set_title(f"normjax commands, cold vs warm cache (load {payload['load_before'][0]} -> {payload['load_after'][0]})")
+    ax.set_title(
+        f"normjax commands, cold vs warm cache (load {payload['load_before'][0]} -> {payload['load_after'][0]})"
+    )
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -157,7 +188,9 @@ def main(argv=None) -> dict:
     with tempfile.TemporaryDirectory() as d:
         for name in args.only:
             row = payload["commands"][name] = bench(name, Path(d))
-            print(f"{name:9s} cold {row['cold_s']:7.1f}s  warm {row['warm_s']:6.1f}s  {row['warm']}  ({row['command']})")
+            print(
+                f"{name:9s} cold {row['cold_s']:7.1f}s  warm {row['warm_s']:6.1f}s  {row['warm']}  ({row['command']})"
+            )
     payload["load_after"] = load()
     print(f"load {payload['load_before']} -> {payload['load_after']}")
     if not args.no_save:

@@ -21,12 +21,12 @@ import jax.numpy as jnp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import RESULTS, save, time_compiled  # noqa: E402
-from normjax import constants as C  # noqa: E402
-from normjax.norms import permissible, permissible_per_action  # noqa: E402
-from normjax.world.state import WorldConfig, make_params  # noqa: E402
-from normjax.layouts.tables import world_tables  # noqa: E402
-from normjax.world.step import reset_world, step_world  # noqa: E402
+from benchmarks.common import RESULTS, save, time_compiled
+from normjax import constants as C
+from normjax.layouts.tables import world_tables
+from normjax.norms import permissible, permissible_per_action
+from normjax.world.state import WorldConfig, make_params
+from normjax.world.step import reset_world, step_world
 
 
 def make_rollout(n_steps: int, with_norm: bool):
@@ -93,10 +93,14 @@ def main(argv=None):
             params = batch_params(batch, with_norm=(kind != "no_norm"))
             compile_s, run_s, _ = time_compiled(fn, keys, params)
             sps = batch * args.steps / run_s
-            rows.append(dict(kind=kind, batch=batch, steps=args.steps, compile_s=compile_s,
-                             run_s=run_s, steps_per_s=sps))
-            print(f"{kind:>10}  batch {batch:>6}  {sps:>14,.0f} env-steps/s   "
-                  f"(run {run_s:.3f}s, compile {compile_s:.2f}s)", flush=True)
+            rows.append(
+                dict(kind=kind, batch=batch, steps=args.steps, compile_s=compile_s, run_s=run_s, steps_per_s=sps)
+            )
+            print(
+                f"{kind:>10}  batch {batch:>6}  {sps:>14,.0f} env-steps/s   "
+                f"(run {run_s:.3f}s, compile {compile_s:.2f}s)",
+                flush=True,
+            )
     path = save("world_throughput", {"rows": rows})
     print(f"saved {path}")
     try:

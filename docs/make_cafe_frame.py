@@ -9,17 +9,15 @@ chair, and an inactive slot that is not drawn.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import jax.numpy as jnp
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from normjax.interop.render import render_frame_jit, save_png
+from normjax.layouts.tables import layout_id
+from normjax.world.state import empty_state, make_params
 
-from normjax.interop.render import render_frame_jit, save_png  # noqa: E402
-from normjax.world.state import empty_state, make_params  # noqa: E402
-from normjax.layouts.tables import layout_id  # noqa: E402
+DOCS = Path(__file__).resolve().parent
 
 ORANGE, GREEN, BLUE = 0, 1, 2
 
@@ -56,7 +54,7 @@ def cafe_state():
     return state.replace(agents=agents, t=jnp.int32(17))
 
 
-def main(path: Path = ROOT / "docs" / "cafe_frame.png") -> Path:
+def main(path: Path = DOCS / "cafe_frame.png") -> Path:
     params = make_params(layout_id("cafe"))
     frame = render_frame_jit(cafe_state(), params, cell_px=40)
     out = save_png(frame, path)

@@ -10,15 +10,13 @@ saved, exactly as it would be sent to a model.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from normjax.env import oracle_policy
+from normjax.llm.agents import StatePolicyAgent
+from normjax.llm.runner import run_protocol
 
-from normjax.env import oracle_policy  # noqa: E402
-from normjax.llm.agents import StatePolicyAgent  # noqa: E402
-from normjax.llm.runner import run_protocol  # noqa: E402
+DOCS = Path(__file__).resolve().parent
 
 
 class FrameCatcher(StatePolicyAgent):
@@ -37,7 +35,7 @@ class FrameCatcher(StatePolicyAgent):
         return super().act(turns, ctx)
 
 
-def main(path: Path = ROOT / "docs" / "llm_frame.png") -> Path:
+def main(path: Path = DOCS / "llm_frame.png") -> Path:
     agent = FrameCatcher()
     run_protocol(agent, ["clockwise_circulation"], interaction_steps=120)
     if agent.frame is None:

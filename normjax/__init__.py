@@ -30,17 +30,29 @@ import importlib
 # --distributed`), and the compilation cache can be configured before anything
 # compiles.
 _LAZY = {
-    "NormGymEnv": "normjax.env", "env_step": "normjax.env",
-    "LAYOUTS": "normjax.layouts", "LayoutError": "normjax.layouts", "get_layout": "normjax.layouts",
+    "NormGymEnv": "normjax.env",
+    "env_step": "normjax.env",
+    "LAYOUTS": "normjax.layouts",
+    "LayoutError": "normjax.layouts",
+    "get_layout": "normjax.layouts",
     "load_layout": "normjax.layouts",
-    "NORMS": "normjax.norms", "get_norm": "normjax.norms", "norm_id": "normjax.norms",
-    "env_id": "normjax.registration", "registered_envs": "normjax.registration",
-    "Observation": "normjax.world.observation", "obs_size": "normjax.world.observation",
+    "NORMS": "normjax.norms",
+    "get_norm": "normjax.norms",
+    "norm_id": "normjax.norms",
+    "env_id": "normjax.registration",
+    "registered_envs": "normjax.registration",
+    "Observation": "normjax.world.observation",
+    "obs_size": "normjax.world.observation",
     "observe": "normjax.world.observation",
-    "WorldConfig": "normjax.world.state", "WorldParams": "normjax.world.state", "WorldState": "normjax.world.state",
+    "WorldConfig": "normjax.world.state",
+    "WorldParams": "normjax.world.state",
+    "WorldState": "normjax.world.state",
     "make_params": "normjax.world.state",
-    "StepInfo": "normjax.world.step", "reset_world": "normjax.world.step", "step_world": "normjax.world.step",
-    "configure": "normjax.xla_cpu", "configured": "normjax.xla_cpu",
+    "StepInfo": "normjax.world.step",
+    "reset_world": "normjax.world.step",
+    "step_world": "normjax.world.step",
+    "configure": "normjax.xla_cpu",
+    "configured": "normjax.xla_cpu",
 }
 
 

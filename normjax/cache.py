@@ -51,8 +51,9 @@ def default_cache_dir(environ=None) -> Path:
     return Path(base) / "normjax" / "jax"
 
 
-def resolve_cache_dir(cache_dir: str | None = None, no_cache: bool = False, environ=None,
-                      jax_dir: str | None = None) -> Path | None:
+def resolve_cache_dir(
+    cache_dir: str | None = None, no_cache: bool = False, environ=None, jax_dir: str | None = None
+) -> Path | None:
     """The cache directory a command should use, or None for no cache.
 
     Precedence: ``no_cache`` (``--no-cache``), ``cache_dir`` (``--cache-dir``),
@@ -177,7 +178,7 @@ _exe_counts = {"executable_loads": 0, "executable_stores": 0, "program_s": 0.0}
 _loaded: dict[str, object] = {}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def source_hash(packages: tuple[str, ...] = ("normjax",)) -> str:
     """sha256 of the source and map files of `packages` (installed or importable packages,
     e.g. ``("normjax", "train")``) and the JAX / jaxlib versions."""
@@ -212,11 +213,18 @@ def _key(name: str, static: str, args, packages: tuple[str, ...]) -> str:
 
     leaves, treedef = jax.tree.flatten(args)
     # With the placement: a program compiled for one device's arguments cannot take sharded ones.
-    raw = tuple((tuple(getattr(x, "shape", ())), getattr(x, "dtype", type(x).__name__), getattr(x, "sharding", None))
-                for x in leaves)
+    raw = tuple(
+        (tuple(getattr(x, "shape", ())), getattr(x, "dtype", type(x).__name__), getattr(x, "sharding", None))
+        for x in leaves
+    )
     dev = jax.devices()[0]
-    context = (dev.platform, getattr(dev, "device_kind", ""), str(jax.device_count()),
-               os.environ.get("XLA_FLAGS", ""), str(unrolled_threefry_applied()))
+    context = (
+        dev.platform,
+        getattr(dev, "device_kind", ""),
+        str(jax.device_count()),
+        os.environ.get("XLA_FLAGS", ""),
+        str(unrolled_threefry_applied()),
+    )
     source = source_hash(packages)  # lru-cached: the source as read once per process
     memo = (name, static, treedef, raw, source, context)
     try:
@@ -225,8 +233,10 @@ def _key(name: str, static: str, args, packages: tuple[str, ...]) -> str:
         pass
     except TypeError:  # an unhashable shape or dtype: computed every time
         memo = None
-    avals = [(shape, str(dtype)) if sharding is None else (shape, str(dtype), str(sharding))
-             for shape, dtype, sharding in raw]
+    avals = [
+        (shape, str(dtype)) if sharding is None else (shape, str(dtype), str(sharding))
+        for shape, dtype, sharding in raw
+    ]
     parts = (name, static, str(treedef), repr(avals), source, *context)
     key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:40]
     if memo is not None:
@@ -236,8 +246,14 @@ def _key(name: str, static: str, args, packages: tuple[str, ...]) -> str:
     return key
 
 
-def compiled(name: str, jitted, args: tuple, static: dict | None = None, static_key: str = "",
-             packages: tuple[str, ...] = ("normjax",)):
+def compiled(
+    name: str,
+    jitted,
+    args: tuple,
+    static: dict | None = None,
+    static_key: str = "",
+    packages: tuple[str, ...] = ("normjax",),
+):
     """`jitted` compiled for `args` (and the static keyword arguments `static`), kept whole
     in the executable cache when one is configured; call the result with `args` alone.
 
@@ -285,7 +301,7 @@ def _load_or_compile(key: str, jitted, args: tuple, static: dict):
             exe = se.deserialize_and_load(*payload, execution_devices=_devices(device_ids))
             _exe_counts["executable_loads"] += 1
             return exe
-        except Exception:  # noqa: BLE001  (a stale or partial file: compile again)
+        except Exception:
             pass
     if path is None:
         return jitted.lower(*args, **static).compile()
@@ -296,7 +312,7 @@ def _load_or_compile(key: str, jitted, args: tuple, static: dict):
         tmp.write_bytes(zlib.compress(pickle.dumps((se.serialize(exe), _device_ids(exe))), 1))
         tmp.replace(path)
         _exe_counts["executable_stores"] += 1
-    except Exception:  # noqa: BLE001  (an executable that cannot be serialised is still usable)
+    except Exception:
         pass
     return exe
 
@@ -324,7 +340,7 @@ def stored(name: str, build, packages: tuple[str, ...] = ("normjax",)):
             with np.load(path, allow_pickle=False) as z:
                 items = {k: z[k] for k in z.files}
             return items["__array__"] if set(items) == {"__array__"} else items
-        except Exception:  # noqa: BLE001  (a partial or stale file: build again)
+        except Exception:
             pass
     value = build()
     items = value if isinstance(value, dict) else {"__array__": value}
@@ -349,5 +365,15 @@ class Program:
         return compiled(self.name, self.jitted, args, static_key=self.static_key, packages=self.packages)(*args)
 
 
-__all__ = ["Program", "atomic_cache_writes", "cache_stats", "compiled", "configure_cache", "default_cache_dir",
-           "persistent", "resolve_cache_dir", "source_hash", "stored"]
+__all__ = [
+    "Program",
+    "atomic_cache_writes",
+    "cache_stats",
+    "compiled",
+    "configure_cache",
+    "default_cache_dir",
+    "persistent",
+    "resolve_cache_dir",
+    "source_hash",
+    "stored",
+]

@@ -31,14 +31,31 @@ import argparse
 import sys
 
 from normjax import constants as C
-
-from normjax.cli_names import (  # noqa: F401 (re-exported)
-    CAPACITIES, DEFAULT_SHARE, DISTRACTORS, EVIDENCE_SOURCES, EXPORT_PHASES, OBSERVER_NAMES, POLICY_NAMES,
+from normjax.cli_names import (
+    CAPACITIES,
+    DEFAULT_SHARE,
+    DISTRACTORS,
+    EVIDENCE_SOURCES,
+    EXPORT_PHASES,
+    OBSERVER_NAMES,
+    POLICY_NAMES,
     TOKEN_PARAMS,
 )
 from normjax.commands import (  # noqa: F401 (_norm_list re-exported)
-    _norm_list, cmd_evaluate, cmd_export, cmd_identify, cmd_llm_beliefs, cmd_llm_eval, cmd_llm_judge, cmd_render,
-    cmd_final_test, cmd_play, cmd_play_export, cmd_report, cmd_rollout, cmd_train,
+    _norm_list,
+    cmd_evaluate,
+    cmd_export,
+    cmd_final_test,
+    cmd_identify,
+    cmd_llm_beliefs,
+    cmd_llm_eval,
+    cmd_llm_judge,
+    cmd_play,
+    cmd_play_export,
+    cmd_render,
+    cmd_report,
+    cmd_rollout,
+    cmd_train,
 )
 
 
@@ -46,11 +63,14 @@ def _cache_options() -> argparse.ArgumentParser:
     """--cache-dir / --no-cache, shared by every command (normjax.cache)."""
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("compilation cache")
-    g.add_argument("--cache-dir", default=None, metavar="DIR",
-                   help="persistent JAX compilation cache (default: $NORMJAX_CACHE_DIR, else "
-                        "$XDG_CACHE_HOME/normjax/jax or ~/.cache/normjax/jax)")
-    g.add_argument("--no-cache", action="store_true",
-                   help="no persistent compilation cache (also NORMJAX_NO_CACHE=1)")
+    g.add_argument(
+        "--cache-dir",
+        default=None,
+        metavar="DIR",
+        help="persistent JAX compilation cache (default: $NORMJAX_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/normjax/jax or ~/.cache/normjax/jax)",
+    )
+    g.add_argument("--no-cache", action="store_true", help="no persistent compilation cache (also NORMJAX_NO_CACHE=1)")
     return p
 
 
@@ -59,34 +79,66 @@ def _distractor_options() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("distractor habits of norm-aware background agents")
     g.add_argument("--distractor", default=None, choices=DISTRACTORS, help="the habit (default: none)")
-    g.add_argument("--distractor-share", type=float, default=None, metavar="S",
-                   help=f"share in [0, 1] of norm-aware background agents with it (default {DEFAULT_SHARE})")
+    g.add_argument(
+        "--distractor-share",
+        type=float,
+        default=None,
+        metavar="S",
+        help=f"share in [0, 1] of norm-aware background agents with it (default {DEFAULT_SHARE})",
+    )
     return p
 
 
-def _client_options(temperature: float = 0.7, temperature_help: str = "sampling temperature (the paper's)",
-                    ) -> argparse.ArgumentParser:
+def _client_options(
+    temperature: float = 0.7,
+    temperature_help: str = "sampling temperature (the paper's)",
+) -> argparse.ArgumentParser:
     """The endpoint and request options of normjax.llm.client.ClientConfig, for llm-eval and llm-judge."""
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("endpoint and requests (normjax.llm.client)")
-    g.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 "
-                   "(API key from NORMJAX_LLM_API_KEY or OPENAI_API_KEY)")
+    g.add_argument(
+        "--base-url",
+        required=True,
+        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 "
+        "(API key from NORMJAX_LLM_API_KEY or OPENAI_API_KEY)",
+    )
     g.add_argument("--model", required=True)
     g.add_argument("--concurrency", type=int, default=64, help="requests in flight at most")
     g.add_argument("--timeout", type=float, default=120.0, help="seconds per request attempt")
     g.add_argument("--max-retries", type=int, default=4, help="retries of a request after 429 / 5xx / timeouts")
     g.add_argument("--temperature", type=float, default=temperature, help=temperature_help)
     g.add_argument("--max-tokens", type=int, default=4048, help="token limit per reply (the paper's for the newcomer)")
-    g.add_argument("--max-tokens-field", choices=TOKEN_PARAMS, default="max_tokens",
-                   help="the request field of the token limit (OpenAI reasoning models want max_completion_tokens)")
-    g.add_argument("--no-temperature", action="store_true",
-                   help="send no temperature (endpoints that refuse one; the server's default applies)")
-    g.add_argument("--extra-body", default=None, metavar="JSON",
-                   help="a JSON object of extra request fields, e.g. '{\"reasoning_effort\": \"low\"}'")
-    g.add_argument("--max-error-rate", type=float, default=0.2, metavar="R",
-                   help="stop (exit 3) once more than this share of the last --error-window requests failed")
-    g.add_argument("--error-window", type=int, default=100, metavar="N",
-                   help="the number of recent requests the error rate is taken over")
+    g.add_argument(
+        "--max-tokens-field",
+        choices=TOKEN_PARAMS,
+        default="max_tokens",
+        help="the request field of the token limit (OpenAI reasoning models want max_completion_tokens)",
+    )
+    g.add_argument(
+        "--no-temperature",
+        action="store_true",
+        help="send no temperature (endpoints that refuse one; the server's default applies)",
+    )
+    g.add_argument(
+        "--extra-body",
+        default=None,
+        metavar="JSON",
+        help='a JSON object of extra request fields, e.g. \'{"reasoning_effort": "low"}\'',
+    )
+    g.add_argument(
+        "--max-error-rate",
+        type=float,
+        default=0.2,
+        metavar="R",
+        help="stop (exit 3) once more than this share of the last --error-window requests failed",
+    )
+    g.add_argument(
+        "--error-window",
+        type=int,
+        default=100,
+        metavar="N",
+        help="the number of recent requests the error rate is taken over",
+    )
     return p
 
 
@@ -126,165 +178,319 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="frame.png")
     d.set_defaults(fn=cmd_render)
     distract = [_distractor_options()]
-    t = sub.add_parser("train", parents=cache + distract, help="train a DQN population (docs/world.md §10), then run the final tests")
+    t = sub.add_parser(
+        "train", parents=cache + distract, help="train a DQN population (docs/world.md §10), then run the final tests"
+    )
     t.add_argument("--config", required=True, help="a JSON file in configs/ (suffix optional)")
     t.add_argument("overrides", nargs="*", help="key=value config overrides")
     t.add_argument("--out", default=None, help="run directory (default runs/<config name>)")
     t.add_argument("--no-resume", action="store_true", help="ignore existing checkpoints")
     t.add_argument("--no-progress", action="store_true")
-    t.add_argument("--checkpoint-every", type=int, default=1, metavar="BLOCKS",
-                   help="save a checkpoint every BLOCKS compiled blocks (and at the end); saving the "
-                        "replay memory takes seconds per save on large populations")
-    t.add_argument("--no-checkpoints", action="store_true",
-                   help="save no checkpoints (and resume from none): for throwaway or timing runs")
-    t.add_argument("--distributed", action="store_true",
-                   help="one process of a multi-process run (jax.distributed; docs/distributed.md)")
-    t.add_argument("--coordinator", default=None, metavar="HOST:PORT",
-                   help="with --distributed: process 0's address (default: auto-detected, e.g. under SLURM)")
+    t.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=1,
+        metavar="BLOCKS",
+        help="save a checkpoint every BLOCKS compiled blocks (and at the end); saving the "
+        "replay memory takes seconds per save on large populations",
+    )
+    t.add_argument(
+        "--no-checkpoints",
+        action="store_true",
+        help="save no checkpoints (and resume from none): for throwaway or timing runs",
+    )
+    t.add_argument(
+        "--distributed",
+        action="store_true",
+        help="one process of a multi-process run (jax.distributed; docs/distributed.md)",
+    )
+    t.add_argument(
+        "--coordinator",
+        default=None,
+        metavar="HOST:PORT",
+        help="with --distributed: process 0's address (default: auto-detected, e.g. under SLURM)",
+    )
     t.add_argument("--num-processes", type=int, default=None, metavar="N", help="with --distributed")
     t.add_argument("--process-id", type=int, default=None, metavar="I", help="with --distributed: 0..N-1")
     t.set_defaults(fn=cmd_train)
 
     rp = sub.add_parser("report", parents=cache, help="tables and figures of a training run")
-    rp.add_argument("run_dir", nargs="+",
-                    help="run directories (or parents of per-K runs); several are reported side by side, "
-                         "each run group (architecture, reward condition, K) on its own curves")
-    rp.add_argument("--figures", default=None, metavar="DIR",
-                    help="where to write the figures (default: the run directory, or the runs' common parent)")
-    rp.add_argument("--markdown", action="store_true",
-                    help="only the final tests as markdown tables, pooled over the directories (chunks of one run)")
+    rp.add_argument(
+        "run_dir",
+        nargs="+",
+        help="run directories (or parents of per-K runs); several are reported side by side, "
+        "each run group (architecture, reward condition, K) on its own curves",
+    )
+    rp.add_argument(
+        "--figures",
+        default=None,
+        metavar="DIR",
+        help="where to write the figures (default: the run directory, or the runs' common parent)",
+    )
+    rp.add_argument(
+        "--markdown",
+        action="store_true",
+        help="only the final tests as markdown tables, pooled over the directories (chunks of one run)",
+    )
     rp.set_defaults(fn=cmd_report)
 
-    ft = sub.add_parser("final-test", parents=cache,
-                        help="re-run a finished training run's final tests from its final_params.npz (e.g. on new scenarios)")
+    ft = sub.add_parser(
+        "final-test",
+        parents=cache,
+        help="re-run a finished training run's final tests from its final_params.npz (e.g. on new scenarios)",
+    )
     ft.add_argument("run_dir", nargs="+", help="run directories holding final_params.npz and config.json")
     ft.set_defaults(fn=cmd_final_test)
 
-    e = sub.add_parser("evaluate", parents=cache + distract, help="run the test protocol (3 seen + 3 unseen episodes per norm)")
-    e.add_argument("--policy", required=True, choices=POLICY_NAMES + OBSERVER_NAMES,
-                   help="newcomer policy: norm-aware oracle, norm-blind planner, blind_any (random shortest route on the "
-                        "rules' move graph), random, or a Bayesian "
-                        "observer that learns in the interaction phase (docs/observer.md)")
+    e = sub.add_parser(
+        "evaluate", parents=cache + distract, help="run the test protocol (3 seen + 3 unseen episodes per norm)"
+    )
+    e.add_argument(
+        "--policy",
+        required=True,
+        choices=POLICY_NAMES + OBSERVER_NAMES,
+        help="newcomer policy: norm-aware oracle, norm-blind planner, blind_any (random shortest route on the "
+        "rules' move graph), random, or a Bayesian "
+        "observer that learns in the interaction phase (docs/observer.md)",
+    )
     e.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
     e.add_argument("--seed", type=int, default=0, help="protocol seed (0 = canonical)")
     e.add_argument("--capacity", type=int, default=10, choices=CAPACITIES)
     e.add_argument("--out", required=True, help="write the result JSON here")
     e.add_argument("--eps", type=float, default=0.0, help="bayes_*: sanction-flag noise rate in [0, 0.5)")
-    e.add_argument("--threshold", type=float, default=0.05,
-                   help="bayes_safe: norms above this posterior must all permit the action")
-    e.add_argument("--evidence", choices=EVIDENCE_SOURCES, default="positions",
-                   help="bayes_*: read moves from positions, or from the public effective actions")
+    e.add_argument(
+        "--threshold",
+        type=float,
+        default=0.05,
+        help="bayes_safe: norms above this posterior must all permit the action",
+    )
+    e.add_argument(
+        "--evidence",
+        choices=EVIDENCE_SOURCES,
+        default="positions",
+        help="bayes_*: read moves from positions, or from the public effective actions",
+    )
     e.set_defaults(fn=cmd_evaluate)
 
-    i = sub.add_parser("identify", parents=cache, help="how well the Bayesian observer identifies each norm in its interaction phase")
+    i = sub.add_parser(
+        "identify", parents=cache, help="how well the Bayesian observer identifies each norm in its interaction phase"
+    )
     i.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
     i.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="protocol seeds (default 0 1 2)")
     i.add_argument("--eps", type=float, default=0.0, help="sanction-flag noise rate in [0, 0.5)")
     i.add_argument("--evidence", choices=EVIDENCE_SOURCES, default="positions")
-    i.add_argument("--learner", choices=("bayes_map", "bayes_active"), default="bayes_map",
-                   help="the newcomer during the interaction phase")
+    i.add_argument(
+        "--learner",
+        choices=("bayes_map", "bayes_active"),
+        default="bayes_map",
+        help="the newcomer during the interaction phase",
+    )
     i.add_argument("--capacity", type=int, default=10, choices=CAPACITIES)
     i.add_argument("--out", default="results/identify", help="directory for identify.json and the figures")
     i.set_defaults(fn=cmd_identify)
 
-    x = sub.add_parser("export", parents=cache + distract, help="write episodes as trajectory JSON Lines (docs/world.md §12)",
-                       description="One episode (--norm, --phase, --seed, --policy, --out FILE), or many in one "
-                                   "compiled program per phase kind and policy (--norms, --phases, --seeds, "
-                                   "--policies, --episodes; --out DIR, one file per episode, manifest.json).")
+    x = sub.add_parser(
+        "export",
+        parents=cache + distract,
+        help="write episodes as trajectory JSON Lines (docs/world.md §12)",
+        description="One episode (--norm, --phase, --seed, --policy, --out FILE), or many in one "
+        "compiled program per phase kind and policy (--norms, --phases, --seeds, "
+        "--policies, --episodes; --out DIR, one file per episode, manifest.json).",
+    )
     x.add_argument("--norm", default=None, help="norm name, or 'none'")
     x.add_argument("--phase", choices=EXPORT_PHASES, default="interaction")
     x.add_argument("--seed", type=int, default=0)
     x.add_argument("--policy", choices=POLICY_NAMES, default="oracle")
-    x.add_argument("--episode", type=int, default=None, choices=(0, 1, 2),
-                   help="export the protocol's episode (--seed is then the protocol seed)")
+    x.add_argument(
+        "--episode",
+        type=int,
+        default=None,
+        choices=(0, 1, 2),
+        help="export the protocol's episode (--seed is then the protocol seed)",
+    )
     x.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="several norms ('all': the 50)")
     x.add_argument("--phases", nargs="+", default=None, choices=EXPORT_PHASES)
     x.add_argument("--seeds", nargs="+", type=int, default=None, metavar="S")
     x.add_argument("--policies", nargs="+", default=None, choices=POLICY_NAMES)
-    x.add_argument("--episodes", nargs="+", type=int, default=None, choices=(0, 1, 2),
-                   help="protocol episodes of the test phases (seeds are then protocol seeds; "
-                        "interaction is written once, as episode 0)")
+    x.add_argument(
+        "--episodes",
+        nargs="+",
+        type=int,
+        default=None,
+        choices=(0, 1, 2),
+        help="protocol episodes of the test phases (seeds are then protocol seeds; "
+        "interaction is written once, as episode 0)",
+    )
     x.add_argument("--out", required=True, help="output .jsonl file (one episode) or directory (several)")
-    x.add_argument("--frames", default=None, help="directory for PNG frames (frame_000.png, ...; "
-                                                  "several episodes: one subdirectory each)")
+    x.add_argument(
+        "--frames",
+        default=None,
+        help="directory for PNG frames (frame_000.png, ...; several episodes: one subdirectory each)",
+    )
     x.add_argument("--layout", default=None, help="override the phase's layout")
     x.add_argument("--capacity", type=int, default=10, choices=CAPACITIES)
-    x.add_argument("--group", type=int, default=None, choices=(0, 1, 2),
-                   help="newcomer group in test phases (default: seed %% 3, or the protocol's)")
+    x.add_argument(
+        "--group",
+        type=int,
+        default=None,
+        choices=(0, 1, 2),
+        help="newcomer group in test phases (default: seed %% 3, or the protocol's)",
+    )
     x.add_argument("--steps", type=int, default=None, help="override the episode length")
     x.add_argument("--cell-px", type=int, default=32)
-    x.add_argument("--max-batch", type=int, default=None, metavar="N",
-                   help="several episodes: at most N per compiled call (default 64; memory grows with N)")
+    x.add_argument(
+        "--max-batch",
+        type=int,
+        default=None,
+        metavar="N",
+        help="several episodes: at most N per compiled call (default 64; memory grows with N)",
+    )
     x.set_defaults(fn=cmd_export)
 
-    m = sub.add_parser("llm-eval", parents=cache + distract + [_client_options()], formatter_class=_DefaultsFormatter,
-                       help="run the protocol with an LLM/VLM newcomer (docs/llm.md)")
+    m = sub.add_parser(
+        "llm-eval",
+        parents=cache + distract + [_client_options()],
+        formatter_class=_DefaultsFormatter,
+        help="run the protocol with an LLM/VLM newcomer (docs/llm.md)",
+    )
     m.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
     m.add_argument("--text-only", action="store_true", help="no images: the state as text only")
     m.add_argument("--known-norm", action="store_true", help="state the true norm in the system prompt")
     m.add_argument("--seed", type=int, default=0, help="protocol seed (0 = canonical)")
-    m.add_argument("--interaction-steps", type=int, default=C.INTERACTION_STEPS, metavar="N",
-                   help=f"length of the interaction phase, 0-{C.INTERACTION_STEPS} (the protocol's is "
-                        f"{C.INTERACTION_STEPS}; shorter for quick checks, 0 skips it)")
-    m.add_argument("--allow-mixed-endpoint", action="store_true",
-                   help="resume a run directory whose episodes came from another endpoint, model or sampling")
-    m.add_argument("--judge-scores", default=None, metavar="FILE",
-                   help="import LLM-judge scores (JSONL) for the run's judge_prompts.jsonl")
+    m.add_argument(
+        "--interaction-steps",
+        type=int,
+        default=C.INTERACTION_STEPS,
+        metavar="N",
+        help=f"length of the interaction phase, 0-{C.INTERACTION_STEPS} (the protocol's is "
+        f"{C.INTERACTION_STEPS}; shorter for quick checks, 0 skips it)",
+    )
+    m.add_argument(
+        "--allow-mixed-endpoint",
+        action="store_true",
+        help="resume a run directory whose episodes came from another endpoint, model or sampling",
+    )
+    m.add_argument(
+        "--judge-scores",
+        default=None,
+        metavar="FILE",
+        help="import LLM-judge scores (JSONL) for the run's judge_prompts.jsonl",
+    )
     m.add_argument("--out", required=True, help="run directory (transcripts, results.json); resumes if it exists")
     m.set_defaults(fn=cmd_llm_eval)
 
     judge_client = _client_options(0.0, "sampling temperature of the judge (0: its most likely score)")
-    j = sub.add_parser("llm-judge", parents=cache + [judge_client], formatter_class=_DefaultsFormatter,
-                       help="score a run's interaction beliefs with an LLM judge (docs/llm.md)")
+    j = sub.add_parser(
+        "llm-judge",
+        parents=cache + [judge_client],
+        formatter_class=_DefaultsFormatter,
+        help="score a run's interaction beliefs with an LLM judge (docs/llm.md)",
+    )
     j.add_argument("--run", required=True, metavar="DIR", help="an llm-eval run directory")
-    j.add_argument("--out", default=None, metavar="FILE",
-                   help="the judge's replies, JSON Lines; resumed if it exists (default: DIR/judge_scores.jsonl)")
+    j.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="the judge's replies, JSON Lines; resumed if it exists (default: DIR/judge_scores.jsonl)",
+    )
     j.set_defaults(fn=cmd_llm_judge)
 
-    b = sub.add_parser("llm-beliefs", parents=cache, formatter_class=_DefaultsFormatter,
-                       help="belief correctness over the interaction and belief change after events (paper "
-                            "Figure 4b, 4c; docs/llm.md)")
+    b = sub.add_parser(
+        "llm-beliefs",
+        parents=cache,
+        formatter_class=_DefaultsFormatter,
+        help="belief correctness over the interaction and belief change after events (paper "
+        "Figure 4b, 4c; docs/llm.md)",
+    )
     b.add_argument("--run", required=True, metavar="DIR", help="an llm-eval run directory")
-    b.add_argument("--scores", default=None, metavar="FILE",
-                   help="judge scores or replies, JSON Lines (default: DIR/judge_scores.jsonl, from llm-judge)")
-    b.add_argument("--out", default=None, metavar="DIR", help="where beliefs.json and the figures go "
-                                                               "(default: DIR/beliefs)")
-    b.add_argument("--replies-after", type=int, default=1, metavar="N",
-                   help="compare the belief before an event with the one after the N-th reply that follows it")
-    b.add_argument("--allow-missing", action="store_true",
-                   help="analyse although some beliefs have no usable score (they are listed; see docs/llm.md)")
+    b.add_argument(
+        "--scores",
+        default=None,
+        metavar="FILE",
+        help="judge scores or replies, JSON Lines (default: DIR/judge_scores.jsonl, from llm-judge)",
+    )
+    b.add_argument(
+        "--out", default=None, metavar="DIR", help="where beliefs.json and the figures go (default: DIR/beliefs)"
+    )
+    b.add_argument(
+        "--replies-after",
+        type=int,
+        default=1,
+        metavar="N",
+        help="compare the belief before an event with the one after the N-th reply that follows it",
+    )
+    b.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="analyse although some beliefs have no usable score (they are listed; see docs/llm.md)",
+    )
     b.set_defaults(fn=cmd_llm_beliefs)
 
     from normjax.finetune.command import add_parsers as finetune_parsers
 
     finetune_parsers(sub, cache, _client_options(0.0, "sampling temperature (0: greedy, Table A5's accuracy)"))
 
-    pl = sub.add_parser("play", parents=cache, formatter_class=_DefaultsFormatter,
-                        help="a person plays the protocol in the browser (docs/play.md)")
-    pl.add_argument("--norms", nargs="+", default=None, metavar="NAME",
-                    help="norm names (default: all 50); with --assign, the pool the norms are drawn from")
+    pl = sub.add_parser(
+        "play",
+        parents=cache,
+        formatter_class=_DefaultsFormatter,
+        help="a person plays the protocol in the browser (docs/play.md)",
+    )
+    pl.add_argument(
+        "--norms",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="norm names (default: all 50); with --assign, the pool the norms are drawn from",
+    )
     pl.add_argument("--host", default="127.0.0.1", help="address to bind (another host exposes the study)")
     pl.add_argument("--port", type=int, default=8000)
     pl.add_argument("--seed", type=int, default=0, help="protocol seed (0 = canonical)")
-    pl.add_argument("--interaction-steps", type=int, default=C.INTERACTION_STEPS, metavar="N",
-                    help="length of the interaction phase, 0-200 (the protocol's is 200; shorter for quick checks)")
+    pl.add_argument(
+        "--interaction-steps",
+        type=int,
+        default=C.INTERACTION_STEPS,
+        metavar="N",
+        help="length of the interaction phase, 0-200 (the protocol's is 200; shorter for quick checks)",
+    )
     pl.add_argument("--out", required=True, help="study directory: one run directory per participant")
-    pl.add_argument("--assign", type=int, default=None, metavar="N",
-                    help="study mode: each new participant gets N norms of the pool, drawn across families, after "
-                         "agreeing to a consent page (the paper's study: 2)")
+    pl.add_argument(
+        "--assign",
+        type=int,
+        default=None,
+        metavar="N",
+        help="study mode: each new participant gets N norms of the pool, drawn across families, after "
+        "agreeing to a consent page (the paper's study: 2)",
+    )
     pl.add_argument("--study-seed", type=int, default=0, metavar="S", help="with --assign: the assignment's seed")
-    pl.add_argument("--consent", default=None, metavar="FILE",
-                    help="with --assign: the consent/instructions text (markdown subset; default: OUT/consent.md, "
-                         "copied from the shipped template on first start)")
+    pl.add_argument(
+        "--consent",
+        default=None,
+        metavar="FILE",
+        help="with --assign: the consent/instructions text (markdown subset; default: OUT/consent.md, "
+        "copied from the shipped template on first start)",
+    )
     pl.set_defaults(fn=cmd_play)
 
-    px = sub.add_parser("play-export", parents=cache, formatter_class=_DefaultsFormatter,
-                        help="gather every participant of a play study into one result (docs/play.md)")
+    px = sub.add_parser(
+        "play-export",
+        parents=cache,
+        formatter_class=_DefaultsFormatter,
+        help="gather every participant of a play study into one result (docs/play.md)",
+    )
     px.add_argument("--out", required=True, metavar="DIR", help="the study directory (normjax play's --out)")
-    px.add_argument("--compare", nargs="+", default=[], metavar="[LABEL=]PATH",
-                    help="model rows for the combined table: normjax evaluate JSON files or llm-eval run directories")
-    px.add_argument("--all-norms", action="store_true",
-                    help="model rows over all their norms (default: only the norms the participants played)")
+    px.add_argument(
+        "--compare",
+        nargs="+",
+        default=[],
+        metavar="[LABEL=]PATH",
+        help="model rows for the combined table: normjax evaluate JSON files or llm-eval run directories",
+    )
+    px.add_argument(
+        "--all-norms",
+        action="store_true",
+        help="model rows over all their norms (default: only the norms the participants played)",
+    )
     px.set_defaults(fn=cmd_play_export)
     return ap
 

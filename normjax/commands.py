@@ -130,8 +130,9 @@ def cmd_train(args) -> int:
 
     # One population (and run directory) per capacity K: <out> itself, or <out>/K6, K8, K10.
     out = Path(args.out) if args.out else Path("runs") / config.name
-    results = train_capacities(config, out, resume=not args.no_resume, progress=not args.no_progress,
-                               checkpoint_every=args.checkpoint_every)
+    results = train_capacities(
+        config, out, resume=not args.no_resume, progress=not args.no_progress, checkpoint_every=args.checkpoint_every
+    )
     if is_primary():
         print(report(out))
         _print_programs()
@@ -144,8 +145,10 @@ def _print_programs() -> None:
 
     if persistent():
         s = cache_stats()
-        print(f"programs: {s['executable_loads']} loaded whole, {s['executable_stores']} compiled and stored, "
-              f"{s['program_s']:.1f}s")
+        print(
+            f"programs: {s['executable_loads']} loaded whole, {s['executable_stores']} compiled and stored, "
+            f"{s['program_s']:.1f}s"
+        )
 
 
 def cmd_report(args) -> int:
@@ -181,24 +184,33 @@ def cmd_evaluate(args) -> int:
     if args.policy in OBSERVER_NAMES:
         from normjax.observer import observer_policy
 
-        policy = observer_policy(args.policy, eps=args.eps, threshold=args.threshold, source=args.evidence,
-                                 **distractor)  # its interaction phase has the distractors too
+        policy = observer_policy(
+            args.policy, eps=args.eps, threshold=args.threshold, source=args.evidence, **distractor
+        )  # its interaction phase has the distractors too
         extra = dict(eps=args.eps, threshold=args.threshold, evidence=args.evidence)
     else:
         policy = STATE_POLICIES[check_policy_name(args.policy)]
     timing: dict = {}
     key = json.dumps(dict(policy=args.policy, capacity=args.capacity, **extra, **distractor), sort_keys=True)
-    result = evaluate(policy, norms=norms, seed=args.seed, capacity=args.capacity, timing=timing,
-                      program_key=key, **distractor)
-    result["meta"] = dict(policy=args.policy, seed=args.seed, capacity=args.capacity,
-                          norms=norms, **extra, **distractor, **{k: round(v, 3) if isinstance(v, float) else v
-                                                   for k, v in timing.items()})
+    result = evaluate(
+        policy, norms=norms, seed=args.seed, capacity=args.capacity, timing=timing, program_key=key, **distractor
+    )
+    result["meta"] = dict(
+        policy=args.policy,
+        seed=args.seed,
+        capacity=args.capacity,
+        norms=norms,
+        **extra,
+        **distractor,
+        **{k: round(v, 3) if isinstance(v, float) else v for k, v in timing.items()},
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
     print(format_table(result))
-    print(f"compile {timing['compile_s']:.1f}s, run {timing['run_s']:.2f}s "
-          f"({timing['n_episodes']} episodes); wrote {out}")
+    print(
+        f"compile {timing['compile_s']:.1f}s, run {timing['run_s']:.2f}s ({timing['n_episodes']} episodes); wrote {out}"
+    )
     return 0
 
 
@@ -207,8 +219,15 @@ def cmd_identify(args) -> int:
     from normjax.observer.identify import format_summary, identify
 
     t0 = time.perf_counter()
-    result = identify(norms, seeds=args.seeds, eps=args.eps, source=args.evidence, learner=args.learner,
-                      capacity=args.capacity, out_dir=args.out)
+    result = identify(
+        norms,
+        seeds=args.seeds,
+        eps=args.eps,
+        source=args.evidence,
+        learner=args.learner,
+        capacity=args.capacity,
+        out_dir=args.out,
+    )
     print(format_summary(result))
     print(f"{time.perf_counter() - t0:.1f}s; wrote {Path(args.out) / 'identify.json'} and figures")
     _print_programs()
@@ -224,9 +243,19 @@ def cmd_export(args) -> int:
         from normjax.interop.export import export_episode
 
         summary = export_episode(
-            args.norm, args.phase, args.seed, args.policy, args.out, frames_dir=args.frames,
-            layout=args.layout, capacity=args.capacity, newcomer_group=args.group,
-            steps=args.steps, cell_px=args.cell_px, episode=args.episode, **distractor,
+            args.norm,
+            args.phase,
+            args.seed,
+            args.policy,
+            args.out,
+            frames_dir=args.frames,
+            layout=args.layout,
+            capacity=args.capacity,
+            newcomer_group=args.group,
+            steps=args.steps,
+            cell_px=args.cell_px,
+            episode=args.episode,
+            **distractor,
         )
         print(json.dumps(summary, indent=2))
         return 0
@@ -235,15 +264,34 @@ def cmd_export(args) -> int:
     from normjax.interop.export_many import MAX_BATCH, export_many, plan_many
 
     episodes = args.episodes if args.episodes is not None else (None if args.episode is None else [args.episode])
-    plans = plan_many(args.norms or [args.norm], args.phases or [args.phase], args.seeds or [args.seed],
-                      args.policies or [args.policy], episodes=episodes, layout=args.layout,
-                      capacity=args.capacity, newcomer_group=args.group, **distractor)  # validated before tracing
+    plans = plan_many(
+        args.norms or [args.norm],
+        args.phases or [args.phase],
+        args.seeds or [args.seed],
+        args.policies or [args.policy],
+        episodes=episodes,
+        layout=args.layout,
+        capacity=args.capacity,
+        newcomer_group=args.group,
+        **distractor,
+    )  # validated before tracing
     t0 = time.perf_counter()
-    result = export_many(plans, args.out, steps=args.steps, capacity=args.capacity, frames_dir=args.frames,
-                         cell_px=args.cell_px, max_batch=MAX_BATCH if args.max_batch is None else args.max_batch,
-                         log=lambda m: print(m, file=sys.stderr))
-    print(json.dumps({"out": args.out, "episodes": len(plans), "wall_s": round(time.perf_counter() - t0, 2),
-                      **result["timing"]}, indent=2))
+    result = export_many(
+        plans,
+        args.out,
+        steps=args.steps,
+        capacity=args.capacity,
+        frames_dir=args.frames,
+        cell_px=args.cell_px,
+        max_batch=MAX_BATCH if args.max_batch is None else args.max_batch,
+        log=lambda m: print(m, file=sys.stderr),
+    )
+    print(
+        json.dumps(
+            {"out": args.out, "episodes": len(plans), "wall_s": round(time.perf_counter() - t0, 2), **result["timing"]},
+            indent=2,
+        )
+    )
     return 0
 
 
@@ -256,10 +304,20 @@ def cmd_llm_eval(args) -> int:
     from normjax.protocol import format_table
 
     try:
-        result = llm_eval(args.base_url, args.model, args.out, norms, text_only=args.text_only,
-                          known_norm=args.known_norm, seed=args.seed, interaction_steps=args.interaction_steps,
-                          allow_mixed_endpoint=args.allow_mixed_endpoint, judge_scores=args.judge_scores,
-                          **client, **distractor)
+        result = llm_eval(
+            args.base_url,
+            args.model,
+            args.out,
+            norms,
+            text_only=args.text_only,
+            known_norm=args.known_norm,
+            seed=args.seed,
+            interaction_steps=args.interaction_steps,
+            allow_mixed_endpoint=args.allow_mixed_endpoint,
+            judge_scores=args.judge_scores,
+            **client,
+            **distractor,
+        )
     except (EndpointError, RunIncomplete) as e:  # a failed endpoint is never a result
         print(f"normjax: error: {e}", file=sys.stderr)
         return 3
@@ -267,10 +325,16 @@ def cmd_llm_eval(args) -> int:
     print(f"llm: {json.dumps(result['llm'])}; wrote {Path(args.out) / 'results.json'}")
     judged = result.get("belief_accuracy")
     if judged and not judged["complete"]:  # an imported curve with gaps is no result: say so, exit 1
-        where = f"line {judged['errors'][0]['line']}: {judged['errors'][0]['error']}" if judged["errors"] else \
-            f"{len(judged['missing'])} belief(s) and {len(judged['missing_norms'])} norm(s) without a score"
-        print(f"normjax: error: the judge scores are incomplete ({len(judged['errors'])} unusable line(s); {where}); "
-              "belief_accuracy in results.json is marked complete: false", file=sys.stderr)
+        where = (
+            f"line {judged['errors'][0]['line']}: {judged['errors'][0]['error']}"
+            if judged["errors"]
+            else f"{len(judged['missing'])} belief(s) and {len(judged['missing_norms'])} norm(s) without a score"
+        )
+        print(
+            f"normjax: error: the judge scores are incomplete ({len(judged['errors'])} unusable line(s); {where}); "
+            "belief_accuracy in results.json is marked complete: false",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -289,13 +353,27 @@ def cmd_play(args) -> int:
     if args.assign is not None:
         from normjax.play.study import Study
 
-        study = Study(args.out, ids, args.assign, args.study_seed, args.consent, seed=args.seed,
-                      interaction_steps=args.interaction_steps)
+        study = Study(
+            args.out,
+            ids,
+            args.assign,
+            args.study_seed,
+            args.consent,
+            seed=args.seed,
+            interaction_steps=args.interaction_steps,
+        )
     try:
         from normjax.play.app import serve
 
-        serve(args.out, ids, host=args.host, port=args.port, seed=args.seed,
-              interaction_steps=args.interaction_steps, study=study)
+        serve(
+            args.out,
+            ids,
+            host=args.host,
+            port=args.port,
+            seed=args.seed,
+            interaction_steps=args.interaction_steps,
+            study=study,
+        )
     except ImportError as e:  # Flask missing: name the extra
         print(f"normjax: error: {e}", file=sys.stderr)
         return 2
@@ -308,8 +386,11 @@ def cmd_play_export(args) -> int:
     summary = export_study(args.out, args.compare, all_norms=args.all_norms)
     print(summary["markdown"])
     for p in summary["incomplete"]:
-        print(f"normjax: participant {p['participant']} is incomplete (finished {len(p['finished_norms'])} of "
-              f"{len(p['norms'])} norms): listed, not counted", file=sys.stderr)
+        print(
+            f"normjax: participant {p['participant']} is incomplete (finished {len(p['finished_norms'])} of "
+            f"{len(p['norms'])} norms): listed, not counted",
+            file=sys.stderr,
+        )
     print(f"{len(summary['complete'])} complete participant(s); wrote " + ", ".join(map(str, summary["files"])))
     return 0
 
@@ -331,9 +412,11 @@ def cmd_llm_judge(args) -> int:
         print(f"normjax: error: {e}", file=sys.stderr)
         return 1
     acc = summary["belief_accuracy"]
-    print(f"judged {summary['requested']} belief(s) now, {summary['skipped']} already scored; {summary['usable']} of "
-          f"{summary['prompts']} usable; final mean score {_mean(acc['final_score'].values())} over "
-          f"{len(acc['norms'])} norm(s)")
+    print(
+        f"judged {summary['requested']} belief(s) now, {summary['skipped']} already scored; {summary['usable']} of "
+        f"{summary['prompts']} usable; final mean score {_mean(acc['final_score'].values())} over "
+        f"{len(acc['norms'])} norm(s)"
+    )
     where = summary["results"] or "no results.json in the run: not stored"
     print(f"wrote {summary['scores']}; belief_accuracy: {where}")
     return 0
@@ -348,8 +431,9 @@ def cmd_llm_beliefs(args) -> int:
     from normjax.llm.belief_analysis import analyse_beliefs, format_summary
 
     out = Path(args.out) if args.out else Path(args.run) / "beliefs"
-    result = analyse_beliefs(args.run, args.scores, out, replies_after=args.replies_after,
-                             allow_missing=args.allow_missing)
+    result = analyse_beliefs(
+        args.run, args.scores, out, replies_after=args.replies_after, allow_missing=args.allow_missing
+    )
     print(format_summary(result))
     print(f"wrote {out / 'beliefs.json'} and {', '.join(result['figures'])}")
     return 0

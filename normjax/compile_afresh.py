@@ -63,7 +63,7 @@ def compile_afresh(jitted, args: tuple, static: dict):
 _FRESH_OPTION = "xla_cpu_enable_fast_math"  # any option would do: it is set to its value in effect
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _option_in_effect(name: str):
     """An XLA debug option's value for this process: XLA's default with `XLA_FLAGS` applied."""
     from jax._src.lib import xla_client

@@ -76,8 +76,7 @@ def _unknown_id(name: str) -> ValueError:
         else f"for example {_EXAMPLE!r} (all: normjax.registered_envs)"
     )
     return ValueError(
-        f"unknown environment id {name!r}; ids are "
-        f"{ID_PREFIX}-<layout>-<norm or none>-<phase>-{ID_VERSION}; {hint}"
+        f"unknown environment id {name!r}; ids are {ID_PREFIX}-<layout>-<norm or none>-<phase>-{ID_VERSION}; {hint}"
     )
 
 
@@ -117,9 +116,7 @@ def make(*args, **kwargs) -> NormGymEnv:
         fields = parse_env_id(args[0])
         unknown = sorted(set(kwargs) - set(_FIELDS))
         if unknown:
-            raise TypeError(
-                f"unknown override(s) {', '.join(unknown)}; valid: {', '.join(_FIELDS)}"
-            )
+            raise TypeError(f"unknown override(s) {', '.join(unknown)}; valid: {', '.join(_FIELDS)}")
         fields.update(kwargs)
         return NormGymEnv(**fields)
     return _make_from_fields(*args, **kwargs)

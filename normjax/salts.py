@@ -12,8 +12,12 @@ PLANNER_PRIORITY = 2  # community/planner.py: the step's yielding priority among
 PLANNER_MOVE_NOISE = 3  # community/planner.py: noise on the moves' costs (ties)
 HABIT = 7  # world/habits.py: the distractor habit lottery
 
-HASH_SALTS = {"planner_goal_noise": PLANNER_GOAL_NOISE, "planner_priority": PLANNER_PRIORITY,
-              "planner_move_noise": PLANNER_MOVE_NOISE, "habit": HABIT}
+HASH_SALTS = {
+    "planner_goal_noise": PLANNER_GOAL_NOISE,
+    "planner_priority": PLANNER_PRIORITY,
+    "planner_move_noise": PLANNER_MOVE_NOISE,
+    "habit": HABIT,
+}
 
 # Key tags, `jax.random.fold_in(key, tag)`:
 AUTO_RESET = 0x5E7  # wrappers/core.py: the auto-reset's key from the step's key
@@ -21,5 +25,13 @@ PROBE_EPISODES = 0x50524F42  # train/probes.py ("PROB"): probe episodes' starts;
 
 KEY_TAGS = {"auto_reset": AUTO_RESET, "probe_episodes": PROBE_EPISODES, "probe_actions": PROBE_EPISODES + 1}
 
-__all__ = ["AUTO_RESET", "HABIT", "HASH_SALTS", "KEY_TAGS", "PLANNER_GOAL_NOISE", "PLANNER_MOVE_NOISE",
-           "PLANNER_PRIORITY", "PROBE_EPISODES"]
+__all__ = [
+    "AUTO_RESET",
+    "HABIT",
+    "HASH_SALTS",
+    "KEY_TAGS",
+    "PLANNER_GOAL_NOISE",
+    "PLANNER_MOVE_NOISE",
+    "PLANNER_PRIORITY",
+    "PROBE_EPISODES",
+]

@@ -19,10 +19,28 @@ from tests.fake_openai import Reply
 def agent(slot, uid, pos, nxt=None, sanctioned=False, displaced=False, exited=False, active=True):
     """One agent of a step line (the export format's fields the analysis reads)."""
     if not active:
-        return dict(slot=slot, active=False, uid=None, pos=None, next=None, sanctioned=False, displaced=False,
-                    exited=False, role="newcomer" if slot == 0 else "aware")
-    return dict(slot=slot, active=True, uid=uid, pos=list(pos), next=None if exited else list(nxt or pos),
-                sanctioned=sanctioned, displaced=displaced, exited=exited, role="newcomer" if slot == 0 else "aware")
+        return dict(
+            slot=slot,
+            active=False,
+            uid=None,
+            pos=None,
+            next=None,
+            sanctioned=False,
+            displaced=False,
+            exited=False,
+            role="newcomer" if slot == 0 else "aware",
+        )
+    return dict(
+        slot=slot,
+        active=True,
+        uid=uid,
+        pos=list(pos),
+        next=None if exited else list(nxt or pos),
+        sanctioned=sanctioned,
+        displaced=displaced,
+        exited=exited,
+        role="newcomer" if slot == 0 else "aware",
+    )
 
 
 def llm(queried=True, belief=None, confidence=None, sanctioned=False):
@@ -32,8 +50,11 @@ def llm(queried=True, belief=None, confidence=None, sanctioned=False):
 def write_interaction(out, norm, steps, incomplete=False):
     """`steps`: [(agents, llm record or None), ...] for t = 0, 1, ..."""
     store = TranscriptStore(out)
-    header = {"transcript": TRANSCRIPT_FORMAT, "name": f"{norm}/interaction",
-              "result": {"llm": {"incomplete": incomplete}}}
+    header = {
+        "transcript": TRANSCRIPT_FORMAT,
+        "name": f"{norm}/interaction",
+        "result": {"llm": {"incomplete": incomplete}},
+    }
     lines = [{"t": t, "agents": agents, "llm": rec} for t, (agents, rec) in enumerate(steps)]
     store.finish(f"{norm}/interaction", [header, *lines])
 

@@ -51,8 +51,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
-_JAX_CACHE_OPTIONS = ("jax_enable_compilation_cache", "jax_compilation_cache_dir",
-                      "jax_persistent_cache_min_compile_time_secs", "jax_persistent_cache_min_entry_size_bytes")
+_JAX_CACHE_OPTIONS = (
+    "jax_enable_compilation_cache",
+    "jax_compilation_cache_dir",
+    "jax_persistent_cache_min_compile_time_secs",
+    "jax_persistent_cache_min_entry_size_bytes",
+)
 
 
 @pytest.fixture(autouse=True)

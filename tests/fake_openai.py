@@ -69,8 +69,11 @@ class FakeOpenAI:
 
             def do_GET(self):
                 ok = self.path.rstrip("/").endswith("/models") and server.models_status == 200
-                body = json.dumps({"object": "list", "data": [{"id": m, "object": "model"} for m in server.models]}
-                                  if ok else {"error": {"message": f"scripted {server.models_status}"}}).encode()
+                body = json.dumps(
+                    {"object": "list", "data": [{"id": m, "object": "model"} for m in server.models]}
+                    if ok
+                    else {"error": {"message": f"scripted {server.models_status}"}}
+                ).encode()
                 self.send_response(200 if ok else server.models_status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -88,8 +91,16 @@ class FakeOpenAI:
                     server.max_inflight = max(server.max_inflight, server.inflight)
                 try:
                     reply = server.script(payload, attempt)
-                    entry = dict(prompt=text, attempt=attempt, status=reply.status, usage=None, delay=reply.delay,
-                                 auth=self.headers.get("Authorization"), payload=payload, at=time.monotonic())
+                    entry = dict(
+                        prompt=text,
+                        attempt=attempt,
+                        status=reply.status,
+                        usage=None,
+                        delay=reply.delay,
+                        auth=self.headers.get("Authorization"),
+                        payload=payload,
+                        at=time.monotonic(),
+                    )
                     with server.lock:  # logged on arrival: a client may give up on a slow reply
                         server.log.append(entry)
                     if reply.delay:
@@ -98,11 +109,24 @@ class FakeOpenAI:
                     if reply.body is not None:
                         body = reply.body
                     elif reply.status == 200:
-                        usage = {"prompt_tokens": len(text) // 4 + 1,
-                                 "completion_tokens": len(reply.content or "") // 4 + 1}
-                        body = json.dumps({"id": "x", "object": "chat.completion", "choices": [
-                            {"index": 0, "message": {"role": "assistant", "content": reply.content},
-                             "finish_reason": "stop"}], "usage": usage}).encode()
+                        usage = {
+                            "prompt_tokens": len(text) // 4 + 1,
+                            "completion_tokens": len(reply.content or "") // 4 + 1,
+                        }
+                        body = json.dumps(
+                            {
+                                "id": "x",
+                                "object": "chat.completion",
+                                "choices": [
+                                    {
+                                        "index": 0,
+                                        "message": {"role": "assistant", "content": reply.content},
+                                        "finish_reason": "stop",
+                                    }
+                                ],
+                                "usage": usage,
+                            }
+                        ).encode()
                     else:
                         body = json.dumps({"error": {"message": f"scripted {reply.status}"}}).encode()
                     entry["usage"] = usage
@@ -146,7 +170,7 @@ _CELL = r"\((\d+), (\d+)\)"
 def _map(system: str) -> list[str]:
     lines = system.splitlines()
     i = next(i for i, line in enumerate(lines) if line.startswith("Map ("))
-    return [line[5:20] for line in lines[i + 2: i + 13]]
+    return [line[5:20] for line in lines[i + 2 : i + 13]]
 
 
 def _targets(grid: list[str], target: str) -> set:
@@ -203,8 +227,14 @@ CATEGORIES = ("malformed", "invalid", "http500", "http429", "slow", "garbage", "
 def category(text: str) -> str:
     """The scripted fate of a prompt, by a hash of its text."""
     h = zlib.crc32(text.encode()) % 100
-    for name, upper in (("malformed", 6), ("invalid", 10), ("http500", 14), ("http429", 18), ("slow", 20),
-                        ("garbage", 22)):
+    for name, upper in (
+        ("malformed", 6),
+        ("invalid", 10),
+        ("http500", 14),
+        ("http429", 18),
+        ("slow", 20),
+        ("garbage", 22),
+    ):
         if h < upper:
             return name
     return "ok"
@@ -248,7 +278,7 @@ FAULT_RATES = (("malformed", 0.10), ("http500", 0.05), ("http429", 0.05), ("past
 
 def _unit(*parts) -> float:
     """A number in [0, 1) fixed by `parts` (crc32: the same in every process and run)."""
-    return zlib.crc32(":".join(map(str, parts)).encode()) / 2 ** 32
+    return zlib.crc32(":".join(map(str, parts)).encode()) / 2**32
 
 
 def with_latency(script, mean_s: float, spread: float = 0.5):
@@ -307,8 +337,11 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description="a scripted fake OpenAI-compatible server (127.0.0.1)")
     ap.add_argument("--port", type=int, default=8765)
-    ap.add_argument("--transport-errors", action="store_true",
-                    help="also answer with HTTP 500 / 429, slow replies and garbage bodies")
+    ap.add_argument(
+        "--transport-errors",
+        action="store_true",
+        help="also answer with HTTP 500 / 429, slow replies and garbage bodies",
+    )
     args = ap.parse_args(argv)
     server = FakeOpenAI(chaos(transport_errors=args.transport_errors), port=args.port)
     print(f"serving the scripted model at http://127.0.0.1:{args.port}/v1 (Ctrl-C to stop)", flush=True)

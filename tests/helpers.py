@@ -36,7 +36,7 @@ def standable_cells(kind: np.ndarray) -> np.ndarray:
     return np.argwhere((kind == C.FLOOR) | (kind == C.CHAIR)).astype(np.int32)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def jitted(fn):
     """One jit per function for the whole test session."""
     return jax.jit(fn)

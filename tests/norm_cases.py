@@ -13,7 +13,7 @@ queue path of a norm, ...), so the same table runs on the hand-made
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import jax.numpy as jnp
 import numpy as np
@@ -221,15 +221,22 @@ def _others(cells, group=0):
 
 def _access_cases():
     cases = [
-        Case("forbidden_zone_q", "enter_q", False,
-             lambda L: _s(move_into(L, q_cells(L)[0], ok=lambda c: not L.zone_q[c]))),
+        Case(
+            "forbidden_zone_q",
+            "enter_q",
+            False,
+            lambda L: _s(move_into(L, q_cells(L)[0], ok=lambda c: not L.zone_q[c])),
+        ),
         Case("forbidden_zone_q", "plain_move", True, lambda L: _s(plain_move(L))),
-        Case("forbidden_zone_q", "leave_q", True,
-             lambda L: _s(Agent(pos=(3, 2), action=DOWN)), test_map_only=True),
-        Case("forbidden_zone_q", "move_inside_q", False,
-             lambda L: _s(Agent(pos=(3, 2), action=RIGHT)), test_map_only=True),
-        Case("forbidden_zone_q", "wait_in_q", True,
-             lambda L: _s(Agent(pos=q_cells(L)[0], action=WAIT))),
+        Case("forbidden_zone_q", "leave_q", True, lambda L: _s(Agent(pos=(3, 2), action=DOWN)), test_map_only=True),
+        Case(
+            "forbidden_zone_q",
+            "move_inside_q",
+            False,
+            lambda L: _s(Agent(pos=(3, 2), action=RIGHT)),
+            test_map_only=True,
+        ),
+        Case("forbidden_zone_q", "wait_in_q", True, lambda L: _s(Agent(pos=q_cells(L)[0], action=WAIT))),
     ]
     for door, side in enumerate(("left", "bottom", "right")):
         other = (door + 1) % 3
@@ -237,13 +244,10 @@ def _access_cases():
             Case(f"all_exit_{side}", "own_door", True, lambda L, d=door: _s(exit_via(L, d))),
             Case(f"all_exit_{side}", "other_door", False, lambda L, d=other: _s(exit_via(L, d))),
             Case(f"all_exit_{side}", "no_exit", True, lambda L: _s(plain_move(L))),
-            Case(f"{side}_door_forbidden", "this_door", False,
-                 lambda L, d=door: _s(exit_via(L, d))),
-            Case(f"{side}_door_forbidden", "other_door", True,
-                 lambda L, d=other: _s(exit_via(L, d))),
+            Case(f"{side}_door_forbidden", "this_door", False, lambda L, d=door: _s(exit_via(L, d))),
+            Case(f"{side}_door_forbidden", "other_door", True, lambda L, d=other: _s(exit_via(L, d))),
         ]
-    only = {"bottom_left_seats_only": C.BL, "top_left_seats_only": C.TL,
-            "bottom_right_seats_only": C.BR}
+    only = {"bottom_left_seats_only": C.BL, "top_left_seats_only": C.TL, "bottom_right_seats_only": C.BR}
     for name, region in only.items():
         wrong = (region + 1) % 3
         cases += [
@@ -263,34 +267,54 @@ def _procedure_cases():
     for name, table in (("clockwise_circulation", "cw"), ("counterclockwise_circulation", "ccw")):
         cases += [
             Case(name, "along", True, lambda L, tb=table: _s(ring_move(L, getattr(L, tb), True))),
-            Case(name, "against", False,
-                 lambda L, tb=table: _s(ring_move(L, getattr(L, tb), False))),
+            Case(name, "against", False, lambda L, tb=table: _s(ring_move(L, getattr(L, tb), False))),
             Case(name, "leave_ring", True, lambda L: _s(ring_leave(L))),
             Case(name, "enter_ring", True, lambda L: _s(ring_enter(L))),
         ]
     # Ring corners of TEST_MAP: cw(1, 13) = down, cw(9, 1) = up, cw(1, 1) = right.
     corner = {
-        "clockwise_circulation": [((1, 13), DOWN, True), ((1, 13), LEFT, False),
-                                  ((9, 1), UP, True), ((9, 1), RIGHT, False),
-                                  ((1, 1), RIGHT, True), ((1, 1), DOWN, False),
-                                  ((9, 13), LEFT, True), ((9, 13), UP, False)],
-        "counterclockwise_circulation": [((1, 13), LEFT, True), ((1, 13), DOWN, False),
-                                         ((9, 1), RIGHT, True), ((9, 1), UP, False),
-                                         ((1, 1), DOWN, True), ((9, 13), UP, True)],
+        "clockwise_circulation": [
+            ((1, 13), DOWN, True),
+            ((1, 13), LEFT, False),
+            ((9, 1), UP, True),
+            ((9, 1), RIGHT, False),
+            ((1, 1), RIGHT, True),
+            ((1, 1), DOWN, False),
+            ((9, 13), LEFT, True),
+            ((9, 13), UP, False),
+        ],
+        "counterclockwise_circulation": [
+            ((1, 13), LEFT, True),
+            ((1, 13), DOWN, False),
+            ((9, 1), RIGHT, True),
+            ((9, 1), UP, False),
+            ((1, 1), DOWN, True),
+            ((9, 13), UP, True),
+        ],
     }
     for name, moves in corner.items():
         for pos, act, ok in moves:
-            cases.append(Case(name, f"corner_{pos[0]}_{pos[1]}_{C.ACTION_NAMES[act]}", ok,
-                              lambda L, p=pos, a=act: _s(Agent(pos=p, action=a)),
-                              test_map_only=True))
-    turns = {"even_turns_only": (4, 7), "odd_turns_only": (7, 4), "no_turns_0_mod_3": (7, 6),
-             "no_turns_1_mod_3": (8, 7), "no_turns_2_mod_3": (6, 8)}
+            cases.append(
+                Case(
+                    name,
+                    f"corner_{pos[0]}_{pos[1]}_{C.ACTION_NAMES[act]}",
+                    ok,
+                    lambda L, p=pos, a=act: _s(Agent(pos=p, action=a)),
+                    test_map_only=True,
+                )
+            )
+    turns = {
+        "even_turns_only": (4, 7),
+        "odd_turns_only": (7, 4),
+        "no_turns_0_mod_3": (7, 6),
+        "no_turns_1_mod_3": (8, 7),
+        "no_turns_2_mod_3": (6, 8),
+    }
     for name, (t_ok, t_bad) in turns.items():
         cases += [
             Case(name, f"t{t_ok}", True, lambda L, t=t_ok: _s(plain_move(L), t=t)),
             Case(name, f"t{t_bad}", False, lambda L, t=t_bad: _s(plain_move(L), t=t)),
-            Case(name, f"wait_t{t_bad}", True,
-                 lambda L, t=t_bad: _s(Agent(pos=(4, 7), action=WAIT), t=t)),
+            Case(name, f"wait_t{t_bad}", True, lambda L, t=t_bad: _s(Agent(pos=(4, 7), action=WAIT), t=t)),
         ]
     T, F = True, False
     rhythm = {
@@ -304,19 +328,17 @@ def _procedure_cases():
             cases.append(Case(name, label, ok, lambda L, h=hist: _s(plain_move(L, moves=h))))
     cases += [
         Case("visit_zone_q_first", "sit_unvisited", False, lambda L: _s(sit(L, C.BL))),
-        Case("visit_zone_q_first", "sit_visited", True,
-             lambda L: _s(sit(L, C.BL, visited_q=True))),
+        Case("visit_zone_q_first", "sit_visited", True, lambda L: _s(sit(L, C.BL, visited_q=True))),
         Case("visit_zone_q_first", "walk_unvisited", True, lambda L: _s(plain_move(L))),
         # The current cell counts: standing in Q (3, 2) now, stepping onto chair (2, 2).
-        Case("visit_zone_q_first", "sit_from_q", True,
-             lambda L: _s(Agent(pos=(3, 2), action=UP)), test_map_only=True),
+        Case("visit_zone_q_first", "sit_from_q", True, lambda L: _s(Agent(pos=(3, 2), action=UP)), test_map_only=True),
     ]
     return cases
 
 
 def _queue_cases(name):
     nid = reg.get_norm(name).id
-    path = lambda L: queue_path(L, nid)  # noqa: E731
+    path = lambda L: queue_path(L, nid)
 
     def join_empty(L):  # empty path: the tail is the head
         side = head_side(L, path(L))
@@ -370,6 +392,7 @@ def _queue_cases(name):
 
 def _queue_edge_cases():
     """Full path (no tail), the last free cell, skipping along a zigzag."""
+
     def edge_left(L):
         return queue_path(L, reg.get_norm("edge_queue_left").id)
 
@@ -421,28 +444,37 @@ def _allocation_cases():
         Case("single_group_zone_r", "mixed_group", False, lambda L: enter_r(L, 2, (0, 2))),
         Case("single_group_zone_r", "empty_r", True, lambda L: enter_r(L, 0)),
     ]
-    doors = {"group_doors_abc": (0, 1, 2), "group_doors_bca": (1, 2, 0),
-             "group_doors_cab": (2, 0, 1)}
+    doors = {"group_doors_abc": (0, 1, 2), "group_doors_bca": (1, 2, 0), "group_doors_cab": (2, 0, 1)}
     for name, door_of in doors.items():
         for g in range(3):
             d = door_of[g]
             cases += [
-                Case(name, f"{C.GROUP_NAMES[g]}_own_door", True,
-                     lambda L, d=d, g=g: _s(exit_via(L, d, group=g))),
-                Case(name, f"{C.GROUP_NAMES[g]}_other_door", False,
-                     lambda L, d=(d + 1) % 3, g=g: _s(exit_via(L, d, group=g))),
+                Case(name, f"{C.GROUP_NAMES[g]}_own_door", True, lambda L, d=d, g=g: _s(exit_via(L, d, group=g))),
+                Case(
+                    name,
+                    f"{C.GROUP_NAMES[g]}_other_door",
+                    False,
+                    lambda L, d=(d + 1) % 3, g=g: _s(exit_via(L, d, group=g)),
+                ),
             ]
-    seating = {"group_seating_rot1": (C.TL, C.BL, C.BR), "group_seating_rot2": (C.BL, C.BR, C.TL),
-               "group_seating_rot3": (C.BR, C.TL, C.BL)}
+    seating = {
+        "group_seating_rot1": (C.TL, C.BL, C.BR),
+        "group_seating_rot2": (C.BL, C.BR, C.TL),
+        "group_seating_rot3": (C.BR, C.TL, C.BL),
+    }
     for name, rho in seating.items():
         for g in range(3):
             cases += [
-                Case(name, f"{C.GROUP_NAMES[g]}_own_region", True,
-                     lambda L, r=rho[g], g=g: _s(sit(L, r, group=g))),
-                Case(name, f"{C.GROUP_NAMES[g]}_other_region", False,
-                     lambda L, r=rho[(g + 1) % 3], g=g: _s(sit(L, r, group=g))),
+                Case(name, f"{C.GROUP_NAMES[g]}_own_region", True, lambda L, r=rho[g], g=g: _s(sit(L, r, group=g))),
+                Case(
+                    name,
+                    f"{C.GROUP_NAMES[g]}_other_region",
+                    False,
+                    lambda L, r=rho[(g + 1) % 3], g=g: _s(sit(L, r, group=g)),
+                ),
             ]
     for s, name in enumerate(("seats_in_order_l2r", "seats_in_order_r2l")):
+
         def first(L, s=s):
             return _s(move_into(L, seat_sigma(L, s)[0]))
 
@@ -466,20 +498,27 @@ def _allocation_cases():
         ]
     # The mover's own chair is not free: on TEST_MAP, l2r = (2,2), (7,2), (2,3), ...
     cases += [
-        Case("seats_in_order_l2r", "mover_on_first_to_third", False,
-             lambda L: _s(Agent(pos=(2, 2), action=RIGHT)), test_map_only=True),
-        Case("seats_in_order_l2r", "mover_on_first_second_taken", True,
-             lambda L: _s(Agent(pos=(2, 2), action=RIGHT), *_others([(7, 2)])),
-             test_map_only=True),
+        Case(
+            "seats_in_order_l2r",
+            "mover_on_first_to_third",
+            False,
+            lambda L: _s(Agent(pos=(2, 2), action=RIGHT)),
+            test_map_only=True,
+        ),
+        Case(
+            "seats_in_order_l2r",
+            "mover_on_first_second_taken",
+            True,
+            lambda L: _s(Agent(pos=(2, 2), action=RIGHT), *_others([(7, 2)])),
+            test_map_only=True,
+        ),
     ]
     return cases
 
 
 def all_cases() -> list[Case]:
-    queue = [c for n in reg.NORM_NAMES[reg.QUEUE_IDS.start: reg.QUEUE_IDS.stop]
-             for c in _queue_cases(n)]
-    return (_access_cases() + _procedure_cases() + queue + _queue_edge_cases()
-            + _allocation_cases())
+    queue = [c for n in reg.NORM_NAMES[reg.QUEUE_IDS.start : reg.QUEUE_IDS.stop] for c in _queue_cases(n)]
+    return _access_cases() + _procedure_cases() + queue + _queue_edge_cases() + _allocation_cases()
 
 
 CASES = all_cases()
@@ -513,8 +552,13 @@ def _reference_agent(lay, t, i, pos, active, action, group, moves, visited_q):
     w = [not lay.zone_q[y]]
     w += [door is None or door == d for d in range(3)]
     w += [door != d for d in range(3)]
-    w += [not chair or region == C.BL, not chair or region == C.TL, not chair or region == C.BR,
-          not chair or region != C.BL, not chair or region != C.BR]
+    w += [
+        not chair or region == C.BL,
+        not chair or region == C.TL,
+        not chair or region == C.BR,
+        not chair or region != C.BL,
+        not chair or region != C.BR,
+    ]
     both_ring = bool(lay.ring[x]) and bool(lay.ring[y])
     for table in (lay.cw, lay.ccw):
         w.append(not both_ring or y == (x[0] + int(table[x][0]), x[1] + int(table[x][1])))
@@ -536,8 +580,11 @@ def _reference_agent(lay, t, i, pos, active, action, group, moves, visited_q):
             w.append(k == tail)
     enters_r = bool(lay.zone_r[y]) and not lay.zone_r[x]
     in_r = [j for j in others if lay.zone_r[cell(pos[j])]]
-    w += [not enters_r or len(in_r) == 0, not enters_r or len(in_r) <= 1,
-          not enters_r or all(int(group[j]) == g for j in in_r)]
+    w += [
+        not enters_r or len(in_r) == 0,
+        not enters_r or len(in_r) <= 1,
+        not enters_r or all(int(group[j]) == g for j in in_r),
+    ]
     for door_of in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
         w.append(door is None or door == door_of[g])
     for rho in ((C.TL, C.BL, C.BR), (C.BL, C.BR, C.TL), (C.BR, C.TL, C.BL)):

@@ -31,12 +31,22 @@ TEST_MAP = (
 # docs/world.md §7 queue shapes as moves from the head: R/L = right/left, A = away
 # (+row), T = toward the counter.  Norm order 23..38.
 QUEUE_PROGRAMS = (
-    "RAAAA", "RRAAA", "LAAAA", "LLAAA",  # bend_right_1/2, bend_left_1/2
-    "RALAR", "RRALL", "LARAL", "LLARR",  # zigzag_right_1/2, zigzag_left_1/2
-    "RARAA", "LALAA",  # staircase_right / left
-    "AARRA", "AALLA",  # l_shape_right / left
-    "RAALLT", "LAARRT",  # square_right / left (7 cells)
-    "LLL", "RRR",  # edge_queue_left / right (4 cells)
+    "RAAAA",
+    "RRAAA",
+    "LAAAA",
+    "LLAAA",  # bend_right_1/2, bend_left_1/2
+    "RALAR",
+    "RRALL",
+    "LARAL",
+    "LLARR",  # zigzag_right_1/2, zigzag_left_1/2
+    "RARAA",
+    "LALAA",  # staircase_right / left
+    "AARRA",
+    "AALLA",  # l_shape_right / left
+    "RAALLT",
+    "LAARRT",  # square_right / left (7 cells)
+    "LLL",
+    "RRR",  # edge_queue_left / right (4 cells)
 )
 _PROGRAM_STEP = {"R": (0, 1), "L": (0, -1), "A": (1, 0), "T": (-1, 0)}
 
@@ -86,7 +96,7 @@ def _queue_path(service, program):
 def map_arrays(rows=TEST_MAP) -> dict[str, np.ndarray]:
     """The norm-relevant arrays of a map, straight from docs/world.md §1 and 7."""
     chars = np.array([list(line) for line in rows])
-    find = lambda ch: tuple(int(v) for v in np.argwhere(chars == ch)[0])  # noqa: E731
+    find = lambda ch: tuple(int(v) for v in np.argwhere(chars == ch)[0])
     doors = [find(d) for d in "ABC"]
     inward = [(doors[0][0], 1), (C.H - 2, doors[1][1]), (doors[2][0], C.W - 2)]
     service = (1, find("K")[1])
@@ -97,9 +107,7 @@ def map_arrays(rows=TEST_MAP) -> dict[str, np.ndarray]:
     ccw = np.zeros((C.H, C.W, 2), np.int32)
     for r, c in np.argwhere(ring):
         cw[r, c], ccw[r, c] = _cw(r, c), _ccw(r, c)
-    region = np.array(
-        [[_region(r, c, doors[0], doors[1]) for c in range(C.W)] for r in range(C.H)]
-    )
+    region = np.array([[_region(r, c, doors[0], doors[1]) for c in range(C.W)] for r in range(C.H)])
     paths = np.full((C.N_QUEUE_PATHS, C.MAX_QUEUE_LEN, 2), -1, np.int32)
     lengths = np.zeros(C.N_QUEUE_PATHS, np.int32)
     for p, program in enumerate(QUEUE_PROGRAMS):

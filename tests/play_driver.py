@@ -43,8 +43,9 @@ def free_port() -> int:
 
 def _request(url: str, body: dict | None = None, timeout: float = 300.0):
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method="GET" if body is None else "POST",
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        url, data=data, method="GET" if body is None else "POST", headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=timeout) as r:
         raw = r.read()
         return json.loads(raw) if r.headers.get_content_type() == "application/json" else raw
@@ -53,21 +54,33 @@ def _request(url: str, body: dict | None = None, timeout: float = 300.0):
 class PlayServer:
     """``normjax play ARGS`` in a subprocess on a free port; `url`, `stdout()` (its output so far)."""
 
-    def __init__(self, args: list, log_dir, python: str = sys.executable, env: dict | None = None,
-                 start_timeout: float = 300.0, cwd=ROOT):
+    def __init__(
+        self,
+        args: list,
+        log_dir,
+        python: str = sys.executable,
+        env: dict | None = None,
+        start_timeout: float = 300.0,
+        cwd=ROOT,
+    ):
         self.args, self.python, self.env, self.start_timeout = [str(a) for a in args], python, env, start_timeout
         self.cwd = cwd  # `python -m` imports normjax from here first
         self.log_dir = Path(log_dir)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> "PlayServer":
+    def __enter__(self) -> PlayServer:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.out_path, self.err_path = self.log_dir / f"play_{self.port}.out", self.log_dir / f"play_{self.port}.err"
         self._out, self._err = self.out_path.open("w"), self.err_path.open("w")
         env = dict(os.environ if self.env is None else self.env, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen([self.python, "-m", "normjax.cli", "play", *self.args, "--port", str(self.port)],
-                                     cwd=self.cwd, env=env, stdout=self._out, stderr=self._err)
+        self.proc = subprocess.Popen(
+            [self.python, "-m", "normjax.cli", "play", *self.args, "--port", str(self.port)],
+            cwd=self.cwd,
+            env=env,
+            stdout=self._out,
+            stderr=self._err,
+        )
         deadline = time.monotonic() + self.start_timeout
         while True:
             if self.proc.poll() is not None:
@@ -79,7 +92,7 @@ class PlayServer:
             except OSError:
                 if time.monotonic() > deadline:
                     self.__exit__()
-                    raise TimeoutError(f"normjax play did not answer on {self.url}")
+                    raise TimeoutError(f"normjax play did not answer on {self.url}") from None
                 time.sleep(0.05)
 
     def stdout(self) -> str:

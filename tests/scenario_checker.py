@@ -52,8 +52,8 @@ _ANY_CHAIR_GOAL = {*range(7, 12), 45, 46, 47}
 _ANY_DOOR_EXIT = {*range(1, 7), 42, 43, 44}
 
 
-@functools.lru_cache(maxsize=None)
-def load_map(name: str) -> "Room":
+@functools.cache
+def load_map(name: str) -> Room:
     return Room(name, (MAPS / f"{name}.txt").read_text().splitlines())
 
 
@@ -121,8 +121,16 @@ def violates(room: Room, norm: int, group: int, x, y, visited_q: bool) -> bool:
     raise ValueError(f"norm {norm} is not static; static norms: {STATIC_NORMS}")
 
 
-def bfs(room: Room, start, norm: int | None, group: int, leg: int, any_chair: bool,
-        blocked=frozenset(), visited0: bool = False) -> dict:
+def bfs(
+    room: Room,
+    start,
+    norm: int | None,
+    group: int,
+    leg: int,
+    any_chair: bool,
+    blocked=frozenset(),
+    visited0: bool = False,
+) -> dict:
     """Shortest moves from `start` to every cell: {(cell, visited_q): moves}.  `norm`
     None = norm-blind.  Doors and (leg 0 with an any-chair goal) chairs end routes."""
     s0 = (start, visited0 or bool(room.q[start]))
@@ -185,9 +193,12 @@ def check_episode(layout: str, norm: int, group: int, start, goal_cell, exit_doo
     by_goal = any(c0.get(g, INF) == blind1 and exit_len(g, True) == exit_len(g, False) < INF for g in nearest)
     whole = comp_task <= blind_task < INF
     return dict(
-        blind_goal1=blind1, compliant_goal1=min(c0.values(), default=INF),
-        blind_task=blind_task, compliant_task=comp_task if comp_task < INF else None,
-        complies_goal_by_goal=bool(by_goal), complies_whole_task=bool(whole),
+        blind_goal1=blind1,
+        compliant_goal1=min(c0.values(), default=INF),
+        blind_task=blind_task,
+        compliant_task=comp_task if comp_task < INF else None,
+        complies_goal_by_goal=bool(by_goal),
+        complies_whole_task=bool(whole),
         discriminative=not (by_goal or whole),
     )
 
@@ -203,11 +214,26 @@ def check_protocol(norm_ids=STATIC_NORMS) -> list[dict]:
     for e in test_episodes(list(norm_ids)):
         ix = (e["layout_id"], e["norm_id"], e["group"])
         used = t["x_used"][ix] & t["x_hold"][ix]
-        res = check_episode(e["layout"], e["norm_id"], e["group"], t["start"][ix].tolist(),
-                            t["goal_cell"][ix].tolist(), int(t["exit_door"][ix]),
-                            [p.tolist() for p in t["x_pos"][ix][used]])
-        rows.append(dict(norm_id=e["norm_id"], norm=e["norm"], condition=e["condition"], episode=e["episode"],
-                         layout=e["layout"], group=e["group"], **res))
+        res = check_episode(
+            e["layout"],
+            e["norm_id"],
+            e["group"],
+            t["start"][ix].tolist(),
+            t["goal_cell"][ix].tolist(),
+            int(t["exit_door"][ix]),
+            [p.tolist() for p in t["x_pos"][ix][used]],
+        )
+        rows.append(
+            dict(
+                norm_id=e["norm_id"],
+                norm=e["norm"],
+                condition=e["condition"],
+                episode=e["episode"],
+                layout=e["layout"],
+                group=e["group"],
+                **res,
+            )
+        )
     return rows
 
 

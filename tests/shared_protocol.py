@@ -23,7 +23,7 @@ from normjax.protocol.seeds import test_episodes as protocol_episodes
 REFERENCE_NORMS = (0, 9, 12, 13, 22, 23, 30, 37, 39, 40, 44, 49)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _run():
     eps = protocol_episodes(list(REFERENCE_NORMS))
 
@@ -33,10 +33,14 @@ def _run():
 
         return run_episode(policy, key, lay, nid, grp)
 
-    col = lambda f: jnp.asarray([f(e) for e in eps] * 2)  # noqa: E731
-    out = jax.jit(jax.vmap(one))(jnp.asarray([True] * len(eps) + [False] * len(eps)),
-                                 jnp.stack([jax.random.PRNGKey(e["seed"]) for e in eps] * 2),
-                                 col(lambda e: e["layout_id"]), col(lambda e: e["norm_id"]), col(lambda e: e["group"]))
+    col = lambda f: jnp.asarray([f(e) for e in eps] * 2)
+    out = jax.jit(jax.vmap(one))(
+        jnp.asarray([True] * len(eps) + [False] * len(eps)),
+        jnp.stack([jax.random.PRNGKey(e["seed"]) for e in eps] * 2),
+        col(lambda e: e["layout_id"]),
+        col(lambda e: e["norm_id"]),
+        col(lambda e: e["group"]),
+    )
     out = {k: np.asarray(v) for k, v in out.items()}
     n = len(eps)
     return eps, {"oracle": {k: v[:n] for k, v in out.items()}, "blind": {k: v[n:] for k, v in out.items()}}

@@ -81,6 +81,9 @@ def test_blind_any_never_complies_on_dynamic_norms():
     t = host_scenarios()
     eps = protocol_episodes(list(DYNAMIC_NORMS))
     rows = blind_any_runs(eps, 32)
-    bad = [r for r, e in zip(rows, eps)
-           if r["complied"] and not t["non_discriminative"][e["layout_id"], e["norm_id"], e["group"]]]
+    bad = [
+        r
+        for r, e in zip(rows, eps)
+        if r["complied"] and not t["non_discriminative"][e["layout_id"], e["norm_id"], e["group"]]
+    ]
     assert bad == []

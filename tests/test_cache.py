@@ -22,16 +22,24 @@ import pytest
 from normjax.cache import default_cache_dir, resolve_cache_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ("import json, sys\nfrom normjax.cli import main\nfrom normjax.cache import cache_stats\n"
-          "rc = main(sys.argv[1:])\nprint(json.dumps(dict(rc=rc, **cache_stats())))\n")
+SCRIPT = (
+    "import json, sys\nfrom normjax.cli import main\nfrom normjax.cache import cache_stats\n"
+    "rc = main(sys.argv[1:])\nprint(json.dumps(dict(rc=rc, **cache_stats())))\n"
+)
 
 
 def _start(tmp_path, argv, **env_extra):
     """The `normjax` command `argv` in a fresh subprocess (started, not awaited)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "NORMJAX_", "XLA_"))}
     env.update(PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", XDG_CACHE_HOME=str(tmp_path / "xdg"), **env_extra)
-    return subprocess.Popen([sys.executable, "-c", SCRIPT, *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, *argv],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _stats(proc):
@@ -151,6 +159,7 @@ def test_program_that_ran_from_jax_cache_is_stored_compiled_afresh(tmp_path, mon
     def make():  # a new function each time: traced and lowered again, so JAX's in-memory caches miss
         def running_share(x):
             return jnp.where(x > 0.5, jnp.cumsum(x, axis=1), x[:, :1]) / (1 + jnp.arange(x.shape[1]))
+
         return running_share
 
     x = jnp.linspace(0.0, 1.0, 64).reshape(4, 16)
@@ -180,8 +189,17 @@ def test_repeated_export_loads_whole_programs(tmp_path):
 @pytest.mark.slow  # two fresh `normjax` processes (slow tier); the cache logic is tested in process here too
 def test_repeated_evaluate_loads_whole_programs(tmp_path):
     """A second identical `normjax evaluate` loads its protocol program whole and gives the same rows."""
-    cmd = ["evaluate", "--policy", "random", "--norms", "bend_right_1", "--capacity", "6",
-           "--cache-dir", str(tmp_path / "c")]
+    cmd = [
+        "evaluate",
+        "--policy",
+        "random",
+        "--norms",
+        "bend_right_1",
+        "--capacity",
+        "6",
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
     first = _stats(_start(tmp_path, [*cmd, "--out", str(tmp_path / "one.json")]))
     assert first["executable_stores"] == 1 and first["executable_loads"] == 0
     second = _stats(_start(tmp_path, [*cmd, "--out", str(tmp_path / "two.json")]))
@@ -191,8 +209,22 @@ def test_repeated_evaluate_loads_whole_programs(tmp_path):
 
 
 def _run_export(tmp_path, out, *flags):
-    cmd = ["export", "--norm", "bend_right_1", "--phase", "seen", "--seed", "4", "--policy", "random",
-           "--steps", "10", "--out", str(tmp_path / out), *flags]
+    cmd = [
+        "export",
+        "--norm",
+        "bend_right_1",
+        "--phase",
+        "seen",
+        "--seed",
+        "4",
+        "--policy",
+        "random",
+        "--steps",
+        "10",
+        "--out",
+        str(tmp_path / out),
+        *flags,
+    ]
     return _stats(_start(tmp_path, cmd))
 
 
@@ -242,8 +274,17 @@ def test_repeated_identify_loads_whole_programs(tmp_path):
 def test_repeated_train_loads_whole_programs(tmp_path):
     """A second identical `normjax train` loads every program whole (init, block, probes, validation and
     final tests) and writes the same metrics, validation, probes and results as the first."""
-    cmd = ["train", "--config", "test_tiny", "--no-checkpoints", "--no-progress", "total_steps=400",
-           "validation_at=400", "--cache-dir", str(tmp_path / "c")]
+    cmd = [
+        "train",
+        "--config",
+        "test_tiny",
+        "--no-checkpoints",
+        "--no-progress",
+        "total_steps=400",
+        "validation_at=400",
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
     first = _stats(_start(tmp_path, [*cmd, "--out", str(tmp_path / "one")]))
     assert first["executable_stores"] >= 5 and first["executable_loads"] == 0
     second = _stats(_start(tmp_path, [*cmd, "--out", str(tmp_path / "two")]))
@@ -262,8 +303,12 @@ def test_stored_tables_round_trip(tmp_path, monkeypatch):
 
     from normjax import cache
 
-    table = dict(valid=np.array([[True, False]]), start=np.arange(6, dtype=np.int32).reshape(3, 2),
-                 routes=np.arange(8, dtype=np.uint8), mass=np.linspace(0, 1, 3, dtype=np.float32))
+    table = dict(
+        valid=np.array([[True, False]]),
+        start=np.arange(6, dtype=np.int32).reshape(3, 2),
+        routes=np.arange(8, dtype=np.uint8),
+        mass=np.linspace(0, 1, 3, dtype=np.float32),
+    )
     built = []
 
     def build():
@@ -335,8 +380,13 @@ def test_stored_program_compiled_after_a_jax_cache_hit_runs(tmp_path):
     env.update(PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu")
     runs = []
     for step in ("store", "load"):
-        run = subprocess.run([sys.executable, "-c", _STORE_AND_LOAD, str(tmp_path / "c"), step], env=env,
-                             capture_output=True, text=True, timeout=300)
+        run = subprocess.run(
+            [sys.executable, "-c", _STORE_AND_LOAD, str(tmp_path / "c"), step],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert run.returncode == 0, run.stderr[-2000:]
         runs.append(json.loads(run.stdout.strip().splitlines()[-1]))
     store, load = runs
@@ -371,8 +421,13 @@ def test_stored_programs_keep_their_devices(tmp_path):
     env.update(PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=2")
     runs = []
     for _ in range(2):
-        run = subprocess.run([sys.executable, "-c", _TWO_DEVICES, str(tmp_path / "c")], env=env,
-                             capture_output=True, text=True, timeout=300)
+        run = subprocess.run(
+            [sys.executable, "-c", _TWO_DEVICES, str(tmp_path / "c")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert run.returncode == 0, run.stderr[-2000:]
         runs.append(json.loads(run.stdout.strip().splitlines()[-1]))
     store, load = runs

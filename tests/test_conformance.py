@@ -10,10 +10,10 @@ async vector env (subprocesses, `distributed`).  The docs' code blocks run in
 tests/test_docs_blocks.py (a file of its own, so xdist runs it on another worker).
 """
 
+import multiprocessing
 import pickle
 import subprocess
 import sys
-import multiprocessing
 import warnings
 
 import gymnasium
@@ -84,15 +84,16 @@ def test_declared_bounds_per_feature():
         assert low.shape == high.shape == (normjax.obs_size(k),) and low.dtype == np.float32
         vec = 3 * C.H * C.W
         assert (low[:vec] == 0).all() and (high[:vec] == 1).all()  # map planes
-        np.testing.assert_array_equal(low[vec:vec + 13], [-1, -1, 0, 0, -2, -2, 0, 0, 0, 0, 0, 0, 0])
-        np.testing.assert_array_equal(high[vec:vec + 13], [1, 1, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, 1])
-        others = low[vec + 13:-5].reshape(k - 1, 8)
+        np.testing.assert_array_equal(low[vec : vec + 13], [-1, -1, 0, 0, -2, -2, 0, 0, 0, 0, 0, 0, 0])
+        np.testing.assert_array_equal(high[vec : vec + 13], [1, 1, 1, 1, 2, 2, 1, 1, 1, 1, 1, 1, 1])
+        others = low[vec + 13 : -5].reshape(k - 1, 8)
         assert (others[:, :4] == -1).all() and (others[:, 4:] == 0).all()
-        assert (high[vec + 13:] == 1).all()
+        assert (high[vec + 13 :] == 1).all()
     env = NormGymGymnasiumEnv(ID)
     np.testing.assert_array_equal(env.observation_space.low, bounds.observation_bounds(10)[0])
     assert parallel_env(capacity=6).observation_space("agent_0") == env.observation_space.__class__(
-        *bounds.observation_bounds(6), dtype=np.float32)
+        *bounds.observation_bounds(6), dtype=np.float32
+    )
     with pytest.raises(ValueError, match="one of"):
         bounds.observation_bounds(7)
 
@@ -214,8 +215,7 @@ def test_async_make_vec_default_context_errors_clearly_and_forkserver_runs():
         "    print('ERROR', type(e).__name__, e)\n"
     )
     for context in ("default", "forkserver"):
-        out = subprocess.run([sys.executable, "-c", code, context], capture_output=True, text=True,
-                             timeout=400)
+        out = subprocess.run([sys.executable, "-c", code, context], capture_output=True, text=True, timeout=400)
         text = out.stdout + out.stderr
         if context == "forkserver" or multiprocessing.get_start_method() != "fork":
             assert "RAN (2, 553)" in out.stdout, text[-3000:]
@@ -283,8 +283,9 @@ ROLL_ENVS, ROLL_STEPS = 16, 128
 def _rollout_params(k):
     rows = []
     for i in range(ROLL_ENVS):
-        p = phase_params("train", layout_id(LAYOUTS[i % len(LAYOUTS)]),
-                         norm_id(None if i % 2 else "clockwise_circulation"))
+        p = phase_params(
+            "train", layout_id(LAYOUTS[i % len(LAYOUTS)]), norm_id(None if i % 2 else "clockwise_circulation")
+        )
         rows.append(p.replace(min_agents=jnp.int32(k)))  # every slot in use: crowded
     return jax.tree.map(lambda *x: jnp.stack(x), *rows)
 
@@ -329,9 +330,11 @@ def test_observations_stay_inside_the_declared_bounds(k):
 
 @slow
 def test_enable_compilation_cache_stores_programs(tmp_path):
-    code = ("import jax, jax.numpy as jnp, normjax\n"
-            f"print(normjax.enable_compilation_cache({str(tmp_path / 'c')!r}))\n"
-            "jax.jit(lambda x: jnp.sin(x) * 2)(jnp.ones(3)).block_until_ready()\n")
+    code = (
+        "import jax, jax.numpy as jnp, normjax\n"
+        f"print(normjax.enable_compilation_cache({str(tmp_path / 'c')!r}))\n"
+        "jax.jit(lambda x: jnp.sin(x) * 2)(jnp.ones(3)).block_until_ready()\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == str(tmp_path / "c") and any((tmp_path / "c").iterdir())

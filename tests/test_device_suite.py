@@ -21,8 +21,11 @@ def test_budget_rounds_down_to_blocks_and_has_a_floor():
 def test_throughput_row_picks_the_population(tmp_path):
     path = tmp_path / "train_throughput.json"
     assert dc.throughput_row(path, 50) is None
-    rows = [dict(arch="mlp", runs=50, transitions_per_s=9.0), dict(arch="cnn", runs=150, transitions_per_s=5.0),
-            dict(arch="cnn", runs=50, transitions_per_s=7.0, compile_s=3.0)]
+    rows = [
+        dict(arch="mlp", runs=50, transitions_per_s=9.0),
+        dict(arch="cnn", runs=150, transitions_per_s=5.0),
+        dict(arch="cnn", runs=50, transitions_per_s=7.0, compile_s=3.0),
+    ]
     path.write_text(json.dumps({"machine": {"platform": "gpu"}, "rows": rows}))
     row = dc.throughput_row(path, 50)
     assert (row["transitions_per_s"], row["compile_s"], row["machine"]) == (7.0, 3.0, {"platform": "gpu"})

@@ -62,7 +62,9 @@ def test_route_table_equals_a_search_per_target(variant):
     assert table.dtype == np.uint8
     for g in range(0, C.N_CELLS, 5):
         if enterable[g]:
-            want = _reference(C.N_CELLS, g, lambda x, a, y, g=g: edge[x, a] and standable[x] and (corridor[y] or y == g))
+            want = _reference(
+                C.N_CELLS, g, lambda x, a, y, g=g: edge[x, a] and standable[x] and (corridor[y] or y == g)
+            )
         else:
             want = np.full(C.N_CELLS, C.UNREACHABLE)
         np.testing.assert_array_equal(table[g], want, err_msg=f"variant {variant}: target {g}")

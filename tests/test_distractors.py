@@ -10,17 +10,18 @@ import numpy as np
 import pytest
 
 from normjax import constants as C
-from normjax.constants import HABIT_MOVE1_WAIT1, HABIT_NONE, HABIT_SAME_EXIT_DOOR, ROLE_AWARE, ROLE_BLIND
 from normjax import make
+from normjax.constants import HABIT_MOVE1_WAIT1, HABIT_NONE, HABIT_SAME_EXIT_DOOR, ROLE_AWARE, ROLE_BLIND
 from normjax.env import COMMUNITY, env_step, phase_params
+from normjax.layouts.tables import world_tables
 from normjax.protocol.imitation import over_imitation
 from normjax.protocol.scenarios import HABIT_HOLD, build_test_episode
 from normjax.world.habits import check_distractor
 from normjax.world.state import ANY_DOOR, GOAL_CELL, WorldConfig, make_params
 from normjax.world.step import reset_world
 from normjax.world.turnover import refill
-from normjax.layouts.tables import world_tables
-from tests.world_helpers import RESET, STEP, actions, blank, params as hand_params, put
+from tests.world_helpers import RESET, STEP, actions, blank, put
+from tests.world_helpers import params as hand_params
 
 RESET_MANY = jax.jit(jax.vmap(reset_world, in_axes=(0, None)))
 REFILL = jax.jit(refill)
@@ -80,10 +81,11 @@ def test_lottery_only_norm_aware_background_at_the_share(n_blind):
         assert (ag.habit[eligible] != HABIT_NONE).mean() == pytest.approx(share, abs=0.05)
         if share in (0.0, 1.0):
             assert ((ag.habit == HABIT_MOVE1_WAIT1) == (eligible & (share == 1.0))).all()
-        assert (ag.role[:, 1:1 + n_blind] == ROLE_BLIND).all()
+        assert (ag.role[:, 1 : 1 + n_blind] == ROLE_BLIND).all()
         # Only habits differ: every other field of the reset is the same.
-        same = jax.tree.map(lambda a, b: bool(np.array_equal(a, b)), off.replace(agents=off.agents.replace(
-            habit=st.agents.habit)), st)
+        same = jax.tree.map(
+            lambda a, b: bool(np.array_equal(a, b)), off.replace(agents=off.agents.replace(habit=st.agents.habit)), st
+        )
         assert all(jax.tree.leaves(same))
 
 
@@ -92,8 +94,14 @@ def test_turnover_refills_draw_habits():
     p = make_params(0, 5, n_blind=1, distractor="same_exit_door", distractor_share=1.0)
     st = RESET(jax.random.PRNGKey(1), p, WorldConfig())
     slots = jnp.ones((10,), bool)
-    new = REFILL(jax.random.PRNGKey(2), st.replace(agents=st.agents.replace(habit=jnp.zeros(10, jnp.int32))),
-                  slots, lt, p, jnp.int32(5))
+    new = REFILL(
+        jax.random.PRNGKey(2),
+        st.replace(agents=st.agents.replace(habit=jnp.zeros(10, jnp.int32))),
+        slots,
+        lt,
+        p,
+        jnp.int32(5),
+    )
     want = np.where(np.arange(10) >= 2, HABIT_SAME_EXIT_DOOR, HABIT_NONE)  # slot 0 newcomer, slot 1 blind
     assert np.asarray(new.agents.habit).tolist() == want.tolist()
     p0 = p.replace(habit_share=jnp.float32(0.0))
@@ -141,11 +149,14 @@ def _leaver(habit, entry_door):
     return st.replace(agents=st.agents.replace(in_use=st.agents.in_use.at[0].set(False)))
 
 
-@pytest.mark.parametrize("norm, habit, want", [
-    (5, HABIT_NONE, "C"),  # bottom_door_forbidden: C is nearest
-    (5, HABIT_SAME_EXIT_DOOR, "A"),  # the habit: back to the entry door A
-    (4, HABIT_SAME_EXIT_DOOR, "C"),  # left_door_forbidden: the habit is not followed
-])
+@pytest.mark.parametrize(
+    "norm, habit, want",
+    [
+        (5, HABIT_NONE, "C"),  # bottom_door_forbidden: C is nearest
+        (5, HABIT_SAME_EXIT_DOOR, "A"),  # the habit: back to the entry door A
+        (4, HABIT_SAME_EXIT_DOOR, "C"),  # left_door_forbidden: the habit is not followed
+    ],
+)
 def test_same_exit_door_followed_only_where_permitted(norm, habit, want):
     _, infos = _community_run(_leaver(habit, entry_door=0), hand_params(0, norm), 40)
     assert _exit_door(infos, 1) == want
@@ -174,19 +185,22 @@ def _newcomer_run(state, p, acts):
         state, info = STEP(jax.random.PRNGKey(t), state, actions((0, a)), p)
         states.append(state)
         infos.append(info)
-    stack = lambda xs: jax.tree.map(lambda *v: jnp.stack(v), *xs)  # noqa: E731
+    stack = lambda xs: jax.tree.map(lambda *v: jnp.stack(v), *xs)
     return over_imitation(stack(states), stack(infos), p)
 
 
 R, L, W = C.RIGHT, C.LEFT, C.WAIT
 
 
-@pytest.mark.parametrize("norm, acts, follows", [
-    (-1, [R, W, R, W, R, W], 3),  # rests after each move in an empty room: imitates
-    (-1, [R, R, R, R, R, R], 0),  # walks on: does not
-    (-1, [W, W, R, R, W, R], 1),  # waits that follow no move do not count
-    (19, [R, W, R, W, R, W], 0),  # move1_wait1 is the norm: the rests are required
-])
+@pytest.mark.parametrize(
+    "norm, acts, follows",
+    [
+        (-1, [R, W, R, W, R, W], 3),  # rests after each move in an empty room: imitates
+        (-1, [R, R, R, R, R, R], 0),  # walks on: does not
+        (-1, [W, W, R, R, W, R], 1),  # waits that follow no move do not count
+        (19, [R, W, R, W, R, W], 0),  # move1_wait1 is the norm: the rests are required
+    ],
+)
 def test_over_imitation_move1_wait1(norm, acts, follows):
     st = put(blank(), 0, (1, 2), goal=(1, 13), goal_kind=GOAL_CELL)
     p = hand_params(0, norm, distractor="move1_wait1", distractor_share=0.5)
@@ -196,11 +210,14 @@ def test_over_imitation_move1_wait1(norm, acts, follows):
     assert int(off.follows) == 0  # no habit in the episode: nothing to imitate
 
 
-@pytest.mark.parametrize("other, follows", [
-    ((1, 5), 0),  # two cells ahead of (1, 3) after the move: the wait may be a yield
-    ((2, 4), 0),  # two moves away off the route: it could still contest a neighbouring cell
-    ((1, 6), 1),  # three cells ahead: nobody near, the rest counts
-])
+@pytest.mark.parametrize(
+    "other, follows",
+    [
+        ((1, 5), 0),  # two cells ahead of (1, 3) after the move: the wait may be a yield
+        ((2, 4), 0),  # two moves away off the route: it could still contest a neighbouring cell
+        ((1, 6), 1),  # three cells ahead: nobody near, the rest counts
+    ],
+)
 def test_over_imitation_ignores_waits_near_other_agents(other, follows):
     st = put(blank(), 0, (1, 2), goal=(1, 13), goal_kind=GOAL_CELL)
     st = put(st, 1, other, goal=other, goal_kind=GOAL_CELL)  # stands still (in service)
@@ -211,12 +228,15 @@ def test_over_imitation_ignores_waits_near_other_agents(other, follows):
 TO_A = [C.UP] * 2 + [L] * 11 + [C.DOWN] * 5 + [L]  # (3, 12) -> (1, 12) -> (1, 1) -> (6, 1) -> door A
 
 
-@pytest.mark.parametrize("norm, way, follows", [
-    (5, TO_A, len(TO_A)),  # back to the entry door A though C is nearer: the whole leg counts
-    (5, [R, R], 0),  # out by the nearest allowed door C
-    (4, TO_A, 0),  # A is forbidden: not the habit (a violation instead)
-    (1, TO_A, 0),  # all_exit_left: A is the only door allowed, so the norm requires it
-])
+@pytest.mark.parametrize(
+    "norm, way, follows",
+    [
+        (5, TO_A, len(TO_A)),  # back to the entry door A though C is nearer: the whole leg counts
+        (5, [R, R], 0),  # out by the nearest allowed door C
+        (4, TO_A, 0),  # A is forbidden: not the habit (a violation instead)
+        (1, TO_A, 0),  # all_exit_left: A is the only door allowed, so the norm requires it
+    ],
+)
 def test_over_imitation_same_exit_door(norm, way, follows):
     # On its exit leg at (3, 12) in the cafe, entered by door A (6, 0); door C (3, 14) is 2 moves away.
     st = put(blank(), 0, (3, 12), leg=1, exit_door=ANY_DOOR, entry_door=0, goals_done=1)
@@ -237,21 +257,29 @@ def test_cli_flags_and_bad_values(tmp_path, capsys):
     from normjax.constants import HABIT_NAMES
 
     assert DISTRACTORS == HABIT_NAMES
-    for cmd in (["evaluate", "--policy", "oracle", "--out", "x"], ["export", "--norm", "x", "--out", "x"],
-                ["train", "--config", "c"]):
+    for cmd in (
+        ["evaluate", "--policy", "oracle", "--out", "x"],
+        ["export", "--norm", "x", "--out", "x"],
+        ["train", "--config", "c"],
+    ):
         args = build_parser().parse_args(cmd + ["--distractor", "same_exit_door", "--distractor-share", "0.5"])
         assert (args.distractor, args.distractor_share) == ("same_exit_door", 0.5)
         with pytest.raises(SystemExit):
             build_parser().parse_args(cmd + ["--distractor", "wave"])
         assert "invalid choice: 'wave'" in capsys.readouterr().err
     out = str(tmp_path / "x.json")
-    assert main(["evaluate", "--policy", "oracle", "--distractor", "move1_wait1", "--distractor-share", "1.5",
-                 "--out", out]) == 2
+    assert (
+        main(
+            ["evaluate", "--policy", "oracle", "--distractor", "move1_wait1", "--distractor-share", "1.5", "--out", out]
+        )
+        == 2
+    )
     assert "distractor_share must be in [0, 1], got 1.5" in capsys.readouterr().err
     assert main(["export", "--norm", "forbidden_zone_q", "--distractor-share", "0.5", "--out", out]) == 2
     assert "needs --distractor" in capsys.readouterr().err
-    assert main(["train", "--config", "configs/test_tiny", "--distractor", "move1_wait1",
-                 "--distractor-share", "-1"]) == 2
+    assert (
+        main(["train", "--config", "configs/test_tiny", "--distractor", "move1_wait1", "--distractor-share", "-1"]) == 2
+    )
     assert "distractor_share" in capsys.readouterr().err
 
 
@@ -281,14 +309,16 @@ def test_export_off_is_unchanged_and_on_has_habits(tmp_path):
     export_episode("left_door_forbidden", "interaction", 0, "oracle", off, episode=0)
     assert hashlib.sha256(off.read_bytes()).hexdigest() == REF_SHA
     on = tmp_path / "on.jsonl"
-    export_episode("left_door_forbidden", "interaction", 0, "oracle", on, episode=0,
-                   distractor="move1_wait1", distractor_share=1.0)
+    export_episode(
+        "left_door_forbidden", "interaction", 0, "oracle", on, episode=0, distractor="move1_wait1", distractor_share=1.0
+    )
     head, *steps = read_jsonl(on)
     assert head["distractor"] == {"habit": "move1_wait1", "share": 1.0}
     habits = {(a["role"], a["habit"]) for s in steps for a in s["agents"] if a["active"]}
     assert habits == {("newcomer", None), ("blind", None), ("aware", "move1_wait1")}
     assert all(a["habit"] is None for s in steps for a in s["agents"] if not a["active"])
     assert not any(a["sanctioned"] for s in steps for a in s["agents"] if a["role"] == "aware")
+
     def strip(lines):
         return [[{k: v for k, v in a.items() if k != "habit"} for a in s["agents"]] for s in lines]
 
@@ -304,8 +334,9 @@ def test_habit_badge_drawn_only_on_habit_agents():
     p = hand_params(0, -1)
     plain = np.asarray(render_frame_jit(st, p, cell_px=32))
     for code in (HABIT_SAME_EXIT_DOOR, HABIT_MOVE1_WAIT1, HABIT_HOLD):
-        badge = np.asarray(render_frame_jit(st.replace(agents=st.agents.replace(
-            habit=st.agents.habit.at[1].set(code))), p, cell_px=32))
+        badge = np.asarray(
+            render_frame_jit(st.replace(agents=st.agents.replace(habit=st.agents.habit.at[1].set(code))), p, cell_px=32)
+        )
         diff = np.argwhere((badge != plain).any(-1))
         if code == HABIT_HOLD:  # scenario-only code: no badge
             assert len(diff) == 0
@@ -356,10 +387,26 @@ def test_summary_and_table_report_over_imitation():
 
     eps = test_episodes([4])
     n = len(eps)
-    raw = {k: np.zeros(n, np.int32) for k in ("sanctions", "collisions", "community_finished", "community_steps",
-                                               "community_agents", "involved", "waits")}
-    raw.update(goals=np.full(n, 2), path_length=np.full(n, 20), finished=np.ones(n, bool), t_end=np.full(n, 20),
-               community_return=np.zeros(n, np.float32), habit_steps=np.array([0, 5, 0, 0, 0, 10]))
+    raw = {
+        k: np.zeros(n, np.int32)
+        for k in (
+            "sanctions",
+            "collisions",
+            "community_finished",
+            "community_steps",
+            "community_agents",
+            "involved",
+            "waits",
+        )
+    }
+    raw.update(
+        goals=np.full(n, 2),
+        path_length=np.full(n, 20),
+        finished=np.ones(n, bool),
+        t_end=np.full(n, 20),
+        community_return=np.zeros(n, np.float32),
+        habit_steps=np.array([0, 5, 0, 0, 0, 10]),
+    )
     res = summarize(eps, raw)
     assert [r["over_imitation"] for r in res["episodes"]] == [0.0, 0.25, 0.0, 0.0, 0.0, 0.5]
     seen = [r["over_imitation"] for r in res["episodes"] if r["condition"] == "seen"]

@@ -23,8 +23,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # test_tiny with 8 transitions per run, no validation: one small compiled block.
-TINY = ["total_steps=8", "buffer_size=8", "learning_starts=4", "batch_size=4", "target_update=4",
-        "episode_steps=8", "validation_at=", "progress_every=4"]
+TINY = [
+    "total_steps=8",
+    "buffer_size=8",
+    "learning_starts=4",
+    "batch_size=4",
+    "target_update=4",
+    "episode_steps=8",
+    "validation_at=",
+    "progress_every=4",
+]
 
 WORKER = textwrap.dedent(
     """
@@ -59,16 +67,30 @@ def _port() -> int:
 def _env(devices: int) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_", "NORMJAX_"))}
     cache = os.environ.get("NORMJAX_TEST_CACHE", str(ROOT / ".jax_cache"))
-    env.update(PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", JAX_COMPILATION_CACHE_DIR=cache,
-               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1",
-               XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    env.update(
+        PYTHONPATH=str(ROOT),
+        JAX_PLATFORMS="cpu",
+        JAX_COMPILATION_CACHE_DIR=cache,
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+        JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1",
+        XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+    )
     return env
 
 
 def _launch(argv_of, n: int, devices: int, timeout: int = 900, **env) -> list[str]:
     """Start n processes (argv_of(i)), wait for all; stdout of each, asserting success."""
-    procs = [subprocess.Popen(argv_of(i), cwd=ROOT, env=dict(_env(devices), **env), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for i in range(n)]
+    procs = [
+        subprocess.Popen(
+            argv_of(i),
+            cwd=ROOT,
+            env=dict(_env(devices), **env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(n)
+    ]
     outs = []
     try:
         for p in procs:
@@ -89,37 +111,43 @@ def _same_npz(a: Path, b: Path) -> bool:
 
 def test_importing_normjax_and_the_cli_starts_no_backend():
     """jax.distributed.initialize must come before any backend: `import normjax.cli` starts none."""
-    code = ("import normjax, normjax.cli, normjax.cache, train.multihost\n"
-            "from jax._src import xla_bridge\n"
-            "assert not xla_bridge.backends_are_initialized()\n"
-            "normjax.NORMS\nprint('ok')")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(1), capture_output=True, text=True,
-                          timeout=120)
+    code = (
+        "import normjax, normjax.cli, normjax.cache, train.multihost\n"
+        "from jax._src import xla_bridge\n"
+        "assert not xla_bridge.backends_are_initialized()\n"
+        "normjax.NORMS\nprint('ok')"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=_env(1), capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
 def test_distributed_flags(capsys):
     from normjax.cli import build_parser, main
 
-    args = build_parser().parse_args(["train", "--config", "c", "--distributed", "--coordinator", "h:1",
-                                      "--num-processes", "4", "--process-id", "3"])
+    args = build_parser().parse_args(
+        ["train", "--config", "c", "--distributed", "--coordinator", "h:1", "--num-processes", "4", "--process-id", "3"]
+    )
     assert (args.coordinator, args.num_processes, args.process_id) == ("h:1", 4, 3)
     assert main(["train", "--config", "configs/test_tiny", "--coordinator", "127.0.0.1:1"]) == 2
     assert "need --distributed" in capsys.readouterr().err
-    assert main(["train", "--config", "configs/test_tiny", "--distributed", "--num-processes", "2",
-                 "--process-id", "2"]) == 2
+    assert (
+        main(["train", "--config", "configs/test_tiny", "--distributed", "--num-processes", "2", "--process-id", "2"])
+        == 2
+    )
     assert "--process-id=2 is invalid" in capsys.readouterr().err
 
 
 @pytest.mark.distributed
 def test_two_processes_equal_one_process(tmp_path):
     port = _port()
-    two = _launch(lambda i: [sys.executable, "-c", WORKER, str(i), "2", str(port), str(tmp_path / "two"), *TINY],
-                  n=2, devices=1)
+    two = _launch(
+        lambda i: [sys.executable, "-c", WORKER, str(i), "2", str(port), str(tmp_path / "two"), *TINY], n=2, devices=1
+    )
     for i, out in enumerate(two):
         assert f"PROCESS {i} 2 2 1" in out  # process i of 2, 2 devices in all, one shard of the runs here
-    one = _launch(lambda i: [sys.executable, "-c", WORKER, "0", "1", "0", str(tmp_path / "one"), *TINY],
-                  n=1, devices=2)
+    one = _launch(lambda i: [sys.executable, "-c", WORKER, "0", "1", "0", str(tmp_path / "one"), *TINY], n=1, devices=2)
     assert "PROCESS 0 1 2 2" in one[0]
     assert _same_npz(tmp_path / "two" / "carry.npz", tmp_path / "one" / "carry.npz")
     metrics = (tmp_path / "two" / "metrics.jsonl").read_text()
@@ -152,8 +180,24 @@ def test_cli_two_processes_equal_one_process(tmp_path):
     """`normjax train --distributed` with validation and final tests: the same files as one process."""
     port = _port()
     base = [sys.executable, "-m", "normjax.cli", "train", "--config", "configs/test_tiny", "--no-progress"]
-    _launch(lambda i: base + ["--out", str(tmp_path / "two"), "--distributed", "--coordinator",
-                              f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(i)], n=2, devices=1)
+    _launch(
+        lambda i: (
+            base
+            + [
+                "--out",
+                str(tmp_path / "two"),
+                "--distributed",
+                "--coordinator",
+                f"127.0.0.1:{port}",
+                "--num-processes",
+                "2",
+                "--process-id",
+                str(i),
+            ]
+        ),
+        n=2,
+        devices=1,
+    )
     _launch(lambda i: base + ["--out", str(tmp_path / "one")], n=1, devices=2)
     for name in ("metrics.jsonl", "validation.jsonl", "config.json", "population.json"):
         assert (tmp_path / "two" / name).read_text() == (tmp_path / "one" / name).read_text(), name

@@ -27,10 +27,10 @@ def python_blocks(paths):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "name, index, code",
-    [pytest.param(*b, id=f"{b[0]}-{b[1]}", marks=HEAVY_DOCS.get(b[0], ())) for b in python_blocks(DOC_FILES)])
+    [pytest.param(*b, id=f"{b[0]}-{b[1]}", marks=HEAVY_DOCS.get(b[0], ())) for b in python_blocks(DOC_FILES)],
+)
 def test_docs_code_block_runs_on_its_own(name, index, code, tmp_path):
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=900)
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, f"{name} block {index} failed:\n{code}\n{out.stderr[-3000:]}"
 
 
@@ -39,5 +39,3 @@ def test_the_block_extractor_finds_every_block(tmp_path):
     doc.write_text("text\n```python\nx = 1\n```\n```bash\nls\n```\n```python\ny = 2\nprint(y)\n```\n")
     assert python_blocks([doc]) == [("a.md", 0, "x = 1\n"), ("a.md", 1, "y = 2\nprint(y)\n")]
     assert len(python_blocks([REPO / "docs" / "wrappers.md"])) == 7
-
-

@@ -17,18 +17,30 @@ from train.config import DQNConfig, load_config, make_config
 from train.dqn import epsilon_at, make_population, make_train, td_loss
 from train.report import format_results
 
-TINY = dict(norms=("forbidden_zone_q", "bend_right_1"), total_steps=800, buffer_size=400,
-            learning_starts=100, target_update=200, validation_at=(400, 800), progress_every=200)
+TINY = dict(
+    norms=("forbidden_zone_q", "bend_right_1"),
+    total_steps=800,
+    buffer_size=400,
+    learning_starts=100,
+    target_update=200,
+    validation_at=(400, 800),
+    progress_every=200,
+)
 
 
 def test_td_target_uses_masked_max_and_bootstraps_on_truncation():
     # A "network" that returns fixed Q-values: obs[..., :5] (mask in the last 5).
-    apply = lambda params, obs: obs[..., :5] * params  # noqa: E731
+    apply = lambda params, obs: obs[..., :5] * params
     obs = jnp.zeros((2, 20)).at[:, :5].set(jnp.array([1.0, 2.0, 3.0, 4.0, 5.0])).at[:, -5:].set(1.0)
     next_obs = jnp.zeros((2, 20)).at[:, :5].set(jnp.array([10.0, 0.0, 0.0, 0.0, 99.0]))
     next_obs = next_obs.at[:, -5:].set(jnp.array([1.0, 1.0, 1.0, 1.0, 0.0]))  # action 4 impossible
-    batch = {"obs": obs, "action": jnp.array([1, 3]), "reward": jnp.array([1.0, -1.0]),
-             "next_obs": next_obs, "terminated": jnp.array([0.0, 1.0])}
+    batch = {
+        "obs": obs,
+        "action": jnp.array([1, 3]),
+        "reward": jnp.array([1.0, -1.0]),
+        "next_obs": next_obs,
+        "terminated": jnp.array([0.0, 1.0]),
+    }
     loss, _ = td_loss(apply, 1.0, 1.0, batch, gamma=0.5)
     # run 0: target 1 + 0.5 * 10 (masked max ignores 99) = 6; q = 2 -> huber(4) = 3.5
     # run 1: terminated: target -1; q = 4 -> huber(5) = 4.5
@@ -59,8 +71,14 @@ def test_replay_wraps_around():
     rb = rp.init(runs=2, capacity=8, obs_size=3)
     for i in range(3):  # 3 blocks of 4 = 12 > 8
         block = jnp.full((2, 4), i, jnp.int32)
-        rb = rp.add_block(rb, obs=jnp.zeros((2, 4, 3)), action=block, reward=block.astype(jnp.float32),
-                          next_obs=jnp.zeros((2, 4, 3)), terminated=jnp.zeros((2, 4)))
+        rb = rp.add_block(
+            rb,
+            obs=jnp.zeros((2, 4, 3)),
+            action=block,
+            reward=block.astype(jnp.float32),
+            next_obs=jnp.zeros((2, 4, 3)),
+            terminated=jnp.zeros((2, 4)),
+        )
     assert int(rb.size) == 8 and int(rb.index) == 4
     # the oldest block (0) was overwritten by block 2
     assert np.asarray(rb.action[0]).tolist() == [2, 2, 2, 2, 1, 1, 1, 1]
@@ -70,9 +88,12 @@ def test_replay_wraps_around():
 
 def test_half_precision_replay_halves_memory_and_samples_float32():
     obs = jax.random.uniform(jax.random.PRNGKey(3), (2, 4, 585), minval=-1.0, maxval=1.0)
-    full = rp.add_block(rp.init(2, 8, 585), obs, jnp.zeros((2, 4), jnp.int32), jnp.zeros((2, 4)), obs, jnp.zeros((2, 4)))
-    half = rp.add_block(rp.init(2, 8, 585, jnp.float16), obs, jnp.zeros((2, 4), jnp.int32), jnp.zeros((2, 4)),
-                        obs, jnp.zeros((2, 4)))
+    full = rp.add_block(
+        rp.init(2, 8, 585), obs, jnp.zeros((2, 4), jnp.int32), jnp.zeros((2, 4)), obs, jnp.zeros((2, 4))
+    )
+    half = rp.add_block(
+        rp.init(2, 8, 585, jnp.float16), obs, jnp.zeros((2, 4), jnp.int32), jnp.zeros((2, 4)), obs, jnp.zeros((2, 4))
+    )
     assert half.obs.nbytes * 2 == full.obs.nbytes
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
     a, b = rp.sample(full, keys, 16), rp.sample(half, keys, 16)
@@ -166,8 +187,19 @@ def test_replay_memory_check_names_the_numbers_before_compiling(tmp_path, capsys
     with pytest.raises(MemoryError, match=r"2 runs x buffer_size=400 x 318 "):
         check_replay_fits(DQNConfig(**TINY), 2, available=2_044_799)
     # From the command line: a clear error, exit status 2, nothing trained.
-    code = main(["train", "--config", str(Path(__file__).parents[1] / "configs" / "test_tiny.json"), "--out", str(tmp_path / "big"), "--no-progress",
-                 "buffer_size=40000000", "total_steps=40000000", "validation_at=40000000"])
+    code = main(
+        [
+            "train",
+            "--config",
+            str(Path(__file__).parents[1] / "configs" / "test_tiny.json"),
+            "--out",
+            str(tmp_path / "big"),
+            "--no-progress",
+            "buffer_size=40000000",
+            "total_steps=40000000",
+            "validation_at=40000000",
+        ]
+    )
     assert code == 2 and "needs" in capsys.readouterr().err
     assert not (tmp_path / "big" / "config.json").exists()
 
@@ -244,8 +276,10 @@ def test_mixed_population_trains_both_architectures_in_one_scan(tiny):
 
 
 def test_report_reads_mixed_and_single_architecture_results():
-    table = {"seen": {"overall": {"joint": 10.0, "task": 20.0, "wait_share": 5.0, "all_wait_episodes": 0.0}},
-             "unseen": {"overall": {"joint": 0.0, "task": 1.0, "wait_share": 5.0, "all_wait_episodes": 0.0}}}
+    table = {
+        "seen": {"overall": {"joint": 10.0, "task": 20.0, "wait_share": 5.0, "all_wait_episodes": 0.0}},
+        "unseen": {"overall": {"joint": 0.0, "task": 1.0, "wait_share": 5.0, "all_wait_episodes": 0.0}},
+    }
     mixed = format_results({"mlp": {"no_penalty": table}, "cnn": {"no_penalty": table}}, "mlp,cnn")
     assert "DQN-MLP no_penalty" in mixed and "DQN-CNN no_penalty" in mixed
     assert " 98.3" in mixed and "100.0" in mixed  # the paper's task numbers of each architecture
@@ -318,8 +352,13 @@ def test_cnn_td_gradient_matches_the_network_on_xla_conv(monkeypatch):
     init, apply = functional("cnn", 585)
     params = init(jax.random.PRNGKey(0))
     k = jax.random.split(jax.random.PRNGKey(1), 3)
-    batch = {"obs": jax.random.uniform(k[0], (32, 585)), "next_obs": jax.random.uniform(k[1], (32, 585)),
-             "action": jax.random.randint(k[2], (32,), 0, 5), "reward": jnp.ones(32), "terminated": jnp.zeros(32)}
+    batch = {
+        "obs": jax.random.uniform(k[0], (32, 585)),
+        "next_obs": jax.random.uniform(k[1], (32, 585)),
+        "action": jax.random.randint(k[2], (32,), 0, 5),
+        "reward": jnp.ones(32),
+        "terminated": jnp.zeros(32),
+    }
     target = jax.tree.map(lambda a: a * 0.9, params)
 
     def q_and_grad():
@@ -334,8 +373,9 @@ def test_cnn_td_gradient_matches_the_network_on_xla_conv(monkeypatch):
         assert _rel(a, b) < 1e-5, jax.tree_util.keystr(path)
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.json")),
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.json")), ids=lambda p: p.stem
+)
 def test_every_shipped_config_is_valid(path):
     cfg = load_config(path)
     assert cfg.name == path.stem
@@ -360,4 +400,6 @@ def test_configs_resolve_from_any_working_directory(tmp_path, monkeypatch):
     for name in ("cpu_default", "configs/cpu_default", "configs/cpu_default.json"):
         assert load_config(name) == want
     (tmp_path / "mine.json").write_text('{"norms": ["forbidden_zone_q"], "total_steps": 1000, "validation_at": [1000]}')
-    assert load_config("mine").total_steps == 1000 and load_config(tmp_path / "mine.json").norms == ("forbidden_zone_q",)
+    assert load_config("mine").total_steps == 1000 and load_config(tmp_path / "mine.json").norms == (
+        "forbidden_zone_q",
+    )

@@ -28,9 +28,16 @@ from train.config import DQNConfig
 from train.run import train_population
 
 SEEDS = 8
-AVOID = DQNConfig(norms=("even_turns_only",), reward_conditions=("sparse_penalty",), seeds_per_norm=SEEDS,
-                  total_steps=20_000, buffer_size=10_000, learning_starts=1_000,
-                  target_update=2_000, validation_at=(5_000, 10_000, 15_000, 20_000))
+AVOID = DQNConfig(
+    norms=("even_turns_only",),
+    reward_conditions=("sparse_penalty",),
+    seeds_per_norm=SEEDS,
+    total_steps=20_000,
+    buffer_size=10_000,
+    learning_starts=1_000,
+    target_update=2_000,
+    validation_at=(5_000, 10_000, 15_000, 20_000),
+)
 
 
 @pytest.mark.training

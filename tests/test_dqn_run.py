@@ -93,8 +93,9 @@ def test_probe_metrics_are_logged_every_block(tiny_run):
     out, cfg, _ = tiny_run
     rows = _jsonl(out / "probes.jsonl")
     assert [(r["step"], r["run"]) for r in rows] == [(400, 0), (400, 1), (800, 0), (800, 1)]
-    assert all(np.isfinite(r["probe_td_loss"]) and r["probe_td_loss"] >= 0 and np.isfinite(r["probe_max_q"])
-               for r in rows)
+    assert all(
+        np.isfinite(r["probe_td_loss"]) and r["probe_td_loss"] >= 0 and np.isfinite(r["probe_max_q"]) for r in rows
+    )
     assert rows[0]["probe_td_loss"] != rows[2]["probe_td_loss"]  # the network moved between blocks
     with np.load(out / "probes.npz") as z:
         assert z["m0_obs"].shape == (2, cfg.probe_states, 585)
@@ -161,11 +162,14 @@ def test_final_params_rerun_the_final_tests_exactly(tiny_run, tmp_path):
     direct_dir = tmp_path / "direct"
     direct_dir.mkdir()
     pop = make_population(cfg)
-    direct = write_final_tests(pop, tuple(m.q_dense(r) for m, (r, _) in zip(pop.members, result["carry"])),
-                               direct_dir, None)
+    direct = write_final_tests(
+        pop, tuple(m.q_dense(r) for m, (r, _) in zip(pop.members, result["carry"])), direct_dir, None
+    )
     assert final_tests_from_params(out) == direct
-    assert json.loads((out / "results.json").read_text())["episodes"] == \
-        json.loads((direct_dir / "results.json").read_text())["episodes"]
+    assert (
+        json.loads((out / "results.json").read_text())["episodes"]
+        == json.loads((direct_dir / "results.json").read_text())["episodes"]
+    )
 
     bad = tmp_path / "bad"
     bad.mkdir()

@@ -14,7 +14,6 @@ from pathlib import Path
 import jax
 import pytest
 
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -44,11 +43,21 @@ SHARD_SCRIPT = textwrap.dedent(
 
 @pytest.mark.distributed
 def test_sharded_population_equals_single_device(tmp_path):
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu",
-               JAX_COMPILATION_CACHE_DIR=str(jax.config.jax_compilation_cache_dir or ROOT / ".jax_cache"))
-    proc = subprocess.run([sys.executable, "-c", SHARD_SCRIPT, str(tmp_path)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=1200)
+    env = dict(
+        os.environ,
+        XLA_FLAGS="--xla_force_host_platform_device_count=4",
+        PYTHONPATH=str(ROOT),
+        JAX_PLATFORMS="cpu",
+        JAX_COMPILATION_CACHE_DIR=str(jax.config.jax_compilation_cache_dir or ROOT / ".jax_cache"),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", SHARD_SCRIPT, str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["n_shards"] == 4

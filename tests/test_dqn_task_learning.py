@@ -37,9 +37,16 @@ from train.run import train_population
 
 SEEDS = 8
 EASY = DQNConfig(
-    norms=("forbidden_zone_q",), reward_conditions=("dense",), seeds_per_norm=SEEDS, capacity=6,
-    total_steps=40_000, buffer_size=10_000, learning_starts=1_000, target_update=1_000,
-    learning_rate=1e-3, validation_at=(1_000, 40_000),
+    norms=("forbidden_zone_q",),
+    reward_conditions=("dense",),
+    seeds_per_norm=SEEDS,
+    capacity=6,
+    total_steps=40_000,
+    buffer_size=10_000,
+    learning_starts=1_000,
+    target_update=1_000,
+    learning_rate=1e-3,
+    validation_at=(1_000, 40_000),
 )
 
 

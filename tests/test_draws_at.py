@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from normjax import constants as C
 from normjax.env import env_step, phase_params
-from normjax.layouts.tables import world_tables
 from normjax.ground.draws_at import bits_at, randint_at
+from normjax.layouts.tables import world_tables
 from normjax.world.state import WorldConfig, make_params
 from normjax.world.step import reset_world
 from normjax.world.turnover import enter, refill, turnover
@@ -68,8 +68,12 @@ REFILL = jax.jit(_refill, static_argnums=4)
 
 
 @settings(max_examples=60, deadline=None)
-@given(KEYS, st.integers(0, len(world_tables().kind) - 1), st.integers(0, 49),
-       st.lists(st.integers(0, 9), max_size=C.N_DOORS, unique=True))
+@given(
+    KEYS,
+    st.integers(0, len(world_tables().kind) - 1),
+    st.integers(0, 49),
+    st.lists(st.integers(0, 9), max_size=C.N_DOORS, unique=True),
+)
 def test_refill_of_at_most_n_doors_slots_equals_drawing_for_all(seed, layout, norm, chosen):
     """The step's refill draws tasks and delays only for the first N_DOORS
     emptied slots; with that many or fewer, every field equals the refill that
@@ -98,8 +102,9 @@ def test_vmapped_turnover_with_none_to_three_exits_equals_refilling_all():
         states.append(RESET(jax.random.PRNGKey(100 + b), p, WorldConfig()))
         keys.append(jax.random.PRNGKey(b))
         masks.append(jnp.zeros(10, bool).at[jnp.asarray(chosen, jnp.int32)].set(True))
-    stack = lambda xs: jax.tree.map(lambda *a: jnp.stack(a), *xs)  # noqa: E731
+    stack = lambda xs: jax.tree.map(lambda *a: jnp.stack(a), *xs)
     batched = jax.jit(jax.vmap(lambda k, s, m: turnover(k, s, m, lt, p)))(stack(keys), stack(states), stack(masks))
+
     @jax.jit
     def refill_all_then_enter(key, state, mask):
         want = refill(key, state, mask, lt, p, state.t + 1)  # draws for all K slots

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import normjax
-from normjax.env import environment as env_module
 from normjax import constants as C
+from normjax.env import environment as env_module
 from normjax.env.episode import Newcomer, StepKeys, collision_involvement, episode_step, start_episode, step_keys
 from normjax.env.step import COMMUNITY, env_step
 from normjax.world.observation import observe
@@ -90,8 +90,9 @@ def test_env_step_is_the_episode_step_with_a_two_way_key_split():
         key = jax.random.PRNGKey(20 + t)
         _, new, reward, term, _, _ = ENV.step(key, state, t + 1, params)
         k_comm, k_world = jax.random.split(key)
-        ep, info = EPISODE_STEP(StepKeys(k_comm, k_comm, k_world), start_episode(state, jnp.int32(t + 1)), params,
-                                HELD, COMMUNITY)
+        ep, info = EPISODE_STEP(
+            StepKeys(k_comm, k_comm, k_world), start_episode(state, jnp.int32(t + 1)), params, HELD, COMMUNITY
+        )
         assert float(reward) == float(info.reward[0]) and bool(term) == bool(ep.done)
         for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(ep.state)):
             np.testing.assert_array_equal(a, b)

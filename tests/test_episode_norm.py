@@ -8,6 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from normjax import constants as C
+from normjax.layouts.tables import ALL_LAYOUTS, host_tables, world_tables
 from normjax.norms import (
     action_sanctions,
     episode_norm,
@@ -16,9 +18,7 @@ from normjax.norms import (
     permissible_per_action,
     sanctions,
 )
-from normjax import constants as C
 from normjax.world.state import WorldConfig, make_params
-from normjax.layouts.tables import ALL_LAYOUTS, host_tables, world_tables
 from normjax.world.step import reset_world
 
 K = 10
@@ -51,23 +51,37 @@ def _both(lt_all, layout, norm, t, pos, active, action, group, moves, visited_q)
     fast = episode_sanctions(lt, t, pos, active, action, group, moves, visited_q, norm)
     pa_full = permissible_per_action(lt, t, pos, active, group, moves, visited_q)[jnp.clip(norm, 0, 49)]
     state = reset_world(jax.random.PRNGKey(0), make_params(0, 0), WorldConfig()).replace(t=t)
-    state = state.replace(agents=state.agents.replace(
-        pos=pos, active=active, group=group, moves=moves, visited_q=visited_q))
+    state = state.replace(
+        agents=state.agents.replace(pos=pos, active=active, group=group, moves=moves, visited_q=visited_q)
+    )
     view = episode_norm(lt, norm, t, pos, active, group, moves, visited_q)
     shared = action_sanctions(view, action)  # the planner's mask read at the actions
     return full, fast, pa_full, view.permitted, shared
 
 
 @settings(max_examples=150, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), layout=st.integers(0, len(ALL_LAYOUTS) - 1), norm=st.integers(-1, 49),
-       t=st.integers(0, 200))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    layout=st.integers(0, len(ALL_LAYOUTS) - 1),
+    norm=st.integers(-1, 49),
+    t=st.integers(0, 200),
+)
 def test_episode_norm_paths_equal_full_mask(seed, layout, norm, t):
     rng = np.random.default_rng(seed)
     ag = _random_agents(rng, layout)
     action = jnp.asarray(rng.integers(0, 5, K), dtype=jnp.int32)
-    full, fast, pa_full, pa_fast, shared = _both(world_tables(), layout, jnp.int32(norm), jnp.int32(t),
-                                         ag["pos"], ag["active"], action, ag["group"],
-                                         ag["moves"], ag["visited_q"])
+    full, fast, pa_full, pa_fast, shared = _both(
+        world_tables(),
+        layout,
+        jnp.int32(norm),
+        jnp.int32(t),
+        ag["pos"],
+        ag["active"],
+        action,
+        ag["group"],
+        ag["moves"],
+        ag["visited_q"],
+    )
     assert np.array_equal(np.asarray(full), np.asarray(fast))
     assert np.array_equal(np.asarray(full), np.asarray(shared))
     # Norm -1 reads norm 0's row, as the selection of one row of the full mask does.
@@ -87,8 +101,17 @@ def test_static_permit_table_equals_the_predicates_on_every_layout():
     @jax.jit
     def rows(lt):
         def one(g, a):
-            return P.permissible(lt, jnp.int32(0), cells, jnp.ones((n,), bool), jnp.full((n,), a, jnp.int32),
-                                 jnp.full((n,), g, jnp.int32), jnp.zeros((n, 3), bool), jnp.zeros((n,), bool))
+            return P.permissible(
+                lt,
+                jnp.int32(0),
+                cells,
+                jnp.ones((n,), bool),
+                jnp.full((n,), a, jnp.int32),
+                jnp.full((n,), g, jnp.int32),
+                jnp.zeros((n, 3), bool),
+                jnp.zeros((n,), bool),
+            )
+
         return jax.vmap(lambda g: jax.vmap(lambda a: one(g, a))(jnp.arange(C.N_ACTIONS)))(jnp.arange(C.N_GROUPS))
 
     table = np.asarray(static_permits())
@@ -149,8 +172,16 @@ def test_vmapped_episode_sanctions_equal_full_mask_for_mixed_norms():
         return full, fast, shared
 
     full, fast, shared = jax.jit(jax.vmap(one))(
-        jnp.asarray(layouts), jnp.asarray(norms), t, batch["pos"], batch["active"], actions,
-        batch["group"], batch["moves"], batch["visited_q"])
+        jnp.asarray(layouts),
+        jnp.asarray(norms),
+        t,
+        batch["pos"],
+        batch["active"],
+        actions,
+        batch["group"],
+        batch["moves"],
+        batch["visited_q"],
+    )
     assert np.asarray(full).any()  # some sanctions to compare
     assert np.array_equal(np.asarray(full), np.asarray(fast))
     assert np.array_equal(np.asarray(full), np.asarray(shared))

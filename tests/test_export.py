@@ -75,7 +75,7 @@ def test_grid_equals_layout_map(lines):
 def test_header_cells_match_layout(lines):
     cells = lines[0]["cells"]
     assert cells["doors"] == {n: _cells(CAFE.doors[i])[0] for i, n in enumerate("ABC")}
-    for i, name in enumerate("ABC"):  # doors sit where the grid shows their letter
+    for name in "ABC":  # doors sit where the grid shows their letter
         r, c = cells["doors"][name]
         assert CAFE.grid[r][c] == name
     assert cells["Q"] == _cells(np.argwhere(CAFE.zone_q))
@@ -146,9 +146,7 @@ def test_plain_json_types(lines):
                 assert isinstance(a[f], bool)
             for f in ("pos", "target", "next", "goal"):
                 v = a[f]
-                assert v is None or (
-                    isinstance(v, list) and len(v) == 2 and all(type(x) is int for x in v)
-                )
+                assert v is None or (isinstance(v, list) and len(v) == 2 and all(type(x) is int for x in v))
             assert type(a["action"]) is int and 0 <= a["action"] < C.N_ACTIONS
             assert isinstance(a["reward"], float)
 
@@ -227,8 +225,9 @@ def test_frames_written(run, tmp_path):
 
 def test_test_phase_cut(tmp_path):
     """Test episodes stop being recorded after the newcomer exits (same compiled scan)."""
-    states, infos, params = rollout(jax.random.PRNGKey(3), 0, NORM.id, "seen", random_policy, steps=STEPS,
-                                    newcomer_group=1)
+    states, infos, params = rollout(
+        jax.random.PRNGKey(3), 0, NORM.id, "seen", random_policy, steps=STEPS, newcomer_group=1
+    )
     exited = np.asarray(infos.exited[:, 0])
     n = exited.shape[0]
     assert n <= STEPS and states.t.shape[0] == n + 1
@@ -255,8 +254,21 @@ def test_cli_parser_and_unknown_norm(tmp_path):
     from normjax.cli import build_parser
 
     ap = build_parser()
-    args = ap.parse_args(["export", "--norm", "no_such_norm", "--phase", "seen", "--seed", "2",
-                          "--policy", "blind", "--out", str(tmp_path / "x.jsonl")])
+    args = ap.parse_args(
+        [
+            "export",
+            "--norm",
+            "no_such_norm",
+            "--phase",
+            "seen",
+            "--seed",
+            "2",
+            "--policy",
+            "blind",
+            "--out",
+            str(tmp_path / "x.jsonl"),
+        ]
+    )
     assert args.phase == "seen" and args.policy == "blind" and args.frames is None
     with pytest.raises(ValueError, match="forbidden_zone_q"):
         args.fn(args)

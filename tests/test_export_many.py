@@ -26,16 +26,43 @@ STEPS = "40"  # the length of tests/test_export.py: the single-episode scan prog
 @pytest.fixture(scope="module")
 def many(tmp_path_factory):
     out = tmp_path_factory.mktemp("many")
-    assert main(["export", "--norms", *NORMS, "--phases", "interaction", "seen", "unseen", "--episodes", "0", "1",
-                 "--policies", "random", "--steps", STEPS, "--max-batch", "3", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "--norms",
+                *NORMS,
+                "--phases",
+                "interaction",
+                "seen",
+                "unseen",
+                "--episodes",
+                "0",
+                "1",
+                "--policies",
+                "random",
+                "--steps",
+                STEPS,
+                "--max-batch",
+                "3",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     return out
 
 
 @pytest.mark.slow  # a multi-episode export compared file by file; the slow tier (CI runs both)
 def test_files_and_manifest(many):
     names = sorted(p.name for p in many.glob("*.jsonl"))
-    expected = sorted(f"{n}.{ph}.ep{e}.random.seed0.jsonl" for n in NORMS
-                      for ph, eps in (("interaction", [0]), ("seen", [0, 1]), ("unseen", [0, 1])) for e in eps)
+    expected = sorted(
+        f"{n}.{ph}.ep{e}.random.seed0.jsonl"
+        for n in NORMS
+        for ph, eps in (("interaction", [0]), ("seen", [0, 1]), ("unseen", [0, 1]))
+        for e in eps
+    )
     assert names == expected  # interaction: one protocol episode per norm
     manifest = json.loads((many / "manifest.json").read_text())
     assert manifest["timing"]["programs"] == 2 and manifest["timing"]["episodes"] == 10
@@ -44,12 +71,32 @@ def test_files_and_manifest(many):
 
 
 @pytest.mark.slow  # a multi-episode export compared file by file; the slow tier (CI runs both)
-@pytest.mark.parametrize("norm,phase,episode", [
-    ("bend_right_1", "interaction", 0), ("forbidden_zone_q", "seen", 1), ("bend_right_1", "unseen", 0)])
+@pytest.mark.parametrize(
+    "norm,phase,episode",
+    [("bend_right_1", "interaction", 0), ("forbidden_zone_q", "seen", 1), ("bend_right_1", "unseen", 0)],
+)
 def test_byte_identical_to_single_export(many, tmp_path, norm, phase, episode):
     single = tmp_path / "one.jsonl"
-    assert main(["export", "--norm", norm, "--phase", phase, "--episode", str(episode), "--policy", "random",
-                 "--steps", STEPS, "--out", str(single)]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "--norm",
+                norm,
+                "--phase",
+                phase,
+                "--episode",
+                str(episode),
+                "--policy",
+                "random",
+                "--steps",
+                STEPS,
+                "--out",
+                str(single),
+            ]
+        )
+        == 0
+    )
     assert filecmp.cmp(single, many / f"{norm}.{phase}.ep{episode}.random.seed0.jsonl", shallow=False)
 
 
@@ -61,9 +108,11 @@ def test_plans_and_names():
     seen = [p for p in plans if p["phase"] == "seen" and p["key_seed"] == 7][0]
     assert seen["group"] == 7 % 3 and episode_name(seen).endswith(".seen.oracle.seed7")
     proto = plan_many(["clockwise_circulation"], ["interaction", "unseen"], [0], ["blind"], episodes=[2, 1])
-    assert [q["name"] for q in proto] == ["clockwise_circulation.interaction.ep0.blind.seed0",
-                                          "clockwise_circulation.unseen.ep2.blind.seed0",
-                                          "clockwise_circulation.unseen.ep1.blind.seed0"]
+    assert [q["name"] for q in proto] == [
+        "clockwise_circulation.interaction.ep0.blind.seed0",
+        "clockwise_circulation.unseen.ep2.blind.seed0",
+        "clockwise_circulation.unseen.ep1.blind.seed0",
+    ]
     assert proto[1]["info"]["protocol_seed"] == 0 and proto[1]["layout"] != "cafe"
     assert plan_many(["none"], ["interaction"], [3], ["random"])[0]["name"] == "none.interaction.random.seed3"
 
@@ -86,10 +135,10 @@ def test_test_phase_recording_cut_after_exit():
     """The host-side cut keeps steps up to the newcomer's exit (as `export.rollout`)."""
     from collections import namedtuple
 
-    S, I, P = namedtuple("S", "t"), namedtuple("I", "exited"), namedtuple("P", "layout_id")  # pytrees
+    S, Info, P = namedtuple("S", "t"), namedtuple("Info", "exited"), namedtuple("P", "layout_id")  # pytrees
     exited = np.zeros((2, 6, 3), bool)
     exited[0, 3, 0] = True  # episode 0: the newcomer exits in step 3
-    batch = (S(np.arange(14).reshape(2, 7)), I(exited), P(np.array([0, 1])))
+    batch = (S(np.arange(14).reshape(2, 7)), Info(exited), P(np.array([0, 1])))
     states, infos, params = _episode(batch, 0, True, 6)
     assert states.t.tolist() == [0, 1, 2, 3, 4] and infos.exited.shape == (4, 3) and int(params.layout_id) == 0
     states, infos, _ = _episode(batch, 1, True, 6)

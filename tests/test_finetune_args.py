@@ -9,13 +9,16 @@ from normjax.finetune.harvest import harvest
 from normjax.norms import FAMILIES, NORMS
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(task="judge"), r"unknown task 'judge'; valid: compliant_action"),
-    (dict(family="cafe"), r"unknown family 'cafe'; valid: access"),
-    (dict(split="test"), r"unknown split 'test'; valid: train, heldout"),
-    (dict(n=0), r"examples \(--examples\) must be >= 1, got 0"),
-    (dict(policy="random"), r"unknown harvest policy 'random'; valid: oracle, blind, mixture"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(task="judge"), r"unknown task 'judge'; valid: compliant_action"),
+        (dict(family="cafe"), r"unknown family 'cafe'; valid: access"),
+        (dict(split="test"), r"unknown split 'test'; valid: train, heldout"),
+        (dict(n=0), r"examples \(--examples\) must be >= 1, got 0"),
+        (dict(policy="random"), r"unknown harvest policy 'random'; valid: oracle, blind, mixture"),
+    ],
+)
 def test_build_refuses(kwargs, match):
     args = dict(task="norm_judgment", family="access", split="train", n=4) | kwargs
     with pytest.raises(ValueError, match=match):
@@ -60,8 +63,19 @@ def test_states_from_refuses_before_tracing(tmp_path):
 def test_cli_flags():
     from normjax.cli import build_parser
 
-    base = ["finetune-data", "--task", "compliant_action", "--family", "access", "--split", "train", "--n", "2",
-            "--out", "o"]
+    base = [
+        "finetune-data",
+        "--task",
+        "compliant_action",
+        "--family",
+        "access",
+        "--split",
+        "train",
+        "--n",
+        "2",
+        "--out",
+        "o",
+    ]
     a = build_parser().parse_args(base)
     assert (a.text_only, a.states_from, a.no_progress) == (False, None, False)  # frames on by default
     a = build_parser().parse_args(base + ["--text-only", "--states-from", "runs/x", "--no-progress"])
@@ -78,8 +92,12 @@ def test_request_messages_send_frames_as_llm_eval_does(tmp_path):
     png = b"\x89PNG\r\n\x1a\nfake"
     (tmp_path / "images").mkdir()
     (tmp_path / "images" / "a.png").write_bytes(png)
-    rec = dict(norm="n", t=3, images=["images/a.png"],
-               prompt=vlm([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}], True))
+    rec = dict(
+        norm="n",
+        t=3,
+        images=["images/a.png"],
+        prompt=vlm([{"role": "system", "content": "S"}, {"role": "user", "content": "U"}], True),
+    )
     assert rec["prompt"][1]["content"] == [{"type": "text", "text": "U"}, {"type": "image"}]
     msgs = request_messages(rec, tmp_path)
     assert msgs[0] == {"role": "system", "content": "S"}

@@ -34,15 +34,17 @@ SEEDS = [11, 12]
 def harvested():
     """BATCH episodes (the builds' program shape, compiled once), the first two replayed."""
     extra = BATCH - len(NORM_IDS)
-    return harvest(NORM_IDS + [norm_id("edge_queue_left")] * extra, SEEDS + list(range(13, 13 + extra)), "oracle",
-                   steps=STEPS)
+    return harvest(
+        NORM_IDS + [norm_id("edge_queue_left")] * extra, SEEDS + list(range(13, 13 + extra)), "oracle", steps=STEPS
+    )
 
 
 @pytest.fixture(scope="module")
 def replayed():
     """The same episodes stepped again by the trajectory exporter (its own program)."""
-    return [rollout(jax.random.PRNGKey(s), 0, n, "interaction", oracle_policy, steps=STEPS)
-            for n, s in zip(NORM_IDS, SEEDS)]
+    return [
+        rollout(jax.random.PRNGKey(s), 0, n, "interaction", oracle_policy, steps=STEPS) for n, s in zip(NORM_IDS, SEEDS)
+    ]
 
 
 @jax.jit
@@ -93,8 +95,7 @@ def _newcomer_mask(states, params):
 
     def one(s):
         ag = s.agents
-        return permissible_per_action(lt, s.t, ag.pos, ag.active, ag.group, ag.moves, ag.visited_q)[
-            params.norm_id, 0]
+        return permissible_per_action(lt, s.t, ag.pos, ag.active, ag.group, ag.moves, ag.visited_q)[params.norm_id, 0]
 
     return jax.vmap(one)(states)
 
@@ -115,7 +116,7 @@ def _verdict_replay(state, params):
 
 def test_compliant_actions_are_compliant_and_as_fast(harvested, replayed):
     n = 0
-    for e, (states, infos, params) in enumerate(replayed):
+    for e, (states, _infos, params) in enumerate(replayed):
         ep = Episode(harvested, e)
         states_t = jax.tree.map(lambda x: x[:STEPS], states)
         permitted = np.asarray(_newcomer_mask(states_t, params))  # [T, 5]
@@ -147,8 +148,9 @@ def _oracle_reply(rec) -> str:
     if rec["task"] == "compliant_action":
         from normjax.llm.parse import PROMPT_ACTIONS
 
-        return json.dumps({"reasoning": "", "action": PROMPT_ACTIONS[rec["oracle_action"]], "belief": "b",
-                           "confidence": 0.5})
+        return json.dumps(
+            {"reasoning": "", "action": PROMPT_ACTIONS[rec["oracle_action"]], "belief": "b", "confidence": 0.5}
+        )
     if rec["task"] == "norm_judgment":
         return json.dumps({"violates": rec["violates"]})
     return json.dumps({"answer": rec["answer"]})
@@ -224,19 +226,30 @@ def test_frames_are_the_recorded_states(tmp_path):
         assert img.format == "PNG" and img.size == (C.W * 32 + 16, C.H * 32 + 16)
         key = r["episode_seed"], r["norm_id"]
         if key not in episodes:
-            episodes[key] = rollout(jax.random.PRNGKey(r["episode_seed"]), 0, r["norm_id"], "interaction",
-                                    oracle_policy, steps=STEPS)
+            episodes[key] = rollout(
+                jax.random.PRNGKey(r["episode_seed"]), 0, r["norm_id"], "interaction", oracle_policy, steps=STEPS
+            )
         states, infos, params = episodes[key]
         i = r["t"]  # the interaction phase's step index is its row
         state = jax.tree.map(lambda x: x[i], states)
         act, pos = (np.asarray(getattr(infos, f)[i]) for f in ("active", "pos"))
-        others = [Other(tuple(int(v) for v in pos[k]), int(np.asarray(state.agents.group)[k]),
-                        bool(np.asarray(state.agents.sanctioned)[k]), int(np.asarray(infos.action)[i, k]))
-                  for k in range(1, act.shape[0]) if act[k]]
+        others = [
+            Other(
+                tuple(int(v) for v in pos[k]),
+                int(np.asarray(state.agents.group)[k]),
+                bool(np.asarray(state.agents.sanctioned)[k]),
+                int(np.asarray(infos.action)[i, k]),
+            )
+            for k in range(1, act.shape[0])
+            if act[k]
+        ]
         if r["task"] == "norm_judgment":  # one arrow: the judged agent's proposed move
             uid = np.asarray(infos.uid)[i]
-            others = [Other(tuple(int(v) for v in pos[k]), 0, False, int(np.asarray(infos.action)[i, k]))
-                      for k in range(act.shape[0]) if act[k] and uid[k] == r["agent_uid"]]
+            others = [
+                Other(tuple(int(v) for v in pos[k]), 0, False, int(np.asarray(infos.action)[i, k]))
+                for k in range(act.shape[0])
+                if act[k] and uid[k] == r["agent_uid"]
+            ]
             assert len(others) == 1 and others[0].intent != C.WAIT
         want = annotated_png(np.asarray(_render_one(state, params)), others, 32)
         assert np.array_equal(np.asarray(img), np.asarray(Image.open(io.BytesIO(want))))
@@ -245,10 +258,48 @@ def test_frames_are_the_recorded_states(tmp_path):
 def test_cli_writes_files_and_refuses_bad_values(tmp_path, capsys):
     from normjax.cli import main
 
-    assert main(["finetune-data", "--task", "norm_selection", "--family", "access", "--split", "heldout",
-                 "--examples", "4", "--batch", str(BATCH), "--steps", str(STEPS), "--out", str(tmp_path), "--no-cache"]) == 0
+    assert (
+        main(
+            [
+                "finetune-data",
+                "--task",
+                "norm_selection",
+                "--family",
+                "access",
+                "--split",
+                "heldout",
+                "--examples",
+                "4",
+                "--batch",
+                str(BATCH),
+                "--steps",
+                str(STEPS),
+                "--out",
+                str(tmp_path),
+                "--no-cache",
+            ]
+        )
+        == 0
+    )
     lines = (tmp_path / "norm_selection_access_heldout.jsonl").read_text().splitlines()
     assert len(lines) == 4
-    assert main(["finetune-data", "--task", "norm_selection", "--family", "access", "--split", "heldout",
-                 "--examples", "0", "--out", str(tmp_path), "--no-cache"]) == 2
+    assert (
+        main(
+            [
+                "finetune-data",
+                "--task",
+                "norm_selection",
+                "--family",
+                "access",
+                "--split",
+                "heldout",
+                "--examples",
+                "0",
+                "--out",
+                str(tmp_path),
+                "--no-cache",
+            ]
+        )
+        == 2
+    )
     assert "must be >= 1, got 0" in capsys.readouterr().err

@@ -28,8 +28,10 @@ RECORDS = [
 ]
 # The model says "no violation" to everything, and moves right.
 ANSWERS = {f"j{i}": '{"violates": false}' for i in range(1, 7)}
-ANSWERS.update(a1='{"action": "move right", "belief": "b", "confidence": 0.5}',
-               a2='{"action": "move right", "belief": "b", "confidence": 0.5}')
+ANSWERS.update(
+    a1='{"action": "move right", "belief": "b", "confidence": 0.5}',
+    a2='{"action": "move right", "belief": "b", "confidence": 0.5}',
+)
 
 
 @pytest.fixture()
@@ -40,8 +42,20 @@ def data(tmp_path):
 
 
 def _args(srv, data, out):
-    return ["finetune-eval", "--data", str(data), "--base-url", srv.base_url, "--model", "fake",
-            "--max-retries", "0", "--out", str(out), "--no-cache"]
+    return [
+        "finetune-eval",
+        "--data",
+        str(data),
+        "--base-url",
+        srv.base_url,
+        "--model",
+        "fake",
+        "--max-retries",
+        "0",
+        "--out",
+        str(out),
+        "--no-cache",
+    ]
 
 
 def test_table_a5_metrics(data, tmp_path):
@@ -60,7 +74,9 @@ def test_table_a5_metrics(data, tmp_path):
 
 def test_an_endpoint_fault_is_no_result(data, tmp_path, capsys):
     def script(p, a):
-        return Reply(status=500) if p["messages"][-1]["content"] == "j3" else Reply(ANSWERS[p["messages"][-1]["content"]])
+        return (
+            Reply(status=500) if p["messages"][-1]["content"] == "j3" else Reply(ANSWERS[p["messages"][-1]["content"]])
+        )
 
     with FakeOpenAI(script) as srv:
         assert main(_args(srv, data, tmp_path / "ev")) == 3
@@ -71,6 +87,8 @@ def test_an_endpoint_fault_is_no_result(data, tmp_path, capsys):
 def test_a_malformed_file_is_refused(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"task": "norm_judgment"}\n')
-    assert main(["finetune-eval", "--data", str(bad), "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
-                 "--no-cache"]) == 2
+    assert (
+        main(["finetune-eval", "--data", str(bad), "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--no-cache"])
+        == 2
+    )
     assert "needs 'prompt' and 'task'" in capsys.readouterr().err

@@ -34,11 +34,17 @@ def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("readback") / "run"
 
     async def main(url):
-        cfg = ClientConfig(base_url=url, model="fake", timeout=5.0, max_retries=2, backoff=0.01, max_backoff=0.05,
-                           concurrency=16)
+        cfg = ClientConfig(
+            base_url=url, model="fake", timeout=5.0, max_retries=2, backoff=0.01, max_backoff=0.05, concurrency=16
+        )
         async with ChatClient(cfg) as client:
-            await run_protocol_async(LLMAgent(client, text_only=True), [NORM], interaction_steps=STEPS, out=out,
-                                     settings=dict(model="fake", text_only=True, known_norm=False))
+            await run_protocol_async(
+                LLMAgent(client, text_only=True),
+                [NORM],
+                interaction_steps=STEPS,
+                out=out,
+                settings=dict(model="fake", text_only=True, known_norm=False),
+            )
 
     with FakeOpenAI(chaos(transport_errors=False)) as srv:
         asyncio.run(asyncio.wait_for(main(srv.base_url), 240))

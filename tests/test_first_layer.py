@@ -17,8 +17,15 @@ from train.config import DQNConfig
 from train.dqn import make_train, td_loss
 from train.first_layer import N_CELLS, Structure, dense_net, factorised_net, resumed_first_layer, training_net
 
-TINY = dict(norms=("forbidden_zone_q", "bend_right_1"), total_steps=800, buffer_size=400,
-            learning_starts=100, target_update=200, validation_at=(400, 800), progress_every=200)
+TINY = dict(
+    norms=("forbidden_zone_q", "bend_right_1"),
+    total_steps=800,
+    buffer_size=400,
+    learning_starts=100,
+    target_update=200,
+    validation_at=(400, 800),
+    progress_every=200,
+)
 RTOL = 1e-5
 
 
@@ -67,7 +74,9 @@ def test_observations_have_the_structure_the_factorisation_assumes(trained):
     stored = np.asarray(rb.obs)[:, ::4].reshape(-1, len(s.live))
     np.testing.assert_array_equal(stored, obs[:, s.live])
     np.testing.assert_array_equal(tr.net.columns, s.live)
-    np.testing.assert_array_equal(np.asarray(action_mask(jnp.asarray(stored))), np.asarray(action_mask(jnp.asarray(obs))))
+    np.testing.assert_array_equal(
+        np.asarray(action_mask(jnp.asarray(stored))), np.asarray(action_mask(jnp.asarray(obs)))
+    )
 
 
 def test_a_fresh_factorised_network_is_the_dense_initialisation():
@@ -93,9 +102,13 @@ def test_forward_and_gradients_match_the_dense_network(trained):
     _close(net.apply(params, frozen, net.compress(x)), apply(dense, x))
 
     rng = np.random.default_rng(0)
-    batch = {"obs": x[rng.choice(len(obs), 64)], "next_obs": x[rng.choice(len(obs), 64)],
-             "action": jnp.asarray(rng.integers(0, 5, 64)), "reward": jnp.asarray(rng.normal(size=64), jnp.float32),
-             "terminated": jnp.zeros(64)}
+    batch = {
+        "obs": x[rng.choice(len(obs), 64)],
+        "next_obs": x[rng.choice(len(obs), 64)],
+        "action": jnp.asarray(rng.integers(0, 5, 64)),
+        "reward": jnp.asarray(rng.normal(size=64), jnp.float32),
+        "terminated": jnp.zeros(64),
+    }
     compressed = {**batch, "obs": net.compress(batch["obs"]), "next_obs": net.compress(batch["next_obs"])}
     g_f = jax.grad(lambda p: td_loss(lambda q, o: net.apply(q, frozen, o), p, target, compressed, 0.99)[0])(params)
     g_d = jax.grad(lambda p: td_loss(apply, p, dense_target, batch, 0.99)[0])(dense)
@@ -127,9 +140,13 @@ def _train_side_by_side(obs, max_grad_norm: float, n_updates: int):
     def step(carry, key):
         p_f, s_f, p_d, s_d = carry
         k1, k2, k3, k4 = jax.random.split(key, 4)
-        batch = {"obs": x[jax.random.choice(k1, len(obs), (32,))], "next_obs": x[jax.random.choice(k2, len(obs), (32,))],
-                 "action": jax.random.randint(k3, (32,), 0, 5), "reward": jax.random.normal(k4, (32,)),
-                 "terminated": jnp.zeros(32)}
+        batch = {
+            "obs": x[jax.random.choice(k1, len(obs), (32,))],
+            "next_obs": x[jax.random.choice(k2, len(obs), (32,))],
+            "action": jax.random.randint(k3, (32,), 0, 5),
+            "reward": jax.random.normal(k4, (32,)),
+            "terminated": jnp.zeros(32),
+        }
         small = {**batch, "obs": fac.compress(batch["obs"]), "next_obs": fac.compress(batch["next_obs"])}
         g_f = jax.grad(lambda p: td_loss(lambda q, o: fac.apply(q, frozen, o), p, target_f, small, 0.99)[0])(p_f)
         g_d = jax.grad(lambda p: td_loss(apply, p, target_d, batch, 0.99)[0])(p_d)
@@ -141,7 +158,8 @@ def _train_side_by_side(obs, max_grad_norm: float, n_updates: int):
 
     keys = jax.random.split(jax.random.PRNGKey(1), n_updates)
     (p_f, _, p_d, _), clipped = jax.jit(lambda c: jax.lax.scan(step, c, keys))(
-        (p_f, fac.tx.init(p_f), p_d, den.tx.init(p_d)))
+        (p_f, fac.tx.init(p_f), p_d, den.tx.init(p_d))
+    )
     return fac.dense(p_f, frozen), p_d, float(np.mean(clipped))
 
 

@@ -32,8 +32,11 @@ N = 3
 
 def _batched_params():
     """Mixed layouts, norms and phases with short horizons, so episodes end in a test."""
-    rows = [("cafe", "clockwise_circulation", "test", 5), ("bank", None, "train", 3),
-            ("library", "zone_r_capacity_1", "interaction", 4)]
+    rows = [
+        ("cafe", "clockwise_circulation", "test", 5),
+        ("bank", None, "train", 3),
+        ("library", "zone_r_capacity_1", "interaction", 4),
+    ]
     ps = [phase_params(ph, layout_id(lay), norm_id(nm), max_steps=h) for lay, nm, ph, h in rows]
     return jax.tree.map(lambda *x: np.stack(x), *ps)
 

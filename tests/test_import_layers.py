@@ -24,8 +24,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS = (
     # base modules: names, constants, salts, the opt-in CPU settings, the compilation cache
-    ("normjax.constants", "normjax.salts", "normjax.cli_names", "normjax.xla_cpu", "normjax.cache",
-     "normjax.compile_afresh"),
+    (
+        "normjax.constants",
+        "normjax.salts",
+        "normjax.cli_names",
+        "normjax.xla_cpu",
+        "normjax.cache",
+        "normjax.compile_afresh",
+    ),
     ("normjax.layouts",),
     ("normjax.ground",),  # numeric and geometric utilities: moves, run_where, hashed draws, ranking
     ("normjax.norms",),
@@ -78,7 +84,7 @@ def _graph() -> tuple[dict[str, Path], tuple[tuple[str, str, int], ...]]:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+                    base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
                 # `from normjax import constants` imports the module normjax.constants
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else resolve(base) for a in node.names]
             else:
@@ -89,8 +95,11 @@ def _graph() -> tuple[dict[str, Path], tuple[tuple[str, str, int], ...]]:
 
 def _unit_edges() -> list[tuple[str, str, str, str, int]]:
     """(importer, its unit, imported, its unit, line) within normjax (modules in no unit: see below)."""
-    return [(a, _unit(a), b, _unit(b), line) for a, b, line in _graph()[1]
-            if b.startswith("normjax") and _unit(a) and _unit(b)]
+    return [
+        (a, _unit(a), b, _unit(b), line)
+        for a, b, line in _graph()[1]
+        if b.startswith("normjax") and _unit(a) and _unit(b)
+    ]
 
 
 def _where(module: str, line: int) -> str:
@@ -103,8 +112,11 @@ def test_every_module_has_a_layer():
 
 
 def test_no_import_runs_upward():
-    upward = [f"{_where(a, line)} {a} (layer {LAYER_OF[ua]}) imports {b} (layer {LAYER_OF[ub]})"
-              for a, ua, b, ub, line in _unit_edges() if LAYER_OF[ub] > LAYER_OF[ua]]
+    upward = [
+        f"{_where(a, line)} {a} (layer {LAYER_OF[ua]}) imports {b} (layer {LAYER_OF[ub]})"
+        for a, ua, b, ub, line in _unit_edges()
+        if LAYER_OF[ub] > LAYER_OF[ua]
+    ]
     assert not upward, "imports from a higher layer:\n" + "\n".join(upward)
 
 
@@ -119,7 +131,7 @@ def test_no_circle_between_units():
         state[unit] = 1
         for nxt in sorted(arrows.get(unit, ())):
             if state.get(nxt) == 1:
-                circles.append(" -> ".join(path[path.index(nxt):] + [nxt]))
+                circles.append(" -> ".join(path[path.index(nxt) :] + [nxt]))
             elif nxt not in state:
                 visit(nxt, path + [nxt])
         state[unit] = 2
@@ -132,9 +144,11 @@ def test_no_circle_between_units():
 
 def test_only_the_cli_imports_train_and_agents():
     _, edges = _graph()
-    library = [f"{_where(a, line)} {a} imports {b}" for a, b, line in edges
-               if b.split(".")[0] in OUTSIDE and LAYER_OF.get(_unit(a)) != CLI_LAYER]
+    library = [
+        f"{_where(a, line)} {a} imports {b}"
+        for a, b, line in edges
+        if b.split(".")[0] in OUTSIDE and LAYER_OF.get(_unit(a)) != CLI_LAYER
+    ]
     assert not library, "the library imports the trainer (only the CLI layer may):\n" + "\n".join(library)
     # normjax.commands imports train only inside functions: seeing it shows the scan reads function bodies
     assert any(a == "normjax.commands" and b.startswith("train.") for a, b, _line in edges), "the scan is blind"
-

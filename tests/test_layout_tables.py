@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from normjax import constants as C
-from normjax.layouts.tables import CODE_KIND, CODE_ZONE_Q, CODE_ZONE_R, cell_codes, host_tables, world_tables
 from normjax.ground.moves import kind_of, target_codes
+from normjax.layouts.tables import CODE_KIND, CODE_ZONE_Q, CODE_ZONE_R, cell_codes, host_tables, world_tables
 
 
 def test_cell_code_packs_kind_and_zones_of_every_layout():
@@ -38,8 +38,12 @@ def test_layout_tables_read_equals_indexing_the_slice():
 
     def both(lid, row, cell):
         lt = wt.at(lid)
-        return (lt.read("dist_to_set", row, cell), lt.dist_to_set[row, cell],
-                lt.read("dest_cells", cell), lt.dest_cells[cell])
+        return (
+            lt.read("dist_to_set", row, cell),
+            lt.dist_to_set[row, cell],
+            lt.read("dest_cells", cell),
+            lt.dest_cells[cell],
+        )
 
     for out in (jax.jit(jax.vmap(both))(layouts, rows, cells), both(3, 1, 100)):
         np.testing.assert_array_equal(out[0], out[1])

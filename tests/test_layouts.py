@@ -141,10 +141,7 @@ def test_layouts_differ_from_the_cafe():
     for name in LAYOUTS[1:]:
         lay = load_layout(name)
         assert lay.grid != cafe.grid
-    keys = {
-        (tuple(lay.counter), tuple(map(tuple, lay.doors)))
-        for lay in map(load_layout, LAYOUTS)
-    }
+    keys = {(tuple(lay.counter), tuple(map(tuple, lay.doors))) for lay in map(load_layout, LAYOUTS)}
     assert len(keys) == len(LAYOUTS)
 
 
@@ -247,8 +244,8 @@ def test_ring_and_steps(name):
 
 def test_cafe_ring_by_hand():
     lay = load_layout("cafe")
-    cw = lambda r, c: tuple(lay.cw[r, c].tolist())  # noqa: E731
-    ccw = lambda r, c: tuple(lay.ccw[r, c].tolist())  # noqa: E731
+    cw = lambda r, c: tuple(lay.cw[r, c].tolist())
+    ccw = lambda r, c: tuple(lay.ccw[r, c].tolist())
     assert cw(1, 1) == RIGHT and cw(1, 13) == DOWN and cw(9, 13) == LEFT and cw(9, 1) == UP
     assert ccw(1, 1) == DOWN and ccw(9, 1) == RIGHT and ccw(9, 13) == UP and ccw(1, 13) == LEFT
     assert cw(1, 5) == RIGHT and cw(5, 13) == DOWN and cw(9, 6) == LEFT and cw(4, 1) == UP
@@ -304,9 +301,7 @@ def test_cafe_queue_paths_by_hand():
     lay = load_layout("cafe")  # service cell (1, 7)
     assert lay.queue_path("edge_queue_left").tolist() == [[1, 7], [1, 6], [1, 5], [1, 4]]
     assert lay.queue_path("bend_right_1").tolist() == [[1, 7], [1, 8], [2, 8], [3, 8], [4, 8], [5, 8]]
-    assert lay.queue_path("square_left").tolist() == [
-        [1, 7], [1, 6], [2, 6], [3, 6], [3, 7], [3, 8], [2, 8]
-    ]
+    assert lay.queue_path("square_left").tolist() == [[1, 7], [1, 6], [2, 6], [3, 6], [3, 7], [3, 8], [2, 8]]
 
 
 # ---------------------------------------------------------------------------
@@ -336,7 +331,11 @@ def broken_maps():
     return [
         ("size", base[:-1], r"rule 'size'.*expected 11 lines"),
         ("size", base[:5] + [base[5][:-1]] + base[6:], r"rule 'size'.*line 5 has 14"),
-        ("legend", edit(base, (5, 5, "x")), r"rule 'legend'.*unknown character 'x'.*allowed legend: # \. A B C h K o q r.*\(5, 5\)"),
+        (
+            "legend",
+            edit(base, (5, 5, "x")),
+            r"rule 'legend'.*unknown character 'x'.*allowed legend: # \. A B C h K o q r.*\(5, 5\)",
+        ),
         ("border", edit(base, (0, 3, ".")), r"rule 'border'.*\(0, 3\)"),
         ("border", edit(base, (0, 0, "K"), (0, 7, "#")), r"rule 'border'.*\(0, 0\)"),
         ("border", edit(base, (10, 7, "#"), (10, 3, "A")), r"rule 'border'.*\(10, 3\)"),
@@ -410,4 +409,3 @@ def test_single_layout_path_cuts_only_padding():
         order = tables["seat_order"][lid]
         assert (order[:, :m] >= 0).any(axis=0).all() and (order[:, m:] == -1).all()
         assert m == tables["n_chairs"][lid]  # both orders list every chair
-

@@ -23,36 +23,60 @@ def _zone_steps():
     a, b = 1, 2
     return [
         # t0 own_violation: the newcomer is sanctioned; the others wait
-        ([agent(0, 0, (5, 5), (5, 6), sanctioned=True), agent(a, 1, (2, 2)), agent(b, 2, (8, 8))],
-         llm(True, "b1", 0.2)),
+        (
+            [agent(0, 0, (5, 5), (5, 6), sanctioned=True), agent(a, 1, (2, 2)), agent(b, 2, (8, 8))],
+            llm(True, "b1", 0.2),
+        ),
         # t1 others_violation (A sanctioned, still there at t2) although B also moves unsanctioned
-        ([agent(0, 0, (5, 6)), agent(a, 1, (2, 2), (2, 3), sanctioned=True), agent(b, 2, (8, 8), (8, 9))],
-         llm(True, "b1", 0.2)),
+        (
+            [agent(0, 0, (5, 6)), agent(a, 1, (2, 2), (2, 3), sanctioned=True), agent(b, 2, (8, 8), (8, 9))],
+            llm(True, "b1", 0.2),
+        ),
         # t2 compliant_move: B moves, no sanction
         ([agent(0, 0, (5, 6)), agent(a, 1, (2, 3)), agent(b, 2, (8, 9), (8, 10))], llm(True, "b2", 0.5)),
         # t3 no event: A leaves with a sanction and its slot is refilled (never shown a red cross); B is displaced
-        ([agent(0, 0, (5, 6)), agent(a, 1, (2, 3), exited=True, sanctioned=True),
-          agent(b, 2, (8, 10), (7, 10), displaced=True)], llm(False, "b2", 0.5)),
+        (
+            [
+                agent(0, 0, (5, 6)),
+                agent(a, 1, (2, 3), exited=True, sanctioned=True),
+                agent(b, 2, (8, 10), (7, 10), displaced=True),
+            ],
+            llm(False, "b2", 0.5),
+        ),
         # t4 no event: nobody moves
         ([agent(0, 0, (5, 6)), agent(a, 5, (1, 1)), agent(b, 2, (7, 10))], llm(True, "b3", 0.9)),
         # t5 no event: the newcomer leaves, so it sees neither the sanction nor B's move
-        ([agent(0, 0, (5, 6), exited=True), agent(a, 5, (1, 1), (1, 2), sanctioned=True),
-          agent(b, 2, (7, 10), (7, 11))], llm(True, "b3", 0.9)),
+        (
+            [
+                agent(0, 0, (5, 6), exited=True),
+                agent(a, 5, (1, 1), (1, 2), sanctioned=True),
+                agent(b, 2, (7, 10), (7, 11)),
+            ],
+            llm(True, "b3", 0.9),
+        ),
         # t6 no event: the newcomer is off the grid
         ([agent(0, None, None, active=False), agent(a, 5, (1, 2), (1, 3)), agent(b, 2, (7, 11), (7, 12))], None),
         # t7 own_violation of the next newcomer, on the last step: no reply follows (unanswered)
-        ([agent(0, 9, (10, 7), (9, 7), sanctioned=True), agent(a, 5, (1, 3), sanctioned=True), agent(b, 2, (7, 12))],
-         llm(True, "b1", 0.3)),
+        (
+            [agent(0, 9, (10, 7), (9, 7), sanctioned=True), agent(a, 5, (1, 3), sanctioned=True), agent(b, 2, (7, 12))],
+            llm(True, "b1", 0.3),
+        ),
     ]
 
 
 def _ring_steps():
     """3 steps; at t1 the newcomer and another agent are both sanctioned: the step counts as own_violation."""
-    return [([agent(0, 0, (5, 5), (5, 6), sanctioned=True), agent(1, 3, (2, 2))],
-             llm(True, None, None)),  # no belief yet: score 1
-            ([agent(0, 0, (5, 6), (5, 7), sanctioned=True), agent(1, 3, (2, 2), (2, 3), sanctioned=True)],
-             llm(True, "c2", 0.6)),
-            ([agent(0, 0, (5, 7)), agent(1, 3, (2, 3))], llm(True, "c2", 0.6))]
+    return [
+        (
+            [agent(0, 0, (5, 5), (5, 6), sanctioned=True), agent(1, 3, (2, 2))],
+            llm(True, None, None),
+        ),  # no belief yet: score 1
+        (
+            [agent(0, 0, (5, 6), (5, 7), sanctioned=True), agent(1, 3, (2, 2), (2, 3), sanctioned=True)],
+            llm(True, "c2", 0.6),
+        ),
+        ([agent(0, 0, (5, 7)), agent(1, 3, (2, 3))], llm(True, "c2", 0.6)),
+    ]
 
 
 @pytest.fixture
@@ -69,14 +93,25 @@ def run(tmp_path):
 
 def test_step_evidence_sees_what_the_prompts_show(run):
     ev = step_evidence(TranscriptStore(run).read(f"{ZONE}/interaction"))
-    assert [e["event"] for e in ev] == ["own_violation", "others_violation", "compliant_move", None, None, None, None,
-                                        "own_violation"]
+    assert [e["event"] for e in ev] == [
+        "own_violation",
+        "others_violation",
+        "compliant_move",
+        None,
+        None,
+        None,
+        None,
+        "own_violation",
+    ]
     assert [e["others_sanctioned"] for e in ev] == [0, 1, 0, 0, 0, 0, 0, 0]
     assert [e["others_sanctioned_unseen"] for e in ev] == [0, 0, 0, 1, 0, 1, 0, 1]
     assert [e["compliant_moves"] for e in ev] == [0, 1, 1, 0, 0, 0, 0, 0]
     ring = step_evidence(TranscriptStore(run).read(f"{RING}/interaction"))
     assert [(e["event"], e["others_sanctioned"]) for e in ring] == [
-        ("own_violation", 0), ("own_violation", 1), (None, 0)]
+        ("own_violation", 0),
+        ("own_violation", 1),
+        (None, 0),
+    ]
 
 
 def test_belief_change_after_events_equals_the_hand_computed_values(run):
@@ -89,8 +124,12 @@ def test_belief_change_after_events_equals_the_hand_computed_values(run):
     assert (own["mean_confidence_change"], own["se_confidence_change"]) == (0.2, 0.2)
     assert (own["score_up"], own["score_down"], own["belief_changed_share"]) == (1, 0, 0.3333)
     # others: zone t1 b1 -> b2 (2 -> 5), 0.2 -> 0.5; compliant: zone t2 b2 -> b3 at t4 (t3 was not asked)
-    assert (others["n"], others["mean_score_change"], others["se_score_change"], others["mean_confidence_change"]) == \
-        (1, 3, None, 0.3)
+    assert (others["n"], others["mean_score_change"], others["se_score_change"], others["mean_confidence_change"]) == (
+        1,
+        3,
+        None,
+        0.3,
+    )
     assert (comp["n"], comp["mean_score_change"], comp["mean_confidence_change"]) == (1, 2, 0.4)
     assert [(e["t"], e["reply_t"]) for e in r["events"] if e["norm"] == ZONE] == [(0, 1), (1, 2), (2, 4), (7, None)]
     fam = r["change"]["by_family"]
@@ -153,8 +192,26 @@ def test_event_definitions_match_a_real_runs_prompts(tmp_path):
 
     out = tmp_path / "run"
     with FakeOpenAI(lambda p, a: Reply(navigator_text(p))) as srv:
-        assert main(["llm-eval", "--base-url", srv.base_url, "--model", "fake", "--norms", ZONE, RING,
-                     "--text-only", "--interaction-steps", "60", "--out", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "llm-eval",
+                    "--base-url",
+                    srv.base_url,
+                    "--model",
+                    "fake",
+                    "--norms",
+                    ZONE,
+                    RING,
+                    "--text-only",
+                    "--interaction-steps",
+                    "60",
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
     note = "red cross: penalised for violating the social norm in the last step"
     own_note = "Your action in the last step violated the social norm"
     store, seen, checked = TranscriptStore(out), 0, 0
@@ -176,7 +233,9 @@ def test_the_analysis_needs_no_http_client():
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['httpx'] = None\n"
-            "import normjax.llm.belief_analysis, normjax.llm.belief_figures\nprint('imported')\n")
+    code = (
+        "import sys; sys.modules['httpx'] = None\n"
+        "import normjax.llm.belief_analysis, normjax.llm.belief_figures\nprint('imported')\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "imported", out.stderr

@@ -47,7 +47,9 @@ def test_success_and_usage():
     with FakeOpenAI(lambda p, a: Reply("hi there")) as srv:
         r, stats = chat(srv.base_url, MSG)
     assert r.error is None and r.text == "hi there" and r.retries == 0
-    assert r.tokens_in == srv.log[0]["usage"]["prompt_tokens"] and r.tokens_out == srv.log[0]["usage"]["completion_tokens"]
+    assert (
+        r.tokens_in == srv.log[0]["usage"]["prompt_tokens"] and r.tokens_out == srv.log[0]["usage"]["completion_tokens"]
+    )
     p = srv.log[0]["payload"]
     assert p["model"] == "fake" and p["messages"] == MSG and p["temperature"] == 0.7 and p["max_tokens"] == 4048
     assert stats["requests"] == 1 and stats["attempts"] == 1 and stats["errors"] == 0
@@ -75,8 +77,16 @@ def test_client_errors_are_not_retried(status):
     assert f"HTTP {status}" in r.error and len(srv.log) == 1
 
 
-@pytest.mark.parametrize("body", [b"not json", b"{}", b'{"choices": []}', b'{"choices": [{"message": {}}]}',
-                                  b'{"choices": [{"message": {"content": 5}}]}'])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"{}",
+        b'{"choices": []}',
+        b'{"choices": [{"message": {}}]}',
+        b'{"choices": [{"message": {"content": 5}}]}',
+    ],
+)
 def test_malformed_bodies_are_retried_then_errors(body):
     with FakeOpenAI(lambda p, a: Reply(body=body)) as srv:
         r, _ = chat(srv.base_url, MSG, max_retries=1)
@@ -131,8 +141,9 @@ def test_every_failed_attempt_is_kept():
     assert "HTTP 500" in r.attempt_errors[0] and "malformed response body" in r.attempt_errors[1]
 
 
-@pytest.mark.parametrize("status, hint", [(401, "API key"), (403, "may not use"), (404, "/v1 suffix"),
-                                          (400, "--max-tokens-field")])
+@pytest.mark.parametrize(
+    "status, hint", [(401, "API key"), (403, "may not use"), (404, "/v1 suffix"), (400, "--max-tokens-field")]
+)
 def test_preflight_names_url_model_status_and_listed_models(status, hint):
     async def main(url):
         async with ChatClient(ClientConfig(base_url=url, model="gpt-x", backoff=0.01)) as c:
@@ -196,10 +207,17 @@ def test_api_key_only_from_the_environment(monkeypatch):
     assert "--api-key" not in build_parser()._subparsers._group_actions[0].choices["llm-eval"].format_help()
 
 
-@pytest.mark.parametrize("kwargs, fragment", [
-    (dict(base_url="127.0.0.1:8000"), "http://"), (dict(model=""), "model"), (dict(concurrency=0), ">= 1"),
-    (dict(timeout=0), "timeout"), (dict(temperature=3.0), "temperature"), (dict(max_retries=-1), "max_retries"),
-])
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        (dict(base_url="127.0.0.1:8000"), "http://"),
+        (dict(model=""), "model"),
+        (dict(concurrency=0), ">= 1"),
+        (dict(timeout=0), "timeout"),
+        (dict(temperature=3.0), "temperature"),
+        (dict(max_retries=-1), "max_retries"),
+    ],
+)
 def test_config_validation(kwargs, fragment):
     cfg = {"base_url": "http://127.0.0.1:1/v1", "model": "m", **kwargs}
     with pytest.raises(ValueError, match=fragment):
@@ -207,22 +225,31 @@ def test_config_validation(kwargs, fragment):
 
 
 def test_import_without_httpx_names_the_extra():
-    code = ("import sys; sys.modules['httpx'] = None\n"
-            "import normjax.llm.parse, normjax.llm.prompts  # these do not need it\n"
-            "try:\n    import normjax.llm.client\nexcept ImportError as e:\n    print(e)\n")
+    code = (
+        "import sys; sys.modules['httpx'] = None\n"
+        "import normjax.llm.parse, normjax.llm.prompts  # these do not need it\n"
+        "try:\n    import normjax.llm.client\nexcept ImportError as e:\n    print(e)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert 'pip install "normjax[llm]"' in out.stdout, out.stderr
 
 
 def test_request_fields_for_any_endpoint():
     with FakeOpenAI(lambda p, a: Reply("ok")) as srv:
-        chat(srv.base_url, MSG, token_param="max_completion_tokens", send_temperature=False, max_tokens=900,
-             extra_body={"reasoning_effort": "low", "top_p": 0.9})
+        chat(
+            srv.base_url,
+            MSG,
+            token_param="max_completion_tokens",
+            send_temperature=False,
+            max_tokens=900,
+            extra_body={"reasoning_effort": "low", "top_p": 0.9},
+        )
     p = srv.log[0]["payload"]
     assert p["max_completion_tokens"] == 900 and "max_tokens" not in p and "temperature" not in p
     assert p["reasoning_effort"] == "low" and p["top_p"] == 0.9 and p["model"] == "fake"
-    with pytest.raises(ValueError, match="token_param 'max_new_tokens' is invalid; allowed: max_tokens, "
-                                         "max_completion_tokens"):
+    with pytest.raises(
+        ValueError, match="token_param 'max_new_tokens' is invalid; allowed: max_tokens, max_completion_tokens"
+    ):
         ClientConfig(base_url="http://127.0.0.1:1/v1", model="m", token_param="max_new_tokens")
     with pytest.raises(ValueError, match="extra_body may not set messages, temperature"):
         ClientConfig(base_url="http://127.0.0.1:1/v1", model="m", extra_body={"temperature": 0, "messages": []})
@@ -233,8 +260,21 @@ def test_cli_request_options_reach_the_endpoint(tmp_path, capsys):
 
     base = ["llm-eval", "--model", "o-model", "--norms", "forbidden_zone_q", "--out", str(tmp_path / "run")]
     with FakeOpenAI(lambda p, a: Reply(status=400)) as srv:  # the preflight shows the request, then stops the run
-        assert main(base + ["--base-url", srv.base_url, "--max-tokens-field", "max_completion_tokens",
-                            "--no-temperature", "--extra-body", '{"reasoning_effort": "high"}']) == 3
+        assert (
+            main(
+                base
+                + [
+                    "--base-url",
+                    srv.base_url,
+                    "--max-tokens-field",
+                    "max_completion_tokens",
+                    "--no-temperature",
+                    "--extra-body",
+                    '{"reasoning_effort": "high"}',
+                ]
+            )
+            == 3
+        )
     p = srv.log[0]["payload"]
     assert "max_completion_tokens" in p and "max_tokens" not in p and "temperature" not in p
     assert p["reasoning_effort"] == "high" and "HTTP 400" in capsys.readouterr().err

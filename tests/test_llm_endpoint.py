@@ -45,16 +45,42 @@ def _bounded():
 def _cli(url, out, *extra):
     from normjax.cli import main
 
-    return main(["llm-eval", "--base-url", url, "--model", "fake", "--norms", NORM, "--text-only", "--timeout", "5",
-                 "--max-retries", "2", "--concurrency", "8", "--interaction-steps", "20", "--seed", "3",
-                 "--out", str(out), *extra])
+    return main(
+        [
+            "llm-eval",
+            "--base-url",
+            url,
+            "--model",
+            "fake",
+            "--norms",
+            NORM,
+            "--text-only",
+            "--timeout",
+            "5",
+            "--max-retries",
+            "2",
+            "--concurrency",
+            "8",
+            "--interaction-steps",
+            "20",
+            "--seed",
+            "3",
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
 
 
 def _comparable(result):
     """The results without what depends on timing (retries after a slow reply, meta)."""
     drop = ("retries", "latency_s")
-    return {k: [{f: v for f, v in row.items() if f not in drop} for row in result[k]] if k in ("episodes", "interaction")
-            else result[k] for k in ("episodes", "interaction", "seen", "unseen")}
+    return {
+        k: [{f: v for f, v in row.items() if f not in drop} for row in result[k]]
+        if k in ("episodes", "interaction")
+        else result[k]
+        for k in ("episodes", "interaction", "seen", "unseen")
+    }
 
 
 @pytest.mark.parametrize("status", [404, 401])
@@ -112,8 +138,13 @@ def test_error_rate_limit_stops_the_run(tmp_path):
     async def main(url):
         cfg = ClientConfig(base_url=url, model="fake", max_retries=0, error_window=20, max_error_rate=0.2)
         async with ChatClient(cfg) as client:
-            await run_protocol_async(LLMAgent(client, text_only=True), [NORM], interaction_steps=100, out=out,
-                                     settings=dict(model="fake", base_url=url))
+            await run_protocol_async(
+                LLMAgent(client, text_only=True),
+                [NORM],
+                interaction_steps=100,
+                out=out,
+                settings=dict(model="fake", base_url=url),
+            )
 
     with FakeOpenAI(script) as srv:
         with pytest.raises(EndpointError, match=r"5 of the last 20 requests .* failed, more than 20% of 20"):
@@ -136,8 +167,9 @@ def test_incomplete_episodes_are_rerun_and_never_tabulated(tmp_path):
         async def main(url):
             cfg = ClientConfig(base_url=url, model="fake", max_retries=0, max_error_rate=error_rate)
             async with ChatClient(cfg) as client:
-                return await run_protocol_async(LLMAgent(client, text_only=True), [NORM], interaction_steps=0,
-                                                out=out, settings=dict(model="fake"))
+                return await run_protocol_async(
+                    LLMAgent(client, text_only=True), [NORM], interaction_steps=0, out=out, settings=dict(model="fake")
+                )
 
         with FakeOpenAI(script) as srv:
             return asyncio.run(asyncio.wait_for(main(srv.base_url), 120)), list(srv.log)
@@ -166,10 +198,12 @@ def test_the_endpoint_is_part_of_the_run_identity(tmp_path):
         with pytest.raises(ValueError, match="another endpoint or sampling.*--allow-mixed-endpoint"):
             run_protocol(agent, [NORM], interaction_steps=4, out=out, settings=dict(a, **change))
     with pytest.raises(ValueError, match="other settings.*text_only"):  # never mixed, flag or not
-        run_protocol(agent, [NORM], interaction_steps=4, out=out, settings=dict(a, text_only=True),
-                     allow_mixed_endpoint=True)
-    mixed = run_protocol(agent, [NORM], interaction_steps=4, out=out, settings=dict(a, base_url="http://b/v1"),
-                         allow_mixed_endpoint=True)
+        run_protocol(
+            agent, [NORM], interaction_steps=4, out=out, settings=dict(a, text_only=True), allow_mixed_endpoint=True
+        )
+    mixed = run_protocol(
+        agent, [NORM], interaction_steps=4, out=out, settings=dict(a, base_url="http://b/v1"), allow_mixed_endpoint=True
+    )
     urls = [e["base_url"] for e in json.loads((out / "run.json").read_text())["endpoints"]]
     assert urls == ["http://a/v1", "http://b/v1"] and [e["base_url"] for e in mixed["meta"]["endpoints"]] == urls
 
@@ -192,8 +226,16 @@ def test_help_shows_the_defaults():
     from normjax.cli import build_parser
 
     text = " ".join(build_parser()._subparsers._group_actions[0].choices["llm-eval"].format_help().split())
-    for part in ("--seed SEED protocol seed (0 = canonical) (default: 0)", "(default: 200)", "(default: 64)",
-                 "(default: 0.2)", "(default: 100)", "(default: 4048)", "(default: 0.7)", "(default: max_tokens)",
-                 "(default: all 50)"):
+    for part in (
+        "--seed SEED protocol seed (0 = canonical) (default: 0)",
+        "(default: 200)",
+        "(default: 64)",
+        "(default: 0.2)",
+        "(default: 100)",
+        "(default: 4048)",
+        "(default: 0.7)",
+        "(default: max_tokens)",
+        "(default: all 50)",
+    ):
         assert part in text, part
     assert "(default: None)" not in text and "(default: False)" not in text

@@ -46,8 +46,12 @@ def test_known_norm_and_group_suffice_for_group_doors(tmp_path):
     async def main(url):
         cfg = ClientConfig(base_url=url, model="fake", max_retries=0)
         async with ChatClient(cfg) as client:
-            return await run_protocol_async(LLMAgent(client, text_only=True, known_norm=True), ["group_doors_abc"],
-                                            interaction_steps=0, out=tmp_path / "run")
+            return await run_protocol_async(
+                LLMAgent(client, text_only=True, known_norm=True),
+                ["group_doors_abc"],
+                interaction_steps=0,
+                out=tmp_path / "run",
+            )
 
     with FakeOpenAI(norm_follower) as srv:
         result = asyncio.run(asyncio.wait_for(main(srv.base_url), 240))

@@ -14,8 +14,11 @@ from normjax.llm.transcripts import TRANSCRIPT_FORMAT, TranscriptStore
 
 
 def _interaction(store, norm, beliefs, incomplete=False):
-    header = {"transcript": TRANSCRIPT_FORMAT, "name": f"{norm}/interaction",
-              "result": {"llm": {"incomplete": incomplete}}}
+    header = {
+        "transcript": TRANSCRIPT_FORMAT,
+        "name": f"{norm}/interaction",
+        "result": {"llm": {"incomplete": incomplete}},
+    }
     steps = [{"t": t, "llm": {"queried": True, "belief": b}} for t, b in enumerate(beliefs)]
     store.finish(f"{norm}/interaction", [header, *steps])
 
@@ -40,17 +43,20 @@ def test_only_the_rubrics_number_in_the_reply_format_counts(run, tmp_path):
     assert {n for n, _ in ids} == {"forbidden_zone_q", "group_doors_abc"}  # the incomplete episode is skipped
     q1, q2 = ids[("forbidden_zone_q", "avoid Q")], ids[("forbidden_zone_q", "avoid zone Q always")]
     doors = ids[("group_doors_abc", "doors by colour")]
-    scores = _write(tmp_path / "s.jsonl", [
-        {"id": q1, "reply": "On a scale of 1 to 7, this belief deserves a 5"},  # prose: an error, not 1 or 5
-        {"id": q1, "reply": '<think>{"score": 2}</think> ```json\n{"score": 6, "rationale": "close"}\n```'},
-        {"id": q2, "score": 7.0},  # not the rubric's integer
-        {"id": q2, "score": 7},
-        {"id": q2, "score": 5},  # a second, different score
-        {"id": doors, "reply": '{"score": "4"}'},
-        {"id": "no_such_norm#0", "score": 3},
-        "not json",
-        {"id": doors},
-    ])
+    scores = _write(
+        tmp_path / "s.jsonl",
+        [
+            {"id": q1, "reply": "On a scale of 1 to 7, this belief deserves a 5"},  # prose: an error, not 1 or 5
+            {"id": q1, "reply": '<think>{"score": 2}</think> ```json\n{"score": 6, "rationale": "close"}\n```'},
+            {"id": q2, "score": 7.0},  # not the rubric's integer
+            {"id": q2, "score": 7},
+            {"id": q2, "score": 5},  # a second, different score
+            {"id": doors, "reply": '{"score": "4"}'},
+            {"id": "no_such_norm#0", "score": 3},
+            "not json",
+            {"id": doors},
+        ],
+    )
     acc = import_judge_scores(out, scores, norms=["forbidden_zone_q"])
     errors = {e["line"]: e["error"] for e in acc["errors"]}
     assert sorted(errors) == [1, 3, 5, 6, 7, 8, 9] and acc["invalid_lines"] == 7

@@ -29,8 +29,22 @@ def run(tmp_path):
 
 
 def _judge(url, run, *extra):
-    return main(["llm-judge", "--run", str(run), "--base-url", url, "--model", "judge", "--timeout", "5",
-                 "--max-retries", "0", *extra])
+    return main(
+        [
+            "llm-judge",
+            "--run",
+            str(run),
+            "--base-url",
+            url,
+            "--model",
+            "judge",
+            "--timeout",
+            "5",
+            "--max-retries",
+            "0",
+            *extra,
+        ]
+    )
 
 
 def _asked(srv) -> list[str]:
@@ -51,7 +65,10 @@ def test_judge_scores_every_belief_and_stores_the_curve(run, capsys):
     assert acc["judge"]["model"] == "judge" and acc["judge"]["temperature"] == 0.0
     lines = [json.loads(x) for x in (run / "judge_scores.jsonl").read_text().splitlines()]
     assert {(x["norm"], x["belief"], x["model"]) for x in lines} == {
-        (ZONE, "avoid Q", "judge"), (ZONE, "avoid zone Q always", "judge"), (RING, "walk in circles", "judge")}
+        (ZONE, "avoid Q", "judge"),
+        (ZONE, "avoid zone Q always", "judge"),
+        (RING, "walk in circles", "judge"),
+    }
     assert all(json.loads(x["reply"])["rationale"] == "scripted" for x in lines)  # the raw replies
     assert acc == {**import_judge_scores(run, run / "judge_scores.jsonl", [ZONE, RING]), "judge": acc["judge"]}
     assert "3 of 3 usable" in capsys.readouterr().out
@@ -59,8 +76,20 @@ def test_judge_scores_every_belief_and_stores_the_curve(run, capsys):
 
 def test_request_options_reach_the_judge(run):
     with FakeOpenAI(judge_script(REPLIES)) as srv:
-        assert _judge(srv.base_url, run, "--max-tokens-field", "max_completion_tokens", "--no-temperature",
-                      "--max-tokens", "300", "--extra-body", '{"reasoning_effort": "low"}') == 0
+        assert (
+            _judge(
+                srv.base_url,
+                run,
+                "--max-tokens-field",
+                "max_completion_tokens",
+                "--no-temperature",
+                "--max-tokens",
+                "300",
+                "--extra-body",
+                '{"reasoning_effort": "low"}',
+            )
+            == 0
+        )
     for entry in srv.log:  # the preflight included
         p = entry["payload"]
         assert "temperature" not in p and "max_tokens" not in p and p["reasoning_effort"] == "low", p
@@ -112,8 +141,11 @@ def test_requests_that_fail_after_their_retries_exit_3(run, capsys):
 
 
 def test_unusable_replies_are_listed_and_exit_1(run, capsys):
-    bad = {"avoid Q": "this belief deserves a 5", "avoid zone Q always": '{"score": 9}',
-           "walk in circles": '<think>{"score": 4}</think>'}
+    bad = {
+        "avoid Q": "this belief deserves a 5",
+        "avoid zone Q always": '{"score": 9}',
+        "walk in circles": '<think>{"score": 4}</think>',
+    }
     with FakeOpenAI(judge_script(bad)) as srv:
         assert _judge(srv.base_url, run) == 1
     err = capsys.readouterr().err
@@ -157,11 +189,20 @@ def test_not_a_run_directory(tmp_path, capsys):
 def test_help_shows_defaults_and_shares_the_client_options():
     sub = build_parser()._subparsers._group_actions[0].choices
     judge = " ".join(sub["llm-judge"].format_help().split())
-    for part in ("(default: 0.0)", "(default: 64)", "(default: 4048)", "(default: max_tokens)", "(default: 0.2)",
-                 "(default: DIR/judge_scores.jsonl)", "--no-temperature", "--extra-body JSON"):
+    for part in (
+        "(default: 0.0)",
+        "(default: 64)",
+        "(default: 4048)",
+        "(default: max_tokens)",
+        "(default: 0.2)",
+        "(default: DIR/judge_scores.jsonl)",
+        "--no-temperature",
+        "--extra-body JSON",
+    ):
         assert part in judge, part
+
     def client_options(parser):
-        group, = [g for g in parser._action_groups if g.title.startswith("endpoint and requests")]
+        (group,) = [g for g in parser._action_groups if g.title.startswith("endpoint and requests")]
         return [a.dest for a in group._group_actions]
 
     assert client_options(sub["llm-judge"]) == client_options(sub["llm-eval"])

@@ -19,18 +19,43 @@ from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL
 
 
 def rec(t, sanctioned=False):
-    return StepRecord(t=t, pos=(5, t % 13 + 1), others=(((1, 1), 0),), action="move up", note="",
-                      reasoning=f"reason {t}", sanctioned=sanctioned)
+    return StepRecord(
+        t=t,
+        pos=(5, t % 13 + 1),
+        others=(((1, 1), 0),),
+        action="move up",
+        note="",
+        reasoning=f"reason {t}",
+        sanctioned=sanctioned,
+    )
 
 
 def turn(phase="interaction", records=(), **kw):
     recent, earlier = select_memory(list(records))
-    base = dict(index=0, episode="forbidden_zone_q/" + phase, phase=phase, norm_id=0, layout="cafe", t=37,
-                max_steps=200, pos=(5, 4), group=1, goal_kind=GOAL_CELL, goal_cell=(1, 7), exit_door=1, leg=0,
-                service_steps=3, sanctioned=False,
-                others=[Other((2, 5), 0, True, 3), Other((9, 12), 2, False, 4), Other((4, 4), 1, False, None)],
-                memory=recent, earlier=earlier, steps_seen=len(records),
-                first_step=records[0].t if records else None, belief="Avoid Q.", confidence=0.35)
+    base = dict(
+        index=0,
+        episode="forbidden_zone_q/" + phase,
+        phase=phase,
+        norm_id=0,
+        layout="cafe",
+        t=37,
+        max_steps=200,
+        pos=(5, 4),
+        group=1,
+        goal_kind=GOAL_CELL,
+        goal_cell=(1, 7),
+        exit_door=1,
+        leg=0,
+        service_steps=3,
+        sanctioned=False,
+        others=[Other((2, 5), 0, True, 3), Other((9, 12), 2, False, 4), Other((4, 4), 1, False, None)],
+        memory=recent,
+        earlier=earlier,
+        steps_seen=len(records),
+        first_step=records[0].t if records else None,
+        belief="Avoid Q.",
+        confidence=0.35,
+    )
     base.update(kw)
     return Turn(**base)
 
@@ -45,28 +70,48 @@ def test_select_memory_window_and_earlier_sanctions():
 
 def test_system_prompt_follows_the_paper():
     s = system_prompt(turn())
-    for part in ("You are shown an image from a grid-world simulation.", "SETTING", "ROLE", "ENVIRONMENT & DYNAMICS",
-                 "OBJECT POSITIONS", "SOCIAL NORMS", "ACTIONS", "REWARDS & PENALTIES", "ReAct PROCEDURE",
-                 "You are the agent with a gold star.", "A social norm may apply, but its description is not provided.",
-                 "- move up\n- move down\n- move left\n- move right\n- wait",
-                 "Reaching your target cell (1, 7): +10", "Each collision: -5", "Each timestep: -0.1",
-                 "Any violation of social norms listed above: -20", "other agents' arrows",
-                 "Door A (left wall): (6, 0)", "Door B (bottom wall): (10, 7)", "its service cell (where agents are served): (1, 7)",
-                 "Zone Q (marked light blue): (6, 6), (6, 7), (6, 8), (7, 7)",
-                 "Chairs in the bottom-left seating region: (7, 3), (7, 5), (8, 3), (8, 5)",
-                 "  6  A.....qqq.....#", "be served at the counter", "leave the room through door B (bottom wall) at (10, 7)"):
+    for part in (
+        "You are shown an image from a grid-world simulation.",
+        "SETTING",
+        "ROLE",
+        "ENVIRONMENT & DYNAMICS",
+        "OBJECT POSITIONS",
+        "SOCIAL NORMS",
+        "ACTIONS",
+        "REWARDS & PENALTIES",
+        "ReAct PROCEDURE",
+        "You are the agent with a gold star.",
+        "A social norm may apply, but its description is not provided.",
+        "- move up\n- move down\n- move left\n- move right\n- wait",
+        "Reaching your target cell (1, 7): +10",
+        "Each collision: -5",
+        "Each timestep: -0.1",
+        "Any violation of social norms listed above: -20",
+        "other agents' arrows",
+        "Door A (left wall): (6, 0)",
+        "Door B (bottom wall): (10, 7)",
+        "its service cell (where agents are served): (1, 7)",
+        "Zone Q (marked light blue): (6, 6), (6, 7), (6, 8), (7, 7)",
+        "Chairs in the bottom-left seating region: (7, 3), (7, 5), (8, 3), (8, 5)",
+        "  6  A.....qqq.....#",
+        "be served at the counter",
+        "leave the room through door B (bottom wall) at (10, 7)",
+    ):
         assert part in s, part
     known = system_prompt(turn(), known_norm=True)
     assert get_norm("forbidden_zone_q").description in known and "not provided" not in known
     assert "there is no image" in system_prompt(turn(), text_only=True)
 
 
-@pytest.mark.parametrize("kind, cell, door, leg, target, goal1, goal2", [
-    (GOAL_CELL, (9, 10), 2, 0, "(9, 10)", "go to the cell (9, 10)", "door C (right wall) at (3, 14)"),
-    (GOAL_CELL, (7, 3), ANY_DOOR, 1, "any door", "sit on the chair at (7, 3)", "through any door"),
-    (GOAL_ANY_CHAIR, (-1, -1), 0, 0, "any chair", "sit on any chair", "door A (left wall) at (6, 0)"),
-    (GOAL_ANY_R, (-1, -1), 0, 1, "(6, 0) (door A)", "any cell of zone R", "door A"),
-])
+@pytest.mark.parametrize(
+    "kind, cell, door, leg, target, goal1, goal2",
+    [
+        (GOAL_CELL, (9, 10), 2, 0, "(9, 10)", "go to the cell (9, 10)", "door C (right wall) at (3, 14)"),
+        (GOAL_CELL, (7, 3), ANY_DOOR, 1, "any door", "sit on the chair at (7, 3)", "through any door"),
+        (GOAL_ANY_CHAIR, (-1, -1), 0, 0, "any chair", "sit on any chair", "door A (left wall) at (6, 0)"),
+        (GOAL_ANY_R, (-1, -1), 0, 1, "(6, 0) (door A)", "any cell of zone R", "door A"),
+    ],
+)
 def test_goals_and_targets(kind, cell, door, leg, target, goal1, goal2):
     t = turn(goal_kind=kind, goal_cell=cell, exit_door=door, leg=leg)
     g1, g2 = goal_texts(t)
@@ -99,12 +144,18 @@ def test_interactive_user_prompt_with_memory_and_belief():
 def test_test_user_prompt_and_text_only_extras():
     u = user_prompt(turn(phase="seen", records=[rec(0)]), text_only=True)
     assert "The given image" not in u
-    assert "Your final norm belief carried over from the interactive stage:\n" \
-           "Latest norm hypothesis (belief): Avoid Q. (confidence: 0.35)" in u
+    assert (
+        "Your final norm belief carried over from the interactive stage:\n"
+        "Latest norm hypothesis (belief): Avoid Q. (confidence: 0.35)" in u
+    )
     assert "interactive stage is to infer" not in u and '"belief"' not in u
-    assert u.rstrip().endswith('{ "reasoning": "<step-by-step reasoning>", "action": "<move up | move down | move left | move right | wait>" }')
-    assert ("(2, 5) orange [intended next move: move right; red cross: penalised for violating the social norm "
-            "in the last step]") in u
+    assert u.rstrip().endswith(
+        '{ "reasoning": "<step-by-step reasoning>", "action": "<move up | move down | move left | move right | wait>" }'
+    )
+    assert (
+        "(2, 5) orange [intended next move: move right; red cross: penalised for violating the social norm "
+        "in the last step]"
+    ) in u
     assert "(9, 12) blue [intended next move: wait]" in u and "(4, 4) green;" not in u
     fresh = user_prompt(turn(phase="unseen", belief=None, confidence=None))
     assert "You have not taken any steps yet." in fresh and "(belief): none yet (confidence: 0.00)" in fresh
@@ -118,11 +169,11 @@ def test_frame_arrows_point_the_intended_way():
     dark = (img == np.asarray(ARROW_RGB)).all(-1)
 
     def block(r, c):
-        return dark[r * px:(r + 1) * px, c * px:(c + 1) * px].sum()
+        return dark[r * px : (r + 1) * px, c * px : (c + 1) * px].sum()
 
     assert block(5, 6) > 0 and block(5, 4) == 0  # right: into the next column
     assert block(1, 2) > 0 and block(3, 2) == 0  # up: into the row above
-    assert dark[7 * px:10 * px, 7 * px:10 * px].sum() == 0  # WAIT draws nothing
+    assert dark[7 * px : 10 * px, 7 * px : 10 * px].sum() == 0  # WAIT draws nothing
     png = annotated_png(frame, others, px)
     from PIL import Image
 
@@ -145,9 +196,16 @@ def test_every_prompt_states_the_newcomers_group(text_only, phase):
 
 def test_image_prompts_describe_the_frame_as_drawn():
     s = system_prompt(turn())
-    for part in ("Agents are drawn as discs in their group's colour", "You are the agent with a gold star.",
-                 "Your disc is green", "green check mark (top left)", "black exclamation mark on yellow (top right)",
-                 "timer digit (bottom right)", "A red cross over an agent", "an arrow from an agent points"):
+    for part in (
+        "Agents are drawn as discs in their group's colour",
+        "You are the agent with a gold star.",
+        "Your disc is green",
+        "green check mark (top left)",
+        "black exclamation mark on yellow (top right)",
+        "timer digit (bottom right)",
+        "A red cross over an agent",
+        "an arrow from an agent points",
+    ):
         assert part in s, part
     for stale in ("figures", "clothing", "upper right"):  # the paper's sprites, not these frames
         assert stale not in s, stale

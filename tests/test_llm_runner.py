@@ -40,8 +40,8 @@ from normjax.llm.runner import run_protocol, run_protocol_async
 from normjax.llm.transcripts import TranscriptStore
 from normjax.llm.turns import Decision
 from normjax.protocol.runner import format_table, summarize
-from tests.shared_protocol import reference
 from tests.fake_openai import ERROR_CATEGORIES, FakeOpenAI, category, chaos, prompt_text
+from tests.shared_protocol import reference
 
 SUBSET = [0, 12, 23, 39, 44]  # one or two norms per family
 NORM = "forbidden_zone_q"
@@ -80,14 +80,20 @@ def _run(url, out, agent_wrap=None, norms=(NORM,), interaction_steps=40, text_on
             agent = LLMAgent(client, text_only=text_only)
             if agent_wrap is not None:
                 agent = agent_wrap(agent)
-            result = await run_protocol_async(agent, list(norms), interaction_steps=interaction_steps, out=out,
-                                              settings=dict(SETTINGS, text_only=text_only), **(run_kwargs or {}))
+            result = await run_protocol_async(
+                agent,
+                list(norms),
+                interaction_steps=interaction_steps,
+                out=out,
+                settings=dict(SETTINGS, text_only=text_only),
+                **(run_kwargs or {}),
+            )
             return result, dict(client.stats)
 
     return asyncio.run(asyncio.wait_for(main(), 240))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _chaos_run(tmp_root):
     with FakeOpenAI(chaos()) as srv:
         result, stats = _run(srv.base_url, f"{tmp_root}/chaos")
@@ -104,8 +110,9 @@ def test_fake_server_run_counts_errors_and_retries(chaos_run):
     result, stats, log, out = chaos_run
     store = TranscriptStore(out)
     names = store.episodes()
-    assert names == sorted(f"{NORM}/{e}" for e in ["interaction", "seen_0", "seen_1", "seen_2", "unseen_0",
-                                                   "unseen_1", "unseen_2"])
+    assert names == sorted(
+        f"{NORM}/{e}" for e in ["interaction", "seen_0", "seen_1", "seen_2", "unseen_0", "unseen_1", "unseen_2"]
+    )
     seen_kinds, errors, requests = set(), 0, 0
     for name in names:
         records = store.read(name)
@@ -154,8 +161,16 @@ def test_judge_export_and_import(chaos_run, tmp_path):
         assert p["description"] in p["messages"][1]["content"] and p["belief"] in p["messages"][1]["content"]
         assert "7 = the same rule" in p["messages"][1]["content"]
     scores = tmp_path / "scores.jsonl"
-    lines = [json.dumps({"id": p["id"], "score": 7 if "zone Q" in p["belief"] else None,
-                         "reply": '```json\n{"score": 2, "rationale": "r"}\n```'}) for p in prompts]
+    lines = [
+        json.dumps(
+            {
+                "id": p["id"],
+                "score": 7 if "zone Q" in p["belief"] else None,
+                "reply": '```json\n{"score": 2, "rationale": "r"}\n```',
+            }
+        )
+        for p in prompts
+    ]
     scores.write_text("\n".join(lines + ["not json", json.dumps({"id": "x", "score": 9})]) + "\n")
     acc = import_judge_scores(out, scores)
     assert acc["judged"] == len(prompts) and acc["missing"] == [] and acc["invalid_lines"] == 2
@@ -200,15 +215,24 @@ def test_resume_after_a_kill(tmp_path):
         before = len(srv.log)
         resumed, _ = _run(srv.base_url, out, interaction_steps=10)
         new = srv.log[before:]
-        assert new and not any("Your goal in this interactive stage" in e["prompt"] for e in new)  # interaction not rerun
+        assert new and not any(
+            "Your goal in this interactive stage" in e["prompt"] for e in new
+        )  # interaction not rerun
         assert len(store.episodes()) == 7 and not list(out.rglob("*.part"))
         before = len(srv.log)
         again, _ = _run(srv.base_url, out, interaction_steps=10)
         assert len(srv.log) == before  # everything finished: no request at all
         assert again["episodes"] == resumed["episodes"] and again["interaction"] == resumed["interaction"]
     with pytest.raises(ValueError, match="another endpoint or sampling.*model: 'fake' -> 'another'"):
-        asyncio.run(run_protocol_async(StatePolicyAgent(oracle_policy), [NORM], interaction_steps=10, out=out,
-                                       settings=dict(SETTINGS, model="another")))
+        asyncio.run(
+            run_protocol_async(
+                StatePolicyAgent(oracle_policy),
+                [NORM],
+                interaction_steps=10,
+                out=out,
+                settings=dict(SETTINGS, model="another"),
+            )
+        )
 
 
 def test_vlm_frames(tmp_path):
@@ -218,8 +242,12 @@ def test_vlm_frames(tmp_path):
         log = [e for e in srv.log if e["prompt"] != PREFLIGHT_PROMPT]
     from PIL import Image
 
-    urls = [p["image_url"]["url"] for e in log for p in e["payload"]["messages"][-1]["content"]
-            if p.get("type") == "image_url"]
+    urls = [
+        p["image_url"]["url"]
+        for e in log
+        for p in e["payload"]["messages"][-1]["content"]
+        if p.get("type") == "image_url"
+    ]
     assert len(urls) == len(log) > 0
     im = Image.open(io.BytesIO(base64.b64decode(urls[0].split(",", 1)[1])))
     assert im.format == "PNG" and im.size[0] > 15 * 32 and im.size[1] > 11 * 32
@@ -237,16 +265,54 @@ def test_cli_llm_eval(tmp_path, capsys):
     from normjax.cli import build_parser, main
 
     out = tmp_path / "cli"
-    assert build_parser().parse_args(["llm-eval", "--base-url", "u", "--model", "m", "--out", "o"]).interaction_steps == 200
-    assert main(["llm-eval", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--norms", "no_such_norm",
-                 "--out", str(out)]) == 2
+    assert (
+        build_parser().parse_args(["llm-eval", "--base-url", "u", "--model", "m", "--out", "o"]).interaction_steps
+        == 200
+    )
+    assert (
+        main(
+            [
+                "llm-eval",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "m",
+                "--norms",
+                "no_such_norm",
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
     assert "valid names are: forbidden_zone_q" in capsys.readouterr().err and not out.exists()
-    assert main(["llm-eval", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--concurrency", "0",
-                 "--out", str(out)]) == 2
+    assert (
+        main(
+            ["llm-eval", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--concurrency", "0", "--out", str(out)]
+        )
+        == 2
+    )
     with FakeOpenAI(chaos(transport_errors=False)) as srv:  # the CLI's back-off is seconds long
-        argv = ["llm-eval", "--base-url", srv.base_url, "--model", "fake", "--norms", NORM, "--text-only",
-                "--timeout", "0.5", "--max-retries", "2", "--concurrency", "8", "--out", str(out),
-                "--interaction-steps", "20"]  # the protocol's 200 add nothing here but wall time
+        argv = [
+            "llm-eval",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "fake",
+            "--norms",
+            NORM,
+            "--text-only",
+            "--timeout",
+            "0.5",
+            "--max-retries",
+            "2",
+            "--concurrency",
+            "8",
+            "--out",
+            str(out),
+            "--interaction-steps",
+            "20",
+        ]  # the protocol's 200 add nothing here but wall time
         assert main(argv) == 0
         text = capsys.readouterr().out
         assert "seen     overall" in text and "llm: {" in text
@@ -272,8 +338,9 @@ def test_cli_llm_eval(tmp_path, capsys):
 
 
 @pytest.mark.slow  # an equivalence run of whole programs; the slow tier (CI runs both)
-@pytest.mark.parametrize("name, policy, habit", [("oracle", oracle_policy, "same_exit_door"),
-                                                 ("random", random_policy, "move1_wait1")])
+@pytest.mark.parametrize(
+    "name, policy, habit", [("oracle", oracle_policy, "same_exit_door"), ("random", random_policy, "move1_wait1")]
+)
 def test_distractors_reproduce_evaluate(name, policy, habit, tmp_path):
     """With a habit on, wrapped state policies still reproduce `evaluate`, over-imitation included
     (the random newcomer follows move1_wait1 now and then, so the count is exercised)."""
@@ -281,8 +348,9 @@ def test_distractors_reproduce_evaluate(name, policy, habit, tmp_path):
 
     want = evaluate(policy, SUBSET, distractor=habit, distractor_share=1.0)
     out = tmp_path / "run"
-    got = run_protocol(StatePolicyAgent(policy), SUBSET, interaction_steps=0, out=out, distractor=habit,
-                       distractor_share=1.0)
+    got = run_protocol(
+        StatePolicyAgent(policy), SUBSET, interaction_steps=0, out=out, distractor=habit, distractor_share=1.0
+    )
     assert len(got["episodes"]) == len(want["episodes"]) == 30
     for g, w in zip(got["episodes"], want["episodes"]):
         assert "habit_steps" in w and {k: g[k] for k in w} == w  # over_imitation included, exactly
@@ -341,12 +409,26 @@ def test_interaction_transcript_equals_the_exported_episode(tmp_path, distractor
 
     norm, steps = 12, 200  # clockwise_circulation: the norm-blind background slot is sanctioned often
     share = 1.0 if distractor else 0.0
-    run_protocol(StatePolicyAgent(oracle_policy), [norm], interaction_steps=steps, out=tmp_path / "run",
-                 settings={}, distractor=distractor, distractor_share=share)
+    run_protocol(
+        StatePolicyAgent(oracle_policy),
+        [norm],
+        interaction_steps=steps,
+        out=tmp_path / "run",
+        settings={},
+        distractor=distractor,
+        distractor_share=share,
+    )
     records = TranscriptStore(tmp_path / "run").read("clockwise_circulation/interaction")
     # the exporter's 200-step program, shared with tests/test_distractors.py
-    states, infos, params = rollout(jax.random.PRNGKey(base_seed(norm)), 0, norm, "interaction", oracle_policy,
-                                    distractor=distractor, distractor_share=share)
+    states, infos, params = rollout(
+        jax.random.PRNGKey(base_seed(norm)),
+        0,
+        norm,
+        "interaction",
+        oracle_policy,
+        distractor=distractor,
+        distractor_share=share,
+    )
     header = {"seed": base_seed(norm), "phase": "interaction"}
     if distractor:
         header["distractor"] = {"habit": distractor, "share": share}
@@ -383,9 +465,28 @@ def test_cli_llm_eval_distractor_flags_reach_both_stages(tmp_path, capsys):
 
     out = tmp_path / "cli"
     with FakeOpenAI(chaos(transport_errors=False)) as srv:  # the flags reach both stages and the results
-        argv = ["llm-eval", "--base-url", srv.base_url, "--model", "fake", "--norms", NORM, "--text-only",
-                "--timeout", "0.5", "--max-retries", "2", "--concurrency", "8", "--out", str(out),
-                "--distractor", "move1_wait1", "--interaction-steps", "20"]
+        argv = [
+            "llm-eval",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "fake",
+            "--norms",
+            NORM,
+            "--text-only",
+            "--timeout",
+            "0.5",
+            "--max-retries",
+            "2",
+            "--concurrency",
+            "8",
+            "--out",
+            str(out),
+            "--distractor",
+            "move1_wait1",
+            "--interaction-steps",
+            "20",
+        ]
         assert main(argv) == 0
         assert "seen     overall" in capsys.readouterr().out
     result = json.loads((out / "results.json").read_text())
@@ -434,7 +535,8 @@ def test_out_of_order_replies_reproduce_the_protocol_without_retracing():
 def _jittered(script):
     """`script` with a reply delay of 0-40 ms set by the prompt, so replies arrive out of order."""
     return lambda payload, attempt: dataclasses.replace(
-        script(payload, attempt), delay=zlib.crc32(prompt_text(payload).encode()) % 5 * 0.01)
+        script(payload, attempt), delay=zlib.crc32(prompt_text(payload).encode()) % 5 * 0.01
+    )
 
 
 def test_llm_run_equals_the_lockstep_run(tmp_path):
@@ -443,8 +545,13 @@ def test_llm_run_equals_the_lockstep_run(tmp_path):
     runs = {}
     for mode in ("lockstep", "independent"):
         with FakeOpenAI(_jittered(chaos(transport_errors=False))) as srv:  # a fresh count of attempts
-            runs[mode] = _run(srv.base_url, tmp_path / mode, interaction_steps=12, timeout=5.0,
-                              run_kwargs=dict(lockstep=mode == "lockstep"))[0]
+            runs[mode] = _run(
+                srv.base_url,
+                tmp_path / mode,
+                interaction_steps=12,
+                timeout=5.0,
+                run_kwargs=dict(lockstep=mode == "lockstep"),
+            )[0]
     a, b = runs["lockstep"], runs["independent"]
     assert b["meta"]["timing"]["test"]["steps"] > a["meta"]["timing"]["test"]["steps"]
     assert a["episodes"] == b["episodes"] and a["interaction"] == b["interaction"] and a["llm"] == b["llm"]

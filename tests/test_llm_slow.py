@@ -52,8 +52,14 @@ def test_all_norms_equal_evaluate(policy):
 def test_interaction_equals_a_direct_scan_with_the_default_community(tmp_path, distractor):
     norm = 12  # clockwise_circulation: the norm-blind background slot is sanctioned often
     share = 1.0 if distractor else 0.0
-    run_protocol(StatePolicyAgent(oracle_policy), [norm], out=tmp_path / "run", settings={}, distractor=distractor,
-                 distractor_share=share)
+    run_protocol(
+        StatePolicyAgent(oracle_policy),
+        [norm],
+        out=tmp_path / "run",
+        settings={},
+        distractor=distractor,
+        distractor_share=share,
+    )
     records = TranscriptStore(tmp_path / "run").read("clockwise_circulation/interaction")
 
     params = phase_params("interaction", 0, norm, distractor=distractor or "none", distractor_share=share)
@@ -90,8 +96,9 @@ def test_all_norms_through_the_fake_server(tmp_path):
     async def main(url):
         cfg = ClientConfig(base_url=url, model="fake", timeout=60.0, max_retries=2, backoff=0.01, concurrency=128)
         async with ChatClient(cfg) as client:
-            return await run_protocol_async(LLMAgent(client, text_only=True), None, out=out,
-                                            settings=dict(model="fake", text_only=True))
+            return await run_protocol_async(
+                LLMAgent(client, text_only=True), None, out=out, settings=dict(model="fake", text_only=True)
+            )
 
     with FakeOpenAI(chaos(slow_s=0.0)) as srv:
         result = asyncio.run(asyncio.wait_for(main(srv.base_url), 2400))

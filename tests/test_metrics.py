@@ -67,8 +67,7 @@ def test_newcomer_as_mover_counts():
 def test_newcomer_not_involved_while_others_collide():
     # The newcomer walks on with slot 1 following into its old cell, slots 2
     # and 3 swap (they pass), and slot 5 walks into the standing slot 4.
-    _, info = _step({0: (5, 5), 1: (5, 6), 2: (4, 5), 3: (4, 6), 4: (1, 5), 5: (1, 6)},
-                    {0: L, 1: L, 2: R, 3: L, 5: L})
+    _, info = _step({0: (5, 5), 1: (5, 6), 2: (4, 5), 3: (4, 6), 4: (1, 5), 5: (1, 6)}, {0: L, 1: L, 2: R, 3: L, 5: L})
     inv = np.asarray(collision_involvement(info))
     assert not inv[:4].any()
     assert inv[4] and inv[5]
@@ -76,12 +75,22 @@ def test_newcomer_not_involved_while_others_collide():
 
 def _info(**kw):
     k = 3
-    base = dict(active=jnp.ones(k, bool), pos=jnp.asarray([[5, 5], [5, 7], [1, 1]]),
-                action=jnp.full(k, W_), target=jnp.asarray([[5, 5], [5, 7], [1, 1]]),
-                next_pos=jnp.zeros((k, 2), jnp.int32), reward=jnp.zeros(k), sanctioned=jnp.zeros(k, bool),
-                collided=jnp.zeros(k, bool), displaced=jnp.zeros(k, bool), exited=jnp.zeros(k, bool),
-                goals_completed=jnp.zeros(k, jnp.int32), entered=jnp.zeros(k, bool),
-                forced_wait=jnp.zeros(k, bool), uid=jnp.arange(k))
+    base = dict(
+        active=jnp.ones(k, bool),
+        pos=jnp.asarray([[5, 5], [5, 7], [1, 1]]),
+        action=jnp.full(k, W_),
+        target=jnp.asarray([[5, 5], [5, 7], [1, 1]]),
+        next_pos=jnp.zeros((k, 2), jnp.int32),
+        reward=jnp.zeros(k),
+        sanctioned=jnp.zeros(k, bool),
+        collided=jnp.zeros(k, bool),
+        displaced=jnp.zeros(k, bool),
+        exited=jnp.zeros(k, bool),
+        goals_completed=jnp.zeros(k, jnp.int32),
+        entered=jnp.zeros(k, bool),
+        forced_wait=jnp.zeros(k, bool),
+        uid=jnp.arange(k),
+    )
     base.update(kw)
     return StepInfo(**base)
 
@@ -115,20 +124,39 @@ def test_community_totals_count_exited_and_present_agents():
     s = put(s, 1, (5, 6), steps=4, ret=9.6)
     s = put(s, 2, (1, 1), steps=0, ret=0.0)  # entered at the end of the last step
     s = put(s, 3, (0, 0), active=False, steps=12, ret=19.0)  # left; booked below
-    s = s.replace(community_finished=jnp.int32(2), community_steps=jnp.int32(30),
-                  community_return=jnp.float32(35.0))
+    s = s.replace(community_finished=jnp.int32(2), community_steps=jnp.int32(30), community_return=jnp.float32(35.0))
     n, steps, ret = community_totals(s)
     assert int(n) == 3 and int(steps) == 34 and float(ret) == np.float32(35.0) + np.float32(9.6)
 
 
 def test_summarize_uses_involvement_and_every_community_agent():
-    eps = [dict(norm_id=0, norm="forbidden_zone_q", family="spatial", condition="seen", layout="cafe",
-                layout_id=0, episode=i, seed=i, group=0) for i in range(3)]
-    raw = dict(goals=np.asarray([2, 2, 0]), sanctions=np.zeros(3, int), collisions=np.asarray([0, 1, 0]),
-               involved=np.asarray([2, 1, 0]), path_length=np.asarray([10, 20, 100]),
-               finished=np.asarray([True, True, False]), t_end=np.asarray([10, 20, 100]),
-               community_finished=np.asarray([0, 1, 3]), community_agents=np.asarray([4, 5, 0]),
-               community_steps=np.asarray([40, 60, 0]), community_return=np.asarray([8.0, -5.0, 0.0]))
+    eps = [
+        dict(
+            norm_id=0,
+            norm="forbidden_zone_q",
+            family="spatial",
+            condition="seen",
+            layout="cafe",
+            layout_id=0,
+            episode=i,
+            seed=i,
+            group=0,
+        )
+        for i in range(3)
+    ]
+    raw = dict(
+        goals=np.asarray([2, 2, 0]),
+        sanctions=np.zeros(3, int),
+        collisions=np.asarray([0, 1, 0]),
+        involved=np.asarray([2, 1, 0]),
+        path_length=np.asarray([10, 20, 100]),
+        finished=np.asarray([True, True, False]),
+        t_end=np.asarray([10, 20, 100]),
+        community_finished=np.asarray([0, 1, 3]),
+        community_agents=np.asarray([4, 5, 0]),
+        community_steps=np.asarray([40, 60, 0]),
+        community_return=np.asarray([8.0, -5.0, 0.0]),
+    )
     out = summarize(eps, raw)
     rows = out["episodes"]
     assert [r["collision"] for r in rows] == [True, True, False]  # moved into / pushed counts
@@ -170,7 +198,7 @@ def _by_hand(mode, key, lay, nid, grp):
     return infos, before
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _runs():
     e = [x for x in protocol_episodes([QUEUE]) if x["condition"] == "seen"][0]
     args = (jax.random.PRNGKey(e["seed"]), jnp.int32(e["layout_id"]), jnp.int32(e["norm_id"]), jnp.int32(e["group"]))

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from normjax import constants as C
 from normjax.layouts import ALL_LAYOUTS, LAYOUTS, parse_layout
+from normjax.layouts.tables import world_tables
 from normjax.norms import (
     FAMILIES,
     NORM_NAMES,
@@ -28,7 +29,6 @@ from normjax.norms import (
     sanctions,
 )
 from normjax.norms import registry as reg
-from normjax.layouts.tables import world_tables
 from tests import norm_cases as NC
 from tests.helpers import jitted
 
@@ -41,14 +41,14 @@ SANCTIONS = jax.jit(sanctions)
 CASE_LAYOUTS = ("test_map", "cafe", "bank")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tables(name: str):
     if name == "test_map":
         return NC.build_test_tables()
     return world_tables().at(LAYOUTS.index(name))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def np_tables(name: str):
     return NC.numpy_view(tables(name))
 
@@ -83,11 +83,23 @@ def test_family_sizes_and_family_of():
 def test_held_out_split_matches_spec():
     held = {n.name for n in NORMS if n.held_out}
     assert held == {
-        "all_exit_bottom", "right_door_forbidden", "bottom_right_seats_only",
-        "no_bottom_right_seats", "counterclockwise_circulation", "even_turns_only",
-        "no_turns_1_mod_3", "move2_wait1", "zigzag_left_2", "bend_right_2", "square_left",
-        "staircase_right", "l_shape_left", "zone_r_capacity_2", "group_doors_cab",
-        "group_seating_rot2", "seats_in_order_r2l",
+        "all_exit_bottom",
+        "right_door_forbidden",
+        "bottom_right_seats_only",
+        "no_bottom_right_seats",
+        "counterclockwise_circulation",
+        "even_turns_only",
+        "no_turns_1_mod_3",
+        "move2_wait1",
+        "zigzag_left_2",
+        "bend_right_2",
+        "square_left",
+        "staircase_right",
+        "l_shape_left",
+        "zone_r_capacity_2",
+        "group_doors_cab",
+        "group_seating_rot2",
+        "seats_in_order_r2l",
     }
     per_family = [sum(n.held_out for n in NORMS if n.family == f) for f in FAMILIES]
     assert per_family == [4, 4, 5, 4]  # Table A4
@@ -132,9 +144,23 @@ def test_unknown_norm_lists_valid_names(bad):
 def test_test_map_tables_match_layout_parser():
     ours = NC.map_arrays()
     theirs = parse_layout("test_map", "\n".join(NC.TEST_MAP))
-    for field in ("kind", "zone_q", "zone_r", "walkable", "region", "ring", "cw", "ccw",
-                  "doors", "door_inward", "service", "queue_paths", "queue_len", "chairs",
-                  "seat_order"):
+    for field in (
+        "kind",
+        "zone_q",
+        "zone_r",
+        "walkable",
+        "region",
+        "ring",
+        "cw",
+        "ccw",
+        "doors",
+        "door_inward",
+        "service",
+        "queue_paths",
+        "queue_len",
+        "chairs",
+        "seat_order",
+    ):
         np.testing.assert_array_equal(np.asarray(getattr(theirs, field)), ours[field], field)
 
 
@@ -179,11 +205,9 @@ def test_wait_and_inactive_are_never_sanctioned(case):
     lay = np_tables("test_map")
     scenario = case.build(lay)
     mover = scenario.agents[0]
-    waiting = NC.Scenario([NC.Agent(**{**vars(mover), "action": C.WAIT})] + scenario.agents[1:],
-                          t=scenario.t)
+    waiting = NC.Scenario([NC.Agent(**{**vars(mover), "action": C.WAIT})] + scenario.agents[1:], t=scenario.t)
     assert mask_of("test_map", waiting)[:, 0].all()
-    gone = NC.Scenario([NC.Agent(**{**vars(mover), "active": False})] + scenario.agents[1:],
-                       t=scenario.t)
+    gone = NC.Scenario([NC.Agent(**{**vars(mover), "active": False})] + scenario.agents[1:], t=scenario.t)
     assert mask_of("test_map", gone)[:, 0].all()
 
 
@@ -217,18 +241,22 @@ def random_state(draw, layout):
     all_cells = [NC.cell(c) for c in np.argwhere(lay.walkable)]
     pool = draw(st.sampled_from([all_cells, NC.hot_cells(lay)]))
     pos = draw(st.lists(st.sampled_from(pool), min_size=NC.K, max_size=NC.K, unique=True))
-    active = draw(st.lists(st.sampled_from([True, True, True, False]),
-                           min_size=NC.K, max_size=NC.K))
+    active = draw(st.lists(st.sampled_from([True, True, True, False]), min_size=NC.K, max_size=NC.K))
     raw = draw(st.lists(st.integers(0, C.N_ACTIONS - 1), min_size=NC.K, max_size=NC.K))
     action = [NC.effective_action_np(lay, p, a) for p, a in zip(pos, raw)]
     group = draw(st.lists(st.integers(0, 2), min_size=NC.K, max_size=NC.K))
-    moves = draw(st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans()),
-                          min_size=NC.K, max_size=NC.K))
+    moves = draw(st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans()), min_size=NC.K, max_size=NC.K))
     visited = draw(st.lists(st.booleans(), min_size=NC.K, max_size=NC.K))
     t = draw(st.integers(0, 30))
-    return (np.int32(t), np.asarray(pos, np.int32), np.asarray(active),
-            np.asarray(action, np.int32), np.asarray(group, np.int32),
-            np.asarray(moves, bool), np.asarray(visited, bool))
+    return (
+        np.int32(t),
+        np.asarray(pos, np.int32),
+        np.asarray(active),
+        np.asarray(action, np.int32),
+        np.asarray(group, np.int32),
+        np.asarray(moves, bool),
+        np.asarray(visited, bool),
+    )
 
 
 @pytest.mark.parametrize("layout", ["test_map", "cafe"])
@@ -238,16 +266,15 @@ def test_random_states_match_reference_and_per_action(layout, data):
     t, pos, active, action, group, moves, visited = data.draw(random_state(layout))
     lt, lay = tables(layout), np_tables(layout)
     mask = np.asarray(PERMISSIBLE(lt, t, pos, active, action, group, moves, visited))
-    np.testing.assert_array_equal(
-        mask, NC.reference_mask(lay, int(t), pos, active, action, group, moves, visited))
+    np.testing.assert_array_equal(mask, NC.reference_mask(lay, int(t), pos, active, action, group, moves, visited))
     per = np.asarray(PER_ACTION(lt, t, pos, active, group, moves, visited))
     assert per.shape == (50, NC.K, 5)
     np.testing.assert_array_equal(per[:, np.arange(NC.K), action], mask)
     for a in range(C.N_ACTIONS):
         eff = np.array([NC.effective_action_np(lay, p, a) for p in pos], np.int32)
         np.testing.assert_array_equal(
-            per[:, :, a],
-            NC.reference_mask(lay, int(t), pos, active, eff, group, moves, visited))
+            per[:, :, a], NC.reference_mask(lay, int(t), pos, active, eff, group, moves, visited)
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -262,11 +289,18 @@ def _random_batch(layout, n, seed):
     states = []
     for _ in range(n):
         pos = cells[rng.choice(len(cells), NC.K, replace=False)]
-        action = np.array([NC.effective_action_np(lay, p, a)
-                           for p, a in zip(pos, rng.integers(0, 5, NC.K))], np.int32)
-        states.append((np.int32(rng.integers(0, 30)), pos, rng.random(NC.K) < 0.8, action,
-                       rng.integers(0, 3, NC.K).astype(np.int32), rng.random((NC.K, 3)) < 0.5,
-                       rng.random(NC.K) < 0.5))
+        action = np.array([NC.effective_action_np(lay, p, a) for p, a in zip(pos, rng.integers(0, 5, NC.K))], np.int32)
+        states.append(
+            (
+                np.int32(rng.integers(0, 30)),
+                pos,
+                rng.random(NC.K) < 0.8,
+                action,
+                rng.integers(0, 3, NC.K).astype(np.int32),
+                rng.random((NC.K, 3)) < 0.5,
+                rng.random(NC.K) < 0.5,
+            )
+        )
     return [np.stack(field) for field in zip(*states)]
 
 
@@ -276,22 +310,22 @@ def test_jit_and_vmap_agree_with_unbatched_call():
     t, pos, active, action, group, moves, visited = batch
     batched = jax.jit(jax.vmap(permissible, in_axes=(None, 0, 0, 0, 0, 0, 0, 0)))(lt, *batch)
     per_action = jax.jit(jax.vmap(permissible_per_action, in_axes=(None, 0, 0, 0, 0, 0, 0)))(
-        lt, t, pos, active, group, moves, visited)
+        lt, t, pos, active, group, moves, visited
+    )
     for b in range(8):
         state = [f[b] for f in batch]
-        np.testing.assert_array_equal(np.asarray(batched[b]),
-                                      np.asarray(PERMISSIBLE(lt, *state)))
+        np.testing.assert_array_equal(np.asarray(batched[b]), np.asarray(PERMISSIBLE(lt, *state)))
         np.testing.assert_array_equal(
             np.asarray(per_action[b]),
-            np.asarray(PER_ACTION(lt, t[b], pos[b], active[b], group[b], moves[b], visited[b])))
+            np.asarray(PER_ACTION(lt, t[b], pos[b], active[b], group[b], moves[b], visited[b])),
+        )
 
 
 @pytest.mark.slow
 def test_eager_call_agrees_with_jit():
     lt = tables("test_map")
     for state in zip(*_random_batch("test_map", 2, seed=4)):
-        np.testing.assert_array_equal(np.asarray(permissible(lt, *state)),
-                                      np.asarray(PERMISSIBLE(lt, *state)))
+        np.testing.assert_array_equal(np.asarray(permissible(lt, *state)), np.asarray(PERMISSIBLE(lt, *state)))
 
 
 def test_vmap_over_mixed_layouts():
@@ -325,8 +359,7 @@ def test_sanctions_select_the_episode_norm():
     assert not np.asarray(SANCTIONS(jnp.int32(-1), forbid_all)).any()
     assert np.asarray(SANCTIONS(jnp.int32(0), forbid_all)).all()
     for nid in (0, 23, 49):
-        np.testing.assert_array_equal(np.asarray(SANCTIONS(jnp.int32(nid), mask)),
-                                      ~np.asarray(mask[nid]))
+        np.testing.assert_array_equal(np.asarray(SANCTIONS(jnp.int32(nid), mask)), ~np.asarray(mask[nid]))
     # Violation of exactly one norm: only that norm's episode sanctions it.
     sc = NC.Scenario([NC.exit_via(np_tables("test_map"), 0)])  # exit left
     mask = PERMISSIBLE(lt, *sc.arrays())

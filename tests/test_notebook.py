@@ -48,12 +48,18 @@ def test_quickstart_notebook_runs(tmp_path, monkeypatch):
     # the Jupyter path (user or system) could point at another Python.
     spec_dir = tmp_path / "jupyter" / "kernels" / KERNEL
     spec_dir.mkdir(parents=True)
-    (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "normjax test kernel",
-        "language": "python",
-    }))
-    monkeypatch.setenv("JUPYTER_PATH", os.pathsep.join(filter(None, [str(tmp_path / "jupyter"), os.environ.get("JUPYTER_PATH")])))
+    (spec_dir / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "normjax test kernel",
+                "language": "python",
+            }
+        )
+    )
+    monkeypatch.setenv(
+        "JUPYTER_PATH", os.pathsep.join(filter(None, [str(tmp_path / "jupyter"), os.environ.get("JUPYTER_PATH")]))
+    )
     # Keep the kernel's connection files and IPython profile out of the home directory.
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
@@ -67,7 +73,10 @@ def test_quickstart_notebook_runs(tmp_path, monkeypatch):
     n_cells = len(nb.cells)
     nb.cells.append(nbformat.v4.new_code_cell("import sys; print('KERNEL_PYTHON=' + sys.executable)"))
     client = nbclient.NotebookClient(
-        nb, kernel_name=KERNEL, timeout=600, allow_errors=False,
+        nb,
+        kernel_name=KERNEL,
+        timeout=600,
+        allow_errors=False,
         resources={"metadata": {"path": str(ROOT)}},
     )
     client.execute()  # raises CellExecutionError on the first failing cell
@@ -85,8 +94,9 @@ def test_quickstart_notebook_runs(tmp_path, monkeypatch):
     assert oracle <= blind, (oracle, blind)
 
     # Frames and plots were drawn, and the report printed its final-test table.
-    images = sum(1 for c in nb.cells if c.cell_type == "code" for o in c.outputs
-                 if "data" in o and "image/png" in o["data"])
+    images = sum(
+        1 for c in nb.cells if c.cell_type == "code" for o in c.outputs if "data" in o and "image/png" in o["data"]
+    )
     assert images >= 5, images
     assert any("final tests" in t and "seen" in t for t in texts)
     assert "notebook done in" in texts[n_cells - 1]

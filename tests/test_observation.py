@@ -18,7 +18,7 @@ OBS_TRACED = jax.jit(observe)  # slot traced, as the PettingZoo wrapper vmaps it
 
 def _others(o):
     v = np.asarray(o.vector)
-    return v[N_VEC: N_VEC + N_OTHER * 9].reshape(9, N_OTHER)
+    return v[N_VEC : N_VEC + N_OTHER * 9].reshape(9, N_OTHER)
 
 
 def test_active_and_slot_used_differ_for_an_agent_waiting_to_enter():
@@ -64,7 +64,7 @@ def test_task_completed_flag_is_the_observed_slots_own():
     s = put(s, 3, (5, 5), steps=4)  # on the grid
     s = put(s, 5, (0, 0), active=False, steps=6, spawn_t=9)  # left; its successor waits
     s = put(s, 6, (0, 0), active=False, steps=0, spawn_t=2)  # not entered yet
-    flag = lambda o: float(np.asarray(o.vector)[7])  # noqa: E731
+    flag = lambda o: float(np.asarray(o.vector)[7])
     assert flag(OBS(s, p, slot=0)) == 1.0
     assert flag(OBS(s, p, slot=3)) == 0.0  # used to copy slot 0's newcomer_done
     assert flag(OBS(s, p, slot=5)) == 1.0

@@ -128,8 +128,9 @@ def test_unknown_move_bits_never_charge_the_rhythm_norms():
     assert not bool(lo[19, 0]) and bool(hi[19, 0])  # uncertain exactly for move1_wait1
     assert bool(jnp.all((lo == hi).at[19, 0].set(True)))
     for flag in (False, True):
-        ll = jax.jit(B.log_likelihood)(CAFE, s.t, info.pos, info.active, s.agents.group, hist, tr,
-                                       info.sanctioned.at[0].set(flag), 0.0)
+        ll = jax.jit(B.log_likelihood)(
+            CAFE, s.t, info.pos, info.active, s.agents.group, hist, tr, info.sanctioned.at[0].set(flag), 0.0
+        )
         assert float(ll[19]) == 0.0
         assert (flag and not np.isfinite(float(ll[1]))) or (not flag and float(ll[1]) == 0.0)
 
@@ -202,8 +203,7 @@ def _queue_fields_differ(lt, pos, active):
     """Whether `queues.queue_fields` disagrees with `normjax.norms.context` anywhere."""
     ref = context(lt, pos, active, jnp.zeros_like(active, jnp.int32), active)
     fast = queue_fields(lt.layout_index, pos, active)
-    return jnp.any(jnp.stack([jnp.any(a != b) for a, b in
-                              zip(fast, (ref.queue_src, ref.queue_held, ref.queue_tail))]))
+    return jnp.any(jnp.stack([jnp.any(a != b) for a, b in zip(fast, (ref.queue_src, ref.queue_held, ref.queue_tail))]))
 
 
 @jax.jit
@@ -229,16 +229,18 @@ def _random_rollouts(key, layout_id, norm_id):
                 tr = observe_step(lt, info, source)
                 h = b2.history
                 on = s2.agents.active & h.present
-                out.append(dict(
-                    queue_fields_differ=_queue_fields_differ(lt, s.agents.pos, s.agents.active),
-                    true_alive=jnp.isfinite(b2.log_probs[norm_id]),
-                    nan=jnp.isnan(b2.log_probs).any(),
-                    bad_action=(tr.judged & (tr.action != info.action)).any(),
-                    bad_moves=(on[:, None] & h.moves_known & (h.moves != s2.agents.moves)).any(),
-                    bad_q=(on & (h.visited_q != s2.agents.visited_q)).any(),
-                    conflicts=b2.n_conflicts,
-                    judged=tr.judged.sum(),
-                ))
+                out.append(
+                    dict(
+                        queue_fields_differ=_queue_fields_differ(lt, s.agents.pos, s.agents.active),
+                        true_alive=jnp.isfinite(b2.log_probs[norm_id]),
+                        nan=jnp.isnan(b2.log_probs).any(),
+                        bad_action=(tr.judged & (tr.action != info.action)).any(),
+                        bad_moves=(on[:, None] & h.moves_known & (h.moves != s2.agents.moves)).any(),
+                        bad_q=(on & (h.visited_q != s2.agents.visited_q)).any(),
+                        conflicts=b2.n_conflicts,
+                        judged=tr.judged.sum(),
+                    )
+                )
                 new.append(b2)
             return (s2, tuple(new)), out
 

@@ -20,8 +20,8 @@ from normjax import constants as C
 from normjax.cli import main
 from normjax.layouts.tables import world_tables
 from normjax.norms import N_NORMS, norm_id
-from normjax.observer import belief as B
 from normjax.observer import bayes_active, bayes_map, bayes_safe, expected_information_gain, observer_policy
+from normjax.observer import belief as B
 from normjax.observer.policies import own_action_masks
 from normjax.protocol import evaluate, run_episode
 from normjax.world.state import WorldConfig, empty_state
@@ -42,7 +42,7 @@ def belief_of(masses: dict) -> B.Belief:
     return _prior().replace(log_probs=lp)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _prior() -> B.Belief:
     return B.init_belief(CAFE, empty_state(10))
 
@@ -110,7 +110,7 @@ def test_expected_information_gain_hand_computed():
     b = belief_of({Q_NORM: 0.5, EVEN: 0.5})
     gain = np.asarray(GAIN(state, prm, b, 0.0))
     np.testing.assert_allclose(gain, [np.log(2)] * 3 + [0.0, 0.0], atol=1e-6)
-    h = lambda q: -(q * np.log(q) + (1 - q) * np.log(1 - q))  # noqa: E731
+    h = lambda q: -(q * np.log(q) + (1 - q) * np.log(1 - q))
     gain = np.asarray(GAIN(state, prm, b, 0.1))
     np.testing.assert_allclose(gain[:3], h(0.5) - h(0.1), atol=1e-6)
     assert int(ACTIVE(jax.random.PRNGKey(0), state, prm, b)) == C.UP  # first best
@@ -137,8 +137,9 @@ def test_bayes_map_with_the_true_norm_known_is_the_oracle_through_the_stateful_r
     args = tuple(jnp.asarray([e[k] for e in eps], jnp.int32) for k in ("layout_id", "norm_id", "group"))
     cfg = WorldConfig()
     policy = observer_policy("bayes_map")
-    bayes = jax.jit(jax.vmap(lambda k, l, n, g, st: run_episode(policy, k, l, n, g, cfg, st)))(
-        keys, *args, _point_mass_states(eps))
+    bayes = jax.jit(jax.vmap(lambda k, lay, n, g, st: run_episode(policy, k, lay, n, g, cfg, st)))(
+        keys, *args, _point_mass_states(eps)
+    )
     assert set(bayes) == set(oracle) and len(eps) == 8
     for name in oracle:
         np.testing.assert_array_equal(np.asarray(bayes[name]), oracle[name], err_msg=name)

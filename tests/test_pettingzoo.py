@@ -22,8 +22,7 @@ EXIT_MOVE = {0: C.LEFT, 1: C.DOWN, 2: C.RIGHT}  # from a door's inward cell onto
 
 
 def test_parallel_api_test_passes():
-    env = parallel_env(layout="cafe", norm="clockwise_circulation", phase="train",
-                       controlled=(0, 3, 9), capacity=10)
+    env = parallel_env(layout="cafe", norm="clockwise_circulation", phase="train", controlled=(0, 3, 9), capacity=10)
     assert isinstance(env, NormGymParallelEnv)
     assert env.possible_agents == ["agent_0", "agent_3", "agent_9"]
     parallel_api_test(env, num_cycles=60)  # the API checks run on every cycle
@@ -110,8 +109,9 @@ def test_a_departed_background_slot_returns_to_the_community():
 
 def test_truncation_at_the_horizon():
     params = phase_params("train", layout_id("bank"), norm_id("move1_wait1"), max_steps=9)
-    env = parallel_env(layout="bank", norm="move1_wait1", controlled=(0, 2), params=params,
-                       render_mode="rgb_array", max_cycles=5)  # max_cycles overrides the params' horizon
+    env = parallel_env(
+        layout="bank", norm="move1_wait1", controlled=(0, 2), params=params, render_mode="rgb_array", max_cycles=5
+    )  # max_cycles overrides the params' horizon
     assert env.max_cycles == 5
     env.reset(seed=4)
     for t in range(5):

@@ -73,9 +73,7 @@ def check_rules_1_2_6(kind, pos, actions, active, res):
     stationary = active & ~moving
     assert np.array_equal(res.exited, moving & (tk == C.DOOR))
     for i in np.flatnonzero(mover):
-        others_end = any(
-            present[j] and j != i and tuple(res.pos[j]) == tuple(target[i]) for j in range(len(pos))
-        )
+        others_end = any(present[j] and j != i and tuple(res.pos[j]) == tuple(target[i]) for j in range(len(pos)))
         held = any(stationary[j] and tuple(pos[j]) == tuple(target[i]) for j in range(len(pos)))
         # Rule 2.
         if not others_end and not held:
@@ -245,7 +243,7 @@ def test_vmap_equals_unbatched_resolution(batch):
     """Under vmap only the scenes with displaced agents run the placement loop
     (`normjax.ground.rare`); every scene's result equals its own resolution."""
     kind = jnp.asarray(batch[0][0])
-    stack = lambda i, dt: jnp.asarray(np.stack([s[i] for s in batch]), dt)  # noqa: E731
+    stack = lambda i, dt: jnp.asarray(np.stack([s[i] for s in batch]), dt)
     keys = jnp.stack([jax.random.PRNGKey(s[5]) for s in batch])
     got = VRESOLVE(keys, stack(1, jnp.int32), stack(3, bool), stack(2, jnp.int32), kind, stack(4, bool))
     for b, (_, pos, actions, active, pushable, seed) in enumerate(batch):
@@ -260,7 +258,7 @@ def test_vmap_mixing_pushes_and_fallbacks_equals_unbatched():
     placement loop): a batch mixing a push, a push refused to the newcomer, a
     boxed-in fallback and plain scenes gives each scene its own resolution."""
     kind = kind_grid(POCKET)
-    pad = lambda xs, fill: list(xs) + [fill] * (8 - len(xs))  # noqa: E731
+    pad = lambda xs, fill: list(xs) + [fill] * (8 - len(xs))
     push = ([[5, 2], [5, 1], [5, 3], [5, 4]], [R, R, W_, W_])
     boxed = ([[5, 2], [5, 1], [5, 3], [5, 4], [5, 5], [4, 5], [6, 5], [5, 6]], [R, R, W_, W_, W_, W_, W_, W_])
     plain = ([[5, 1], [5, 6]], [R, L])
@@ -268,11 +266,14 @@ def test_vmap_mixing_pushes_and_fallbacks_equals_unbatched():
     for pos, acts in (push, boxed, plain, push, plain, push):
         n = len(pos)
         scenes.append((pad(pos, [1, 1]), pad(acts, W_), pad([True] * n, False), pad([True] * n, True)))
-    scenes.append((pad(push[0], [1, 1]), pad(push[1], W_), pad([True] * 4, False), pad([True, True, True, False], True)))
-    stack = lambda i, dt: jnp.asarray(np.stack([s[i] for s in scenes]), dt)  # noqa: E731
+    scenes.append(
+        (pad(push[0], [1, 1]), pad(push[1], W_), pad([True] * 4, False), pad([True, True, True, False], True))
+    )
+    stack = lambda i, dt: jnp.asarray(np.stack([s[i] for s in scenes]), dt)
     keys = jnp.stack([jax.random.PRNGKey(b) for b in range(len(scenes))])
     got = jax.jit(jax.vmap(resolve_moves, in_axes=(0, 0, 0, 0, None, 0)))(
-        keys, stack(0, jnp.int32), stack(2, bool), stack(1, jnp.int32), jnp.asarray(kind), stack(3, bool))
+        keys, stack(0, jnp.int32), stack(2, bool), stack(1, jnp.int32), jnp.asarray(kind), stack(3, bool)
+    )
     for b, (pos, acts, active, pushable) in enumerate(scenes):
         single = run(kind, pos, acts, active, pushable, seed=b)
         for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(single)):

@@ -9,10 +9,9 @@ import pytest
 
 from normjax import constants as C
 from normjax.constants import ROLE_AWARE, ROLE_BLIND
-from normjax.env import community_actions, env_step, make, oracle_policy, phase_params
+from normjax.env import env_step, make, oracle_policy, phase_params
 from normjax.layouts import load_layout
 from normjax.layouts.parse import ALL_LAYOUTS
-from normjax.norms import NORMS
 from normjax.layouts.routes import (
     CASE_CHAIR,
     CASE_DOOR,
@@ -26,7 +25,8 @@ from normjax.layouts.routes import (
     host_route_tables,
     planner_width,
 )
-from normjax.world.step import reset_world, step_world
+from normjax.norms import NORMS
+from normjax.world.step import reset_world
 
 N_NORMS = 50
 
@@ -78,10 +78,9 @@ def test_community_keeps_moving(all_norms_interaction):
 def test_route_tables_shape_norm_graphs():
     lay = load_layout("cafe")
     tables = host_route_tables()[0]
-    flat = lambda r, c: r * C.W + c  # noqa: E731
+    flat = lambda r, c: r * C.W + c
     # forbidden_zone_q graph: a route from the cell left of Q to the cell right
     # of it must go around the Q patch, so it is longer than the base route.
-    (qr, qc0), (_, qc1) = np.argwhere(lay.zone_q)[0], np.argwhere(lay.zone_q)[-1]
     qcells = np.argwhere(lay.zone_q)
     row = qcells[:, 0].min()
     cols = qcells[qcells[:, 0] == row][:, 1]
@@ -123,8 +122,8 @@ def test_goal_candidate_rows_list_exactly_the_cells_of_each_case():
     assert [planner_width(n) for n in (1, 7, 8, 12, 15, 23)] == [8, 8, 16, 16, 16, 24]
     for lid, name in enumerate(ALL_LAYOUTS):
         lay = load_layout(name)
-        row = lambda case: [int(v) for v in cand["cell"][lid, case] if v >= 0]  # noqa: E731
-        flat = lambda mask: sorted(int(r) * C.W + int(c) for r, c in np.argwhere(mask))  # noqa: E731
+        row = lambda case: [int(v) for v in cand["cell"][lid, case] if v >= 0]
+        flat = lambda mask: sorted(int(r) * C.W + int(c) for r, c in np.argwhere(mask))
         assert row(CASE_CHAIR) == flat(lay.kind == C.CHAIR)
         assert row(CASE_R) == flat(lay.zone_r) and row(CASE_Q) == flat(lay.zone_q)
         assert row(CASE_DOOR) == [int(r) * C.W + int(c) for r, c in lay.doors]

@@ -31,17 +31,17 @@ import pytest
 
 pytest.importorskip("flask", reason="needs the [play] extra (Flask)")
 
-from normjax.env import oracle_policy  # noqa: E402
-from normjax.llm.batch import policy_actions  # noqa: E402
-from normjax.llm.judge import export_judge_prompts  # noqa: E402
-from normjax.llm.runner import run_protocol  # noqa: E402
-from normjax.llm.transcripts import TranscriptStore  # noqa: E402
-from normjax.llm.turns import Decision  # noqa: E402
-from normjax.play.app import create_app  # noqa: E402
-from normjax.play.export import export_study  # noqa: E402
-from normjax.play.session import LOG, read_log  # noqa: E402
-from normjax.protocol.runner import run_episodes, summarize  # noqa: E402
-from normjax.protocol.seeds import test_episodes as protocol_episodes  # noqa: E402
+from normjax.env import oracle_policy
+from normjax.llm.batch import policy_actions
+from normjax.llm.judge import export_judge_prompts
+from normjax.llm.runner import run_protocol
+from normjax.llm.transcripts import TranscriptStore
+from normjax.llm.turns import Decision
+from normjax.play.app import create_app
+from normjax.play.export import export_study
+from normjax.play.session import LOG, read_log
+from normjax.protocol.runner import run_episodes, summarize
+from normjax.protocol.seeds import test_episodes as protocol_episodes
 
 NORM = "forbidden_zone_q"
 NORM_ID = 0
@@ -79,11 +79,13 @@ def test_bad_requests_and_resume_after_a_kill(tmp_path):
     app, c, v = _start(out)
 
     # Bad requests: a clear 4xx, nothing changes.
-    for body, code, words in [({"turn": 0, "action": "jump"}, 400, "one of up, down"),
-                              ({"turn": "0", "action": "up"}, 400, "'turn' must be an integer"),
-                              ({"turn": 0, "action": "up", "confidence": 2}, 400, "in [0, 1]"),
-                              ([1, 2], 400, "JSON object"),
-                              ({"turn": 5, "action": "up"}, 409, "out of order")]:
+    for body, code, words in [
+        ({"turn": 0, "action": "jump"}, 400, "one of up, down"),
+        ({"turn": "0", "action": "up"}, 400, "'turn' must be an integer"),
+        ({"turn": 0, "action": "up", "confidence": 2}, 400, "in [0, 1]"),
+        ([1, 2], 400, "JSON object"),
+        ({"turn": 5, "action": "up"}, 409, "out of order"),
+    ]:
         r = c.post("/api/alice/step", json=body)
         assert r.status_code == code and words in r.get_json()["error"], (body, r.get_json())
     r = c.post("/api/alice/step", data="up", content_type="text/plain")
@@ -101,8 +103,9 @@ def test_bad_requests_and_resume_after_a_kill(tmp_path):
     app = create_app(out, [NORM_ID], interaction_steps=STEPS)
     c = app.test_client()
     w = c.post("/api/alice/start").get_json()
-    assert {k: w[k] for k in ("turn", "t", "phase", "prompt", "belief")} == \
-        {k: v[k] for k in ("turn", "t", "phase", "prompt", "belief")}
+    assert {k: w[k] for k in ("turn", "t", "phase", "prompt", "belief")} == {
+        k: v[k] for k in ("turn", "t", "phase", "prompt", "belief")
+    }
     assert c.post("/api/alice/step", json=dict(turn=0, action="left")).status_code == 409  # no step repeated
     assert [r["action"] for r in read_log(out / "alice" / LOG)] == [2]
     assert sorted(p.name for p in out.iterdir()) == ["alice"]  # nothing written elsewhere
@@ -130,8 +133,9 @@ def test_a_participant_plays_the_protocol_over_http(tmp_path):
     app = create_app(out, [NORM_ID], interaction_steps=STEPS)
     c = app.test_client()
     w = c.post("/api/alice/start").get_json()
-    assert {k: w[k] for k in ("turn", "t", "phase", "episode", "prompt")} == \
-        {k: v[k] for k in ("turn", "t", "phase", "episode", "prompt")}
+    assert {k: w[k] for k in ("turn", "t", "phase", "episode", "prompt")} == {
+        k: v[k] for k in ("turn", "t", "phase", "episode", "prompt")
+    }
     r = c.post("/api/alice/step", json=dict(turn=stale["turn"] - 1, action="wait"))
     assert r.status_code == 409  # a repeated key press changes nothing
     while w["status"] == "playing":
@@ -174,7 +178,7 @@ def test_a_participant_plays_the_protocol_over_http(tmp_path):
     run_protocol(replay, [NORM_ID], interaction_steps=STEPS, out=tmp_path / "replay")
     human, again = TranscriptStore(out / "alice"), TranscriptStore(tmp_path / "replay")
     assert human.episodes() == again.episodes() and len(human.episodes()) == 7
-    strip = lambda recs: [{k: v for k, v in r.items() if k != "llm"} for r in recs[1:]]  # noqa: E731
+    strip = lambda recs: [{k: v for k, v in r.items() if k != "llm"} for r in recs[1:]]
     for name in human.episodes():
         assert strip(human.read(name)) == strip(again.read(name)), name
 

@@ -27,17 +27,29 @@ import pytest
 pytest.importorskip("flask", reason="needs the [play] extra (Flask)")
 webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium ([test] extra)")
 
-from normjax.play.app import create_app  # noqa: E402
-from normjax.play.session import LOG, read_log  # noqa: E402
-from normjax.play.study import Study  # noqa: E402
+from normjax.play.app import create_app  # noqa: E402 (after the importorskip of its extra)
+from normjax.play.session import LOG, read_log  # noqa: E402 (after the importorskip of its extra)
+from normjax.play.study import Study  # noqa: E402 (after the importorskip of its extra)
 
 CHROMIUM, DRIVER = "/usr/bin/chromium", shutil.which("chromedriver") or "/usr/bin/chromedriver"
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)),
-                                 reason="needs the system Chromium and chromedriver (apt-get install chromium "
-                                        "chromium-driver; .ci/run installs them)")]
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1300,900")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not (os.path.exists(CHROMIUM) and os.path.exists(DRIVER)),
+        reason="needs the system Chromium and chromedriver (apt-get install chromium "
+        "chromium-driver; .ci/run installs them)",
+    ),
+]
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--window-size=1300,900",
+)
 
 
 def _free_port() -> int:
@@ -102,8 +114,11 @@ def test_play_in_chromium(server, browser):
     consent = json.loads((Path(out) / "carol" / "consent.json").read_text())
     assert consent["participant"] == "carol" and consent["agreed_at"]
     assert "Norm 1 of 1 - interaction phase" in browser.find_element(By.ID, "status").text
-    _wait(lambda: browser.execute_script("const i = document.getElementById('frame'); "
-                                         "return i.complete && i.naturalWidth > 15 * 32"))  # the frame shows
+    _wait(
+        lambda: browser.execute_script(
+            "const i = document.getElementById('frame'); return i.complete && i.naturalWidth > 15 * 32"
+        )
+    )  # the frame shows
     box = browser.find_element(By.ID, "belief")
     box.send_keys("agents avoid zone Q")
     browser.execute_script("const c = document.getElementById('conf'); c.value = 0.6; c.oninput();")

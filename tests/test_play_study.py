@@ -23,12 +23,12 @@ import pytest
 
 pytest.importorskip("flask", reason="needs the [play] extra (Flask)")
 
-from normjax.cli import build_parser  # noqa: E402
-from normjax.llm.transcripts import TRANSCRIPT_FORMAT  # noqa: E402
-from normjax.norms import FAMILY_IDS, FAMILY_OF, N_NORMS, NORMS  # noqa: E402
-from normjax.play.app import create_app  # noqa: E402
-from normjax.play.export import export_study  # noqa: E402
-from normjax.play.study import Study, assign_norms, check_assign, max_assign  # noqa: E402
+from normjax.cli import build_parser
+from normjax.llm.transcripts import TRANSCRIPT_FORMAT
+from normjax.norms import FAMILY_IDS, FAMILY_OF, N_NORMS, NORMS
+from normjax.play.app import create_app
+from normjax.play.export import export_study
+from normjax.play.study import Study, assign_norms, check_assign, max_assign
 
 ALL = list(range(N_NORMS))
 
@@ -50,8 +50,12 @@ def test_assignment_is_deterministic_and_spread_across_families():
         assert len(set(assign_norms(k, 6, ALL, 3))) == 6
     pool = [0, 1, 12, 23, 24, 39]  # one procedure and one allocation norm
     assert max_assign(pool) == 4
-    assert {tuple(sorted(assign_norms(k, 4, pool, 0))) for k in range(6)} <= \
-        {(0, 12, 23, 39), (0, 12, 24, 39), (1, 12, 23, 39), (1, 12, 24, 39)}
+    assert {tuple(sorted(assign_norms(k, 4, pool, 0))) for k in range(6)} <= {
+        (0, 12, 23, 39),
+        (0, 12, 24, 39),
+        (1, 12, 23, 39),
+        (1, 12, 24, 39),
+    }
 
 
 @pytest.mark.parametrize("bad", [0, -1, 45, "2", True, 2.0])
@@ -62,9 +66,12 @@ def test_assign_is_validated(bad):
 
 def test_play_command_refuses_bad_study_options(tmp_path):
     ap = build_parser()
-    for argv, words in [(["--assign", "0"], "1..44"), (["--assign", "3", "--norms", "forbidden_zone_q"], "1..1"),
-                        (["--consent", str(tmp_path / "c.md")], "--consent needs --assign"),
-                        (["--assign", "1", "--consent", str(tmp_path / "missing.md")], "not a file")]:
+    for argv, words in [
+        (["--assign", "0"], "1..44"),
+        (["--assign", "3", "--norms", "forbidden_zone_q"], "1..1"),
+        (["--consent", str(tmp_path / "c.md")], "--consent needs --assign"),
+        (["--assign", "1", "--consent", str(tmp_path / "missing.md")], "not a file"),
+    ]:
         args = ap.parse_args(["play", "--out", str(tmp_path / "s")] + argv)
         with pytest.raises(ValueError, match=words):
             args.fn(args)
@@ -94,8 +101,10 @@ def test_study_persists_assignments_and_refuses_other_settings(tmp_path):
 def test_consent_page_is_escaped_and_gates_every_step(tmp_path):
     out = tmp_path / "study"
     text = tmp_path / "consent.md"
-    text.write_text("# Our study\n<script>alert(1)</script> and <img src=x onerror=alert(2)>\n\n"
-                    "- **bold** item\n- __PID__ stays text\n")
+    text.write_text(
+        "# Our study\n<script>alert(1)</script> and <img src=x onerror=alert(2)>\n\n"
+        "- **bold** item\n- __PID__ stays text\n"
+    )
     study = Study(out, ALL, 2, consent_file=text, seed=0, interaction_steps=3)
     c = create_app(out, [], interaction_steps=3, study=study).test_client()
     page = c.get("/p/alice").get_data(as_text=True)
@@ -105,8 +114,12 @@ def test_consent_page_is_escaped_and_gates_every_step(tmp_path):
     assert "__PID__ stays text" in page and 'const PID = "alice"' in page and "I agree" in page
     assert not (out / "consent.md").exists()  # --consent given: nothing else is read or copied
 
-    for method, path, body in [("post", "start", None), ("get", "view", None), ("get", "frame.png", None),
-                               ("post", "step", {"turn": 0, "action": "up"})]:
+    for method, path, body in [
+        ("post", "start", None),
+        ("get", "view", None),
+        ("get", "frame.png", None),
+        ("post", "step", {"turn": 0, "action": "up"}),
+    ]:
         r = getattr(c, method)(f"/api/alice/{path}", json=body)
         assert r.status_code == 403 and "not agreed to the consent page" in r.get_json()["error"], path
     for body in ({"agree": False}, {"agree": "yes"}, [True]):
@@ -126,10 +139,21 @@ def test_consent_page_is_escaped_and_gates_every_step(tmp_path):
 
 # --- the export over two hand-built participants -------------------------------------------------------------
 
+
 def _row(norm: int, cond: str, e: int, joint: bool, task: float) -> dict:
-    return dict(norm_id=norm, norm=NORMS[norm].name, family=NORMS[norm].family, condition=cond, episode=e,
-                joint=joint, task=task, path_length=10, collision=False, community_path_length=None,
-                community_welfare=None)
+    return dict(
+        norm_id=norm,
+        norm=NORMS[norm].name,
+        family=NORMS[norm].family,
+        condition=cond,
+        episode=e,
+        joint=joint,
+        task=task,
+        path_length=10,
+        collision=False,
+        community_path_length=None,
+        community_welfare=None,
+    )
 
 
 def _transcript(d, name, beliefs=()):
@@ -158,16 +182,25 @@ def _participant(out, pid, norms, rows=None, finished=(), log_lines=0, started=T
 def test_export_lists_the_incomplete_and_pools_the_complete(tmp_path):
     out = tmp_path / "study"
     # alice (complete): access norm 0: seen 3/3 joint, unseen 1/3; procedure norm 12: seen 0/3 (task 0.5), unseen 3/3.
-    rows = ([_row(0, "seen", e, True, 1.0) for e in range(3)] + [_row(0, "unseen", e, e == 0, 1.0) for e in range(3)]
-            + [_row(12, "seen", e, False, 0.5) for e in range(3)]
-            + [_row(12, "unseen", e, True, 1.0) for e in range(3)])
+    rows = (
+        [_row(0, "seen", e, True, 1.0) for e in range(3)]
+        + [_row(0, "unseen", e, e == 0, 1.0) for e in range(3)]
+        + [_row(12, "seen", e, False, 0.5) for e in range(3)]
+        + [_row(12, "unseen", e, True, 1.0) for e in range(3)]
+    )
     _participant(out, "alice", [0, 12], rows, finished=[0, 12], log_lines=9)
     _participant(out, "bob", [23, 39], finished=[23], log_lines=4)  # bob stopped in his second norm
     _participant(out, "carol", [1, 13], started=False)  # agreed, never started
     (out / "notes").mkdir()  # not a participant
     model = tmp_path / "oracle.json"
-    model.write_text(json.dumps(dict(meta=dict(policy="oracle"), episodes=[
-        _row(n, c, e, True, 1.0) for n in (0, 12, 40) for c in ("seen", "unseen") for e in range(3)])))
+    model.write_text(
+        json.dumps(
+            dict(
+                meta=dict(policy="oracle"),
+                episodes=[_row(n, c, e, True, 1.0) for n in (0, 12, 40) for c in ("seen", "unseen") for e in range(3)],
+            )
+        )
+    )
 
     summary = export_study(out, [str(model), f"blind={model}"])
     assert summary["complete"] == ["alice"] and summary["judge_lines"] == 4  # 2 distinct beliefs x 2 norms
@@ -203,8 +236,14 @@ def test_export_lists_the_incomplete_and_pools_the_complete(tmp_path):
     assert "| oracle | overall | 3 | 18 |" in summary["markdown"]
     run = tmp_path / "llm_run"  # an llm-eval run directory: its results.json, labelled by the model
     run.mkdir()
-    (run / "results.json").write_text(json.dumps(dict(meta=dict(model="qwen-vl"), episodes=[
-        _row(0, c, e, c == "seen", 1.0) for c in ("seen", "unseen") for e in range(3)])))
+    (run / "results.json").write_text(
+        json.dumps(
+            dict(
+                meta=dict(model="qwen-vl"),
+                episodes=[_row(0, c, e, c == "seen", 1.0) for c in ("seen", "unseen") for e in range(3)],
+            )
+        )
+    )
     assert "| qwen-vl | access | 1 | 6 | 100.0 | 100.0 | 0.0 | 100.0 |" in export_study(out, [str(run)])["markdown"]
     with pytest.raises(ValueError, match="not a normjax evaluate JSON"):
         export_study(out, [str(tmp_path / "missing.json")])

@@ -17,13 +17,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from normjax.layouts import LAYOUTS
-from normjax.norms import FAMILIES, N_NORMS, NORMS
-from normjax.protocol.runner import METRICS, format_table, resolve_norms, summarize
-from normjax.layouts import load_layout
+from normjax.layouts import LAYOUTS, load_layout
 from normjax.layouts.routes import host_route_tables
+from normjax.norms import FAMILIES, N_NORMS, NORMS
 from normjax.norms.table import NORM_TABLE
 from normjax.protocol.geometry import Geo, _queue_timing
+from normjax.protocol.runner import METRICS, format_table, resolve_norms, summarize
 from normjax.protocol.scenario_tables import host_scenarios
 from normjax.protocol.scenarios import HABIT_HOLD, build_test_episode, missing_scenarios, release_holds
 from normjax.protocol.seeds import base_seed, episode_seeds, group_orders
@@ -85,10 +84,13 @@ def _reference_run():
     return tuple(summarize(*reference(name, SUBSET)) for name in ("oracle", "blind"))
 
 
-@pytest.mark.parametrize("policy, joint, episode_ok", [
-    ("oracle", 100.0, lambda r: r["finished"] and r["sanctions"] == 0),
-    ("blind", 0.0, lambda r: r["sanctions"] >= 1 and r["task"] == 1.0),
-])
+@pytest.mark.parametrize(
+    "policy, joint, episode_ok",
+    [
+        ("oracle", 100.0, lambda r: r["finished"] and r["sanctions"] == 0),
+        ("blind", 0.0, lambda r: r["sanctions"] >= 1 and r["task"] == 1.0),
+    ],
+)
 def test_reference_rows(policy, joint, episode_ok):
     summary = dict(zip(("oracle", "blind"), _reference_run()))[policy]
     for cond in ("seen", "unseen"):
@@ -106,8 +108,20 @@ def test_result_json_shape_and_table():
         for agg in oracle[cond].values():
             assert set(METRICS) <= set(agg)
     row = oracle["episodes"][0]
-    for k in ("norm", "family", "condition", "layout", "seed", "group", "task", "joint",
-              "path_length", "collision", "community_path_length", "community_welfare"):
+    for k in (
+        "norm",
+        "family",
+        "condition",
+        "layout",
+        "seed",
+        "group",
+        "task",
+        "joint",
+        "path_length",
+        "collision",
+        "community_path_length",
+        "community_welfare",
+    ):
         assert k in row
     assert all(1 <= r["path_length"] <= 100 for r in oracle["episodes"])
     json.loads(json.dumps(oracle))
@@ -167,14 +181,15 @@ def test_newcomer_enters_through_a_door_in_every_episode():
         assert t["start"][ix].tolist() == inward[t["entry"][ix]].tolist(), e
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _all_starts():
     """Step-0 states of all 300 protocol episodes, built in one vmapped program."""
     eps = protocol_episodes()
-    col = lambda f: jnp.asarray([f(e) for e in eps], jnp.int32)  # noqa: E731
+    col = lambda f: jnp.asarray([f(e) for e in eps], jnp.int32)
     keys = jnp.stack([jax.random.PRNGKey(e["seed"]) for e in eps])
     states, _ = jax.jit(jax.vmap(build_test_episode))(
-        keys, col(lambda e: e["layout_id"]), col(lambda e: e["norm_id"]), col(lambda e: e["group"]))
+        keys, col(lambda e: e["layout_id"]), col(lambda e: e["norm_id"]), col(lambda e: e["group"])
+    )
     return eps, jax.tree.map(np.asarray, states.agents)
 
 

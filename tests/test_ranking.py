@@ -29,10 +29,19 @@ def test_argsort_small_is_stable_argsort_with_ties(values):
 def test_argmin_small_is_argmin_first_minimum(rows, n, data):
     """The planner's action choice: argmin over a short last axis, ties to the
     first minimum, for rows of integers (many ties) and floats (INF entries)."""
-    ints = np.asarray(data.draw(st.lists(st.integers(-2, 2), min_size=rows * n, max_size=rows * n)),
-                      np.float32).reshape(rows, n)
-    floats = np.asarray(data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0, 1e6]) | st.floats(0, 4, width=32, allow_subnormal=False),
-                                           min_size=rows * n, max_size=rows * n)), np.float32).reshape(rows, n)
+    ints = np.asarray(
+        data.draw(st.lists(st.integers(-2, 2), min_size=rows * n, max_size=rows * n)), np.float32
+    ).reshape(rows, n)
+    floats = np.asarray(
+        data.draw(
+            st.lists(
+                st.sampled_from([0.0, 0.5, 1.0, 3.0, 1e6]) | st.floats(0, 4, width=32, allow_subnormal=False),
+                min_size=rows * n,
+                max_size=rows * n,
+            )
+        ),
+        np.float32,
+    ).reshape(rows, n)
     for v in (ints, floats):
         np.testing.assert_array_equal(np.asarray(ARGMIN(v)), np.argmin(v, axis=-1))
         np.testing.assert_array_equal(np.asarray(ARGMIN(v)), np.asarray(jnp.argmin(v, axis=-1)))

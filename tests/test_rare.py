@@ -60,6 +60,7 @@ def test_unbatched_call_is_fn_or_idle():
 
 def test_fn_where_needed_idle_elsewhere():
     """Environments that need nothing get `idle`'s result, the others `fn`'s."""
+
     def marked(x):
         return x + 100.0
 
@@ -73,10 +74,9 @@ def test_fn_where_needed_idle_elsewhere():
 
 def test_batched_needed_with_unbatched_inputs_and_nested_vmap():
     x = jnp.arange(12.0).reshape(3, 4) - 5.0  # [outer, inner]
-    f = lambda v, s: run_where(v > 0, lambda a, b: a * b, lambda a, b: a, v, s)  # noqa: E731
+    f = lambda v, s: run_where(v > 0, lambda a, b: a * b, lambda a, b: a, v, s)
     got = jax.jit(jax.vmap(jax.vmap(f, in_axes=(0, None)), in_axes=(0, None)))(x, jnp.float32(3.0))
     np.testing.assert_array_equal(np.asarray(got), np.where(np.asarray(x) > 0, 3 * np.asarray(x), np.asarray(x)))
-
 
 
 @pytest.mark.parametrize("flag", [True, False])
@@ -92,8 +92,10 @@ def test_bad_share_is_named(share):
         run_where(jnp.bool_(True), lambda a: a, lambda a: a, jnp.zeros(2), share=share)
 
 
-@pytest.mark.parametrize("batch,share,size", [(1, 1 / 8, 1), (7, 1 / 8, 1), (8, 1 / 8, 1), (9, 1 / 8, 2),
-                                              (4096, 1 / 8, 512), (4096, 1 / 4, 1024), (3, 1.0, 3)])
+@pytest.mark.parametrize(
+    "batch,share,size",
+    [(1, 1 / 8, 1), (7, 1 / 8, 1), (8, 1 / 8, 1), (9, 1 / 8, 2), (4096, 1 / 8, 512), (4096, 1 / 4, 1024), (3, 1.0, 3)],
+)
 def test_chunk_size(batch, share, size):
     assert chunk_size(batch, share) == size
 

@@ -34,10 +34,12 @@ def test_make_from_id_sets_layout_norm_and_phase():
 
 
 def test_make_overrides_are_env_fields():
-    env = normjax.make("NormGym-cafe-none-train-v0", capacity=6, reward_condition="dense",
-                       norm="zone_r_capacity_1", phase="test")
-    assert env == normjax.NormGymEnv(layout="cafe", norm="zone_r_capacity_1", capacity=6,
-                                     phase="test", reward_condition="dense")
+    env = normjax.make(
+        "NormGym-cafe-none-train-v0", capacity=6, reward_condition="dense", norm="zone_r_capacity_1", phase="test"
+    )
+    assert env == normjax.NormGymEnv(
+        layout="cafe", norm="zone_r_capacity_1", capacity=6, phase="test", reward_condition="dense"
+    )
     assert float(env.default_params.dense_reward) == 6.0
     with pytest.raises(TypeError, match="max_stepz.*valid: layout, norm, capacity"):
         normjax.make("NormGym-cafe-none-train-v0", max_stepz=3)
@@ -82,12 +84,10 @@ def test_env_id_round_trips():
         fields = parse_env_id(name)
         assert env_id(**fields) == name
         env = normjax.make(name)
-        assert {f.name: getattr(env, f.name) for f in dataclasses.fields(env)
-                if f.name in fields} == fields
+        assert {f.name: getattr(env, f.name) for f in dataclasses.fields(env) if f.name in fields} == fields
     assert env_id("cafe", 12, "test") == "NormGym-cafe-clockwise_circulation-test-v0"
     assert env_id("cafe", -1) == env_id("cafe", None) == "NormGym-cafe-none-train-v0"
     with pytest.raises(ValueError, match="closest valid ids"):
         env_id("cafe", "clockwise", "train")
     with pytest.raises(TypeError):
         parse_env_id(3)
-

@@ -6,16 +6,16 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
 
-from normjax import constants as C  # noqa: E402
-from normjax.interop import render as R  # noqa: E402
-from normjax.interop import sprites as S  # noqa: E402
-from normjax.world.state import empty_state, make_params  # noqa: E402
-from normjax.layouts.tables import host_tables, layout_id  # noqa: E402
+from normjax import constants as C
+from normjax.interop import render as R
+from normjax.interop import sprites as S
+from normjax.layouts.tables import host_tables, layout_id
+from normjax.world.state import empty_state, make_params
 
 PX = 16  # most tests render small frames
 CAFE = layout_id("cafe")
@@ -153,7 +153,7 @@ def test_cells_by_kind(empty16):
     # The three doors carry different letters.
     assert not np.array_equal(door_tiles[0], door_tiles[1])
     assert not np.array_equal(door_tiles[1], door_tiles[2])
-    mean = lambda rc: cell(empty16, rc).reshape(-1, 3).astype(float).mean(0)  # noqa: E731
+    mean = lambda rc: cell(empty16, rc).reshape(-1, 3).astype(float).mean(0)
     floor, q, r = mean((5, 5)), mean(Q_CELL), mean(R_CELL)
     assert tab["zone_q"][CAFE][Q_CELL] and tab["zone_r"][CAFE][R_CELL]
     assert np.abs(q - floor).max() > 20 and np.abs(r - floor).max() > 20

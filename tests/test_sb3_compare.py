@@ -20,7 +20,7 @@ def test_copied_weights_give_sb3_q_values_and_greedy_actions():
     import torch
     from stable_baselines3 import DQN
 
-    import normjax.wrappers.gymnasium  # noqa: F401
+    import normjax.wrappers.gymnasium  # noqa: F401 (registers the NormGym ids with gymnasium)
     from benchmarks.sb3_compare import config, sb3_params
     from train.dqn import make_train
 

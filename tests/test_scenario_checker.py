@@ -17,11 +17,13 @@ from tests.scenario_checker import STATIC_NORMS, check_episode, check_protocol
 # docs/world.md §13 (Scenarios): the episodes the paper's construction cannot make
 # discriminative, flagged `non_discriminative` in the protocol's results.
 DOCUMENTED_NON_DISCRIMINATIVE = {
-    ("right_door_forbidden", "seen", 0), ("right_door_forbidden", "seen", 1), ("right_door_forbidden", "seen", 2),
+    ("right_door_forbidden", "seen", 0),
+    ("right_door_forbidden", "seen", 1),
+    ("right_door_forbidden", "seen", 2),
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _rows():
     return check_protocol()
 
@@ -38,20 +40,26 @@ def test_every_static_episode_is_discriminative_or_documented():
 
 def test_flags_match_the_documented_list():
     t = host_scenarios()
-    flagged = {(e["norm"], e["condition"], e["episode"]) for e in protocol_episodes()
-               if t["non_discriminative"][e["layout_id"], e["norm_id"], e["group"]]}
+    flagged = {
+        (e["norm"], e["condition"], e["episode"])
+        for e in protocol_episodes()
+        if t["non_discriminative"][e["layout_id"], e["norm_id"], e["group"]]
+    }
     assert flagged == DOCUMENTED_NON_DISCRIMINATIVE
 
 
-@pytest.mark.parametrize("case, goal_by_goal", [
-    # Zone Q, the cafe, old seen episode 0: a 10-move route crosses chair (7,5) and never enters Q.
-    (dict(layout="cafe", norm=0, group=0, start=(9, 7), goal_cell=(6, 5), exit_door=0), True),
-    # No bottom-right seats, the cafe, old seen episodes: the nearest chair is in BR, but
-    # seat + exit through an allowed chair is as short as through it (16 moves).
-    (dict(layout="cafe", norm=11, group=0, start=(3, 13), goal_cell=(-1, -1), exit_door=0), False),
-    # Clockwise, the grocery store, old unseen episode 2.
-    (dict(layout="grocery_store", norm=12, group=2, start=(7, 1), goal_cell=(9, 2), exit_door=0), True),
-])
+@pytest.mark.parametrize(
+    "case, goal_by_goal",
+    [
+        # Zone Q, the cafe, old seen episode 0: a 10-move route crosses chair (7,5) and never enters Q.
+        (dict(layout="cafe", norm=0, group=0, start=(9, 7), goal_cell=(6, 5), exit_door=0), True),
+        # No bottom-right seats, the cafe, old seen episodes: the nearest chair is in BR, but
+        # seat + exit through an allowed chair is as short as through it (16 moves).
+        (dict(layout="cafe", norm=11, group=0, start=(3, 13), goal_cell=(-1, -1), exit_door=0), False),
+        # Clockwise, the grocery store, old unseen episode 2.
+        (dict(layout="grocery_store", norm=12, group=2, start=(7, 1), goal_cell=(9, 2), exit_door=0), True),
+    ],
+)
 def test_the_checker_finds_the_old_accidental_compliance(case, goal_by_goal):
     r = check_episode(**case)
     assert not r["discriminative"] and r["complies_whole_task"]
@@ -77,9 +85,22 @@ def test_protocol_rows_carry_the_flag():
     from normjax.protocol.runner import summarize
 
     eps = protocol_episodes([6])
-    zeros = {k: np.zeros(len(eps), np.int32) for k in ("community_agents", "goals", "sanctions", "path_length",
-                                                       "involved", "collisions", "finished", "t_end",
-                                                       "community_finished", "community_steps", "community_return")}
+    zeros = {
+        k: np.zeros(len(eps), np.int32)
+        for k in (
+            "community_agents",
+            "goals",
+            "sanctions",
+            "path_length",
+            "involved",
+            "collisions",
+            "finished",
+            "t_end",
+            "community_finished",
+            "community_steps",
+            "community_return",
+        )
+    }
     rows = summarize(eps, zeros)["episodes"]
     t = host_scenarios()
     want = [bool(t["non_discriminative"][LAYOUTS.index(e["layout"]), 6, e["group"]]) for e in eps]

@@ -7,13 +7,21 @@ from train.tables import pooled_tables
 
 
 def _chunk(path, norm, family, joints, tasks, wait):
-    eps = [dict(norm=norm, family=family, condition=split, joint=j, task=t)
-           for split in ("seen", "unseen") for j, t in zip(joints, tasks)]
+    eps = [
+        dict(norm=norm, family=family, condition=split, joint=j, task=t)
+        for split in ("seen", "unseen")
+        for j, t in zip(joints, tasks)
+    ]
     overall = {"episodes": len(joints), "wait_share": wait}
     path.mkdir()
-    (path / "results.json").write_text(json.dumps({
-        "results": {"mlp": {"no_penalty": {"seen": {"overall": overall}, "unseen": {"overall": overall}}}},
-        "episodes": {"mlp": {"no_penalty": eps}}}))
+    (path / "results.json").write_text(
+        json.dumps(
+            {
+                "results": {"mlp": {"no_penalty": {"seen": {"overall": overall}, "unseen": {"overall": overall}}}},
+                "episodes": {"mlp": {"no_penalty": eps}},
+            }
+        )
+    )
     return path
 
 

@@ -4,7 +4,6 @@ scenarios build on them, and no paper layout id or registered environment id mov
 import numpy as np
 import pytest
 
-from normjax import constants as C
 from normjax.layouts import ALL_LAYOUTS, LAYOUTS, VALIDATION_LAYOUTS, load_layout, validate_grid
 from normjax.layouts.tables import host_tables, layout_id
 from normjax.norms import N_NORMS, UNSEEN_LAYOUTS

@@ -47,12 +47,24 @@ def _old_key(name, static, args, packages):
     from normjax.xla_cpu import unrolled_threefry_applied
 
     leaves, treedef = jax.tree.flatten(args)
-    avals = [(tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", type(x).__name__)))
-             + (() if getattr(x, "sharding", None) is None else (str(x.sharding),)) for x in leaves]
+    avals = [
+        (tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", type(x).__name__)))
+        + (() if getattr(x, "sharding", None) is None else (str(x.sharding),))
+        for x in leaves
+    ]
     dev = jax.devices()[0]
-    parts = (name, static, str(treedef), repr(avals), cache.source_hash(packages), dev.platform,
-             getattr(dev, "device_kind", ""), str(jax.device_count()), os.environ.get("XLA_FLAGS", ""),
-             str(unrolled_threefry_applied()))
+    parts = (
+        name,
+        static,
+        str(treedef),
+        repr(avals),
+        cache.source_hash(packages),
+        dev.platform,
+        getattr(dev, "device_kind", ""),
+        str(jax.device_count()),
+        os.environ.get("XLA_FLAGS", ""),
+        str(unrolled_threefry_applied()),
+    )
     return h.sha256("\n".join(parts).encode()).hexdigest()[:40]
 
 
@@ -63,11 +75,13 @@ def test_key_memo_gives_the_uncached_key(monkeypatch):
     first = cache._key("p", "s=1", args, pk)
     assert first == _old_key("p", "s=1", args, pk) and len(cache._key_memo) == 1
     assert cache._key("p", "s=1", args, pk) == first and len(cache._key_memo) == 1  # a memo hit
-    variants = [("s=2", args),  # another static key
-                ("s=1", (jnp.zeros((4, 2), jnp.int32),) + args[1:]),  # another shape
-                ("s=1", (jnp.zeros((3, 2), jnp.float32),) + args[1:]),  # another dtype
-                ("s=1", args[:2]),  # another structure
-                ("s=1", (np.zeros((3, 2), np.int32),) + args[1:])]  # a host array: no placement
+    variants = [
+        ("s=2", args),  # another static key
+        ("s=1", (jnp.zeros((4, 2), jnp.int32),) + args[1:]),  # another shape
+        ("s=1", (jnp.zeros((3, 2), jnp.float32),) + args[1:]),  # another dtype
+        ("s=1", args[:2]),  # another structure
+        ("s=1", (np.zeros((3, 2), np.int32),) + args[1:]),
+    ]  # a host array: no placement
     others = [cache._key("p", s, a, pk) for s, a in variants]
     assert len({first, *others}) == 6
     assert others == [_old_key("p", s, a, pk) for s, a in variants]
@@ -78,7 +92,7 @@ def test_key_memo_gives_the_uncached_key(monkeypatch):
 def test_run_stores_hits_loads_and_keys_programs(exe_cache):
     f = jax.jit(lambda x, *, n: x * n + 1, static_argnames="n")
     x = jnp.arange(4.0)
-    stats = lambda: (cache.cache_stats()["executable_stores"], cache.cache_stats()["executable_loads"])  # noqa: E731
+    stats = lambda: (cache.cache_stats()["executable_stores"], cache.cache_stats()["executable_loads"])
     assert programs.run("t", f, x, n=3).tolist() == f(x, n=3).tolist() == [1.0, 4.0, 7.0, 10.0]
     assert stats() == (1, 0) and len(list(exe_cache.iterdir())) == 1
     (key,) = cache._loaded
@@ -115,8 +129,18 @@ def test_run_without_a_cache_directory_calls_the_jitted_function(exe_cache, monk
 # ---------------------------------------------------------------------------
 # Slow tier: the real commands in fresh processes.
 
-VOLATILE = {"latency_s", "wall_s", "wall_s_total", "timing", "started", "invocations", "client", "programs",
-            "judge_prompts", "endpoints"}
+VOLATILE = {
+    "latency_s",
+    "wall_s",
+    "wall_s_total",
+    "timing",
+    "started",
+    "invocations",
+    "client",
+    "programs",
+    "judge_prompts",
+    "endpoints",
+}
 
 
 def _strip(x):
@@ -154,12 +178,34 @@ def test_llm_eval_twice_loads_its_programs_whole(tmp_path):
     cache_dir = tmp_path / "cache"
     runs = {}
     with FakeOpenAI(lambda p, a: Reply(navigator_text(p))) as srv:
-        for name, flags in (("cold", ["--cache-dir", cache_dir]), ("warm", ["--cache-dir", cache_dir]),
-                            ("plain", ["--no-cache"])):
-            proc = subprocess.run([sys.executable, "-m", "normjax.cli", "llm-eval", "--base-url", srv.base_url,
-                                   "--model", "fake", "--norms", "forbidden_zone_q", "--interaction-steps", "5",
-                                   "--out", str(tmp_path / name), *map(str, flags)],
-                                  cwd=ROOT, capture_output=True, text=True, timeout=900)
+        for name, flags in (
+            ("cold", ["--cache-dir", cache_dir]),
+            ("warm", ["--cache-dir", cache_dir]),
+            ("plain", ["--no-cache"]),
+        ):
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "normjax.cli",
+                    "llm-eval",
+                    "--base-url",
+                    srv.base_url,
+                    "--model",
+                    "fake",
+                    "--norms",
+                    "forbidden_zone_q",
+                    "--interaction-steps",
+                    "5",
+                    "--out",
+                    str(tmp_path / name),
+                    *map(str, flags),
+                ],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
             assert proc.returncode == 0, proc.stderr[-3000:]
             runs[name] = proc.stdout
     loaded, stored = _programs(runs["cold"])
@@ -180,13 +226,21 @@ def test_play_twice_loads_its_programs_whole(tmp_path):
 
     got = {}
     for name in ("cold", "warm"):
-        args = ["--norms", "forbidden_zone_q", "--interaction-steps", "5", "--out", tmp_path / name,
-                "--cache-dir", tmp_path / "cache"]
+        args = [
+            "--norms",
+            "forbidden_zone_q",
+            "--interaction-steps",
+            "5",
+            "--out",
+            tmp_path / name,
+            "--cache-dir",
+            tmp_path / "cache",
+        ]
         with PlayServer(args, tmp_path / "logs") as srv:
             view, turns, frames = play(srv.url, "alice")
             got[name] = (view["table"], turns, frames, _programs(srv.stdout()))
     (c_table, c_turns, c_frames, (loaded, stored)), (w_table, w_turns, w_frames, w_programs) = got["cold"], got["warm"]
     assert loaded == 0 and stored >= 4 and w_programs == (stored, 0)
     assert (c_table, c_turns, c_frames) == (w_table, w_turns, w_frames) and c_turns > 5
-    files = lambda run: {str(p.relative_to(run)): p.read_bytes() for p in run.rglob("*") if p.is_file()}  # noqa: E731
+    files = lambda run: {str(p.relative_to(run)): p.read_bytes() for p in run.rglob("*") if p.is_file()}
     assert files(tmp_path / "cold") == files(tmp_path / "warm")  # byte for byte

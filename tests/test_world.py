@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from normjax import constants as C
+from normjax.layouts.tables import host_tables, world_tables
 from normjax.world.observation import obs_size, observe
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, WorldConfig, make_params
-from normjax.layouts.tables import host_tables, world_tables
 from normjax.world.step import reset_world, step_world
 from tests.world_helpers import RESET, STEP, actions, blank, params, put
 
@@ -78,11 +78,17 @@ def test_fixed_key_replays_bit_for_bit():
 # One batch mixing layouts, norms (none included) and reward conditions, rolled
 # out under jit(vmap) and env by env with ROLLOUT: one program shared by the
 # vmap == unbatched test and the mixed-reward test.
-MIXED = [(0, 0, "sparse_penalty"), (4, 23, "no_penalty"), (7, 48, "dense"),
-         (9, -1, "sparse_penalty"), (1, 30, "no_penalty"), (5, 12, "dense")]
+MIXED = [
+    (0, 0, "sparse_penalty"),
+    (4, 23, "no_penalty"),
+    (7, 48, "dense"),
+    (9, -1, "sparse_penalty"),
+    (1, 30, "no_penalty"),
+    (5, 12, "dense"),
+]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _mixed_rollouts():
     ps = [make_params(lay, norm, reward_condition=c) for lay, norm, c in MIXED]
     keys = jax.random.split(jax.random.PRNGKey(3), len(ps))
@@ -125,6 +131,7 @@ def test_reset_agents_enter_staggered_on_door_cells():
 # --- Tasks (docs/world.md §5) on the cafe ------------------------------------------------
 # cafe: service cell (1,7) below K at (0,7); dA (6,0) inward (6,1); dB (10,7)
 # inward (9,7); dC (3,14) inward (3,13).
+
 
 def test_goal1_service_wait_then_exit_through_specified_door():
     p = params(0, -1, replace_newcomer=False)
@@ -192,6 +199,7 @@ def test_push_restarts_service_timer():
 
 # --- Rewards (docs/world.md §6) --------------------------------------------------------
 
+
 def _collide_and_violate(cond):
     # norm 0 forbidden_zone_q: cafe Q at (6,6..8), (7,7). Slot 0 moves into Q
     # (6,6) held by stationary slot 1 -> sanction and collision; the move goes
@@ -202,9 +210,7 @@ def _collide_and_violate(cond):
     return STEP(jax.random.PRNGKey(0), s, actions((0, D)), p)[1]
 
 
-@pytest.mark.parametrize(
-    "cond, expected", [("sparse_penalty", -25.1), ("no_penalty", -0.1), ("dense", -25.1 - 6)]
-)
+@pytest.mark.parametrize("cond, expected", [("sparse_penalty", -25.1), ("no_penalty", -0.1), ("dense", -25.1 - 6)])
 def test_reward_conditions(cond, expected):
     info = _collide_and_violate(cond)
     assert bool(info.sanctioned[0]) and bool(info.collided[0])
@@ -234,6 +240,7 @@ def test_vmapped_rewards_equal_unbatched_for_mixed_reward_conditions():
 
 # --- Entry and turnover (docs/world.md §2) ---------------------------------------------
 
+
 def test_entry_waits_for_free_inward_cell():
     p = params(0, -1)
     s = put(blank(), 0, (6, 1), goal=(1, 7))  # stands on dA's inward cell
@@ -260,6 +267,7 @@ def test_turnover_refills_exited_background_slot_with_new_uid():
 
 
 # --- Observations (docs/world.md §10) --------------------------------------------------
+
 
 @pytest.mark.parametrize("k, size", [(6, 553), (8, 569), (10, 585)])
 def test_observation_sizes(k, size):

@@ -133,8 +133,7 @@ def _play_unhindered(norm, exit_by_c, actions):
 
 
 def _returned(info):
-    return {k: info[f"returned_episode_{k}"].item()
-            for k in ("return", "length", "sanctions", "goals", "collisions")}
+    return {k: info[f"returned_episode_{k}"].item() for k in ("return", "length", "sanctions", "goals", "collisions")}
 
 
 def test_stats_of_a_hand_checked_goal_episode():
@@ -164,8 +163,7 @@ def test_stats_of_a_hand_checked_goal_episode():
     assert int(world_state(new_state).t) == 0
     assert new_state.episode.length.item() == 0 and new_state.returned.goals.item() == 2
     _, fresh = RESET(reset_key(jax.random.PRNGKey(1005)), params)
-    np.testing.assert_allclose(flatten_observation(last[0]),
-                               STACK.observation(fresh, params).flat(), atol=1e-6)
+    np.testing.assert_allclose(flatten_observation(last[0]), STACK.observation(fresh, params).flat(), atol=1e-6)
     # ... and the info keeps the observation the finished episode ended on.
     final = flatten_observation(last[5]["final_obs"])
     assert final[3 * 11 * 15 + 7] == 1.0  # "task completed" of the newcomer vector
@@ -198,10 +196,12 @@ def test_seed_keys():
 
 def _batched_params(n):
     """A batch mixing layouts, norms and phases; short horizons force auto-resets."""
-    rows = [("cafe", "clockwise_circulation", "test", 4), ("bank", None, "train", 3),
-            ("library", "zone_r_capacity_1", "interaction", 5)]
-    ps = [phase_params(ph, layout_id(lay), norm_id(nm), max_steps=h)
-          for lay, nm, ph, h in rows[:n]]
+    rows = [
+        ("cafe", "clockwise_circulation", "test", 4),
+        ("bank", None, "train", 3),
+        ("library", "zone_r_capacity_1", "interaction", 5),
+    ]
+    ps = [phase_params(ph, layout_id(lay), norm_id(nm), max_steps=h) for lay, nm, ph, h in rows[:n]]
     return jax.tree.map(lambda *x: jnp.stack(x), *ps)
 
 
@@ -218,19 +218,21 @@ def test_jit_vmap_step_equals_unbatched_steps():
         step_keys = jax.random.split(jax.random.PRNGKey(100 + t), n)
         actions = jax.random.randint(jax.random.PRNGKey(200 + t), (n,), 0, C.N_ACTIONS)
         b = VSTEP(step_keys, state, actions, params)
-        obs, state = b[0], b[1]
+        state = b[1]
         for i in range(n):
             p_i = jax.tree.map(lambda x: x[i], params)
             u = STEP(step_keys[i], singles[i][1], actions[i], p_i)
             singles[i] = (u[0], u[1])
-            jax.tree.map(lambda x, y: np.testing.assert_allclose(np.asarray(x)[i], y, rtol=1e-6),
-                         b, u)
+            jax.tree.map(lambda x, y: np.testing.assert_allclose(np.asarray(x)[i], y, rtol=1e-6), b, u)
             info = u[5]
             si = step_info(info)
             running[i] += [float(u[2]), 1, si.sanctioned[0], si.goals_completed[0], si.collided[0]]
             np.testing.assert_allclose(
                 [info[f"episode_{k}"] for k in ("return", "length", "sanctions", "goals", "collisions")],
-                running[i], rtol=1e-5, atol=1e-5)
+                running[i],
+                rtol=1e-5,
+                atol=1e-5,
+            )
             if bool(u[3] | u[4]):
                 seen_done[i] = True
                 running[i] = 0

@@ -115,7 +115,14 @@ def test_the_default_tiers_compile_level_gives_the_same_trajectories():
         env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
         if flags:
             env["XLA_FLAGS"] = flags
-        res = subprocess.run([sys.executable, str(script), "--envs", "24", "--steps", "60"], capture_output=True,
-                             text=True, env=env, check=True)
-        hashes[flags] = [line for line in res.stdout.splitlines() if line.split(" ")[0] in ("traced", "static", "world")]
+        res = subprocess.run(
+            [sys.executable, str(script), "--envs", "24", "--steps", "60"],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+        hashes[flags] = [
+            line for line in res.stdout.splitlines() if line.split(" ")[0] in ("traced", "static", "world")
+        ]
     assert len(hashes[""]) == 3 and hashes[FAST_COMPILE_FLAG] == hashes[""]

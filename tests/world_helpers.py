@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from normjax.world.state import GOAL_CELL, WorldConfig, empty_state, make_params
+from normjax.world.state import GOAL_CELL, empty_state, make_params
 from normjax.world.step import reset_world, step_world
 
 STEP = jax.jit(step_world)
@@ -18,8 +18,21 @@ def blank(capacity: int = 10):
     return empty_state(capacity)
 
 
-def put(state, slot, pos, *, group=0, goal=(1, 1), goal_kind=GOAL_CELL, exit_door=0,
-        leg=0, role=None, spawn_t=0, active=True, **extra):
+def put(
+    state,
+    slot,
+    pos,
+    *,
+    group=0,
+    goal=(1, 1),
+    goal_kind=GOAL_CELL,
+    exit_door=0,
+    leg=0,
+    role=None,
+    spawn_t=0,
+    active=True,
+    **extra,
+):
     """Place an agent in `slot` with the given task; returns the new state."""
     ag = state.agents
     upd = dict(

@@ -12,13 +12,12 @@ import dataclasses
 import json
 from pathlib import Path
 
-from normjax.constants import CAPACITIES
+from agents.networks import ARCHITECTURES
+from normjax.constants import CAPACITIES, HABIT_NAMES
 from normjax.layouts import ALL_LAYOUTS, LAYOUTS, VALIDATION_LAYOUTS
 from normjax.norms import NORMS, get_norm
-from normjax.constants import HABIT_NAMES
 from normjax.world.habits import check_distractor
 from normjax.world.state import REWARD_CONDITIONS
-from agents.networks import ARCHITECTURES
 
 PAPER_VALIDATION = (100_000, 250_000, 500_000, 750_000, 1_000_000)
 REPLAY_DTYPES = ("float32", "float16", "bfloat16")
@@ -88,8 +87,7 @@ class DQNConfig:
             for n in self.norms:
                 get_norm(n)  # raises, listing the valid names
         caps = self.capacities
-        if (not caps or any(isinstance(k, bool) or k not in CAPACITIES for k in caps)
-                or len(set(caps)) != len(caps)):
+        if not caps or any(isinstance(k, bool) or k not in CAPACITIES for k in caps) or len(set(caps)) != len(caps):
             bad("capacity", self.capacity, f"one of {', '.join(map(str, CAPACITIES))} or a list of distinct ones")
         if not self.validation_layouts or len(set(self.validation_layouts)) != len(self.validation_layouts):
             bad("validation_layouts", self.validation_layouts, "a non-empty list of distinct layouts")
@@ -104,8 +102,16 @@ class DQNConfig:
             check_distractor(self.distractor, self.distractor_share)
         except ValueError:
             bad("distractor_share", self.distractor_share, "a number in [0, 1]; above 0 only with a distractor")
-        for field in ("total_steps", "buffer_size", "batch_size", "train_freq", "target_update",
-                      "episode_steps", "seeds_per_norm", "progress_every"):
+        for field in (
+            "total_steps",
+            "buffer_size",
+            "batch_size",
+            "train_freq",
+            "target_update",
+            "episode_steps",
+            "seeds_per_norm",
+            "progress_every",
+        ):
             if int(getattr(self, field)) < 1:
                 bad(field, getattr(self, field), "a positive integer")
         if self.learning_starts < 0 or self.learning_starts > self.total_steps:
@@ -131,7 +137,7 @@ class DQNConfig:
         """The capacities K of the config, in config order (one population per K)."""
         return tuple(self.capacity) if isinstance(self.capacity, (list, tuple)) else (self.capacity,)
 
-    def per_capacity(self) -> list["DQNConfig"]:
+    def per_capacity(self) -> list[DQNConfig]:
         """One single-K config per capacity (the name gets a `_K<k>` suffix when there are several)."""
         if len(self.capacities) == 1:
             return [dataclasses.replace(self, capacity=self.capacities[0])]
@@ -167,8 +173,10 @@ def _coerce(field: str, raw, current):
         try:
             ks = tuple(x if isinstance(x, int) else int(str(x).strip()) for x in items if str(x).strip() != "")
         except ValueError:
-            raise ValueError(f"config capacity={raw!r} is invalid; allowed: one of "
-                             f"{', '.join(map(str, CAPACITIES))} or a list of distinct ones") from None
+            raise ValueError(
+                f"config capacity={raw!r} is invalid; allowed: one of "
+                f"{', '.join(map(str, CAPACITIES))} or a list of distinct ones"
+            ) from None
         return ks[0] if len(ks) == 1 and not isinstance(raw, (list, tuple)) else ks
     if isinstance(raw, str) and not isinstance(current, str):
         try:
@@ -198,8 +206,11 @@ def resolve_config(path: str | Path) -> Path:
     configs/cpu_default.json from any working directory; a path to another file works too.
     """
     given = Path(path)
-    candidates = [given, CONFIG_DIR / given.name] if given.suffix else \
-        [given.with_suffix(".json"), given, CONFIG_DIR / (given.name + ".json")]
+    candidates = (
+        [given, CONFIG_DIR / given.name]
+        if given.suffix
+        else [given.with_suffix(".json"), given, CONFIG_DIR / (given.name + ".json")]
+    )
     for c in candidates:
         if c.is_file():
             return c

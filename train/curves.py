@@ -63,8 +63,10 @@ def bin_returns(rows, width: int = RETURN_BIN) -> dict:
     per_bin = defaultdict(lambda: defaultdict(list))
     for (group, family, _, b), (total, n) in sums.items():
         per_bin[(group, family)][b].append(total / n)
-    return {k: [(min((b + 1) * width, last[k]), *quartiles(v), len(v)) for b, v in sorted(bins.items())]
-            for k, bins in sorted(per_bin.items())}
+    return {
+        k: [(min((b + 1) * width, last[k]), *quartiles(v), len(v)) for b, v in sorted(bins.items())]
+        for k, bins in sorted(per_bin.items())
+    }
 
 
 def quantile_curves(rows, field: str) -> dict:
@@ -73,8 +75,7 @@ def quantile_curves(rows, field: str) -> dict:
     for r in rows:
         if r.get(field) is not None:
             pts[group_key(r)][int(r["step"])].append(float(r[field]))
-    return {g: [(s, *quartiles(v), len(v)) for s, v in sorted(by_step.items())]
-            for g, by_step in sorted(pts.items())}
+    return {g: [(s, *quartiles(v), len(v)) for s, v in sorted(by_step.items())] for g, by_step in sorted(pts.items())}
 
 
 def validation_curves(rows) -> dict:
@@ -85,6 +86,10 @@ def validation_curves(rows) -> dict:
     pts = defaultdict(lambda: defaultdict(list))
     for r in rows:
         pts[(group_key(r), r.get("layout", "cafe"))][int(r["step"])].append((r["task"], r["joint"]))
-    return {k: [(s, float(np.mean([t for t, _ in v])), float(np.mean([j for _, j in v])), len(v))
-                for s, v in sorted(by_step.items())]
-            for k, by_step in sorted(pts.items(), key=lambda kv: (kv[0][0], kv[0][1] == "all", kv[0][1]))}
+    return {
+        k: [
+            (s, float(np.mean([t for t, _ in v])), float(np.mean([j for _, j in v])), len(v))
+            for s, v in sorted(by_step.items())
+        ]
+        for k, by_step in sorted(pts.items(), key=lambda kv: (kv[0][0], kv[0][1] == "all", kv[0][1]))
+    }

@@ -20,7 +20,8 @@ never fires in training).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -31,9 +32,9 @@ from agents.networks import action_mask, epsilon_greedy, functional, masked_argm
 from normjax import constants as C
 from normjax.env.environment import NormGymEnv
 from normjax.env.episode import StepKeys, episode_step, fixed_action, start_episode
+from normjax.layouts.tables import layout_id
 from normjax.world.observation import obs_size, observe
 from normjax.world.state import WorldParams, make_params
-from normjax.layouts.tables import layout_id
 from normjax.world.step import terminated, truncated
 from train import replay as rp
 from train.config import DQNConfig
@@ -89,9 +90,17 @@ def population(config: DQNConfig) -> tuple[RunSpec, list[dict]]:
     for cond in config.reward_conditions:
         for nid in config.norm_ids:
             for s in range(config.seeds_per_norm):
-                p = make_params(lid, nid, max_steps=config.episode_steps, reward_condition=cond, static_layout=True,
-                                replace_newcomer=True, n_blind=0, distractor=config.distractor,
-                                distractor_share=config.distractor_share)
+                p = make_params(
+                    lid,
+                    nid,
+                    max_steps=config.episode_steps,
+                    reward_condition=cond,
+                    static_layout=True,
+                    replace_newcomer=True,
+                    n_blind=0,
+                    distractor=config.distractor,
+                    distractor_share=config.distractor_share,
+                )
                 base = 10**6 + 10**5 * nid + s * 10**4
                 specs.append(RunSpec(norm_id=jnp.int32(nid), seed_base=jnp.int32(base), params=p))
                 rows.append({"norm_id": nid, "reward_condition": cond, "seed": s, "seed_base": base})
@@ -120,13 +129,16 @@ def make_train(config: DQNConfig):
     if len(config.archs) != 1:
         raise ValueError(f"make_train takes one architecture, got arch={config.arch!r}; use make_population")
     if len(config.capacities) != 1:
-        raise ValueError(f"make_train takes one capacity, got capacity={config.capacity!r}; "
-                         "train one population per K (DQNConfig.per_capacity)")
+        raise ValueError(
+            f"make_train takes one capacity, got capacity={config.capacity!r}; "
+            "train one population per K (DQNConfig.per_capacity)"
+        )
     env = NormGymEnv(capacity=config.capacity)  # its reset; each run's params are passed in
     n_obs = obs_size(config.capacity)
     _, apply = functional(config.arch, n_obs)  # the network's own form: evaluation, probes, final tests
-    net = training_net(config.arch, config.first_layer, config.layout, n_obs, config.max_grad_norm,
-                       config.learning_rate)
+    net = training_net(
+        config.arch, config.first_layer, config.layout, n_obs, config.max_grad_norm, config.learning_rate
+    )
     tx = net.tx
     spec_all, rows = population(config)
 
@@ -140,9 +152,16 @@ def make_train(config: DQNConfig):
         state, obs = env_reset(spec, jnp.int32(0))
         zero = jnp.float32(0)
         return Runner(
-            q_params=q_params, target_params=jax.tree.map(jnp.copy, q_params), opt_state=tx.init(q_params),
-            frozen=frozen, env_state=state, obs=obs, key=k_run,
-            step=jnp.int32(0), episode=jnp.int32(0), ep_return=zero,
+            q_params=q_params,
+            target_params=jax.tree.map(jnp.copy, q_params),
+            opt_state=tx.init(q_params),
+            frozen=frozen,
+            env_state=state,
+            obs=obs,
+            key=k_run,
+            step=jnp.int32(0),
+            episode=jnp.int32(0),
+            ep_return=zero,
             metrics=Metrics(*([zero] * 11)),
         )
 
@@ -154,14 +173,20 @@ def make_train(config: DQNConfig):
         action = epsilon_greedy(k_act, q, action_mask(runner.obs), eps).astype(jnp.int32)
         p = spec.params
         # The episode API's step with this run's keys (they predate step_keys); nothing freezes in training.
-        episode, info = episode_step(StepKeys(k_comm, k_act, k_world), start_episode(runner.env_state), p,
-                                     fixed_action(action))
+        episode, info = episode_step(
+            StepKeys(k_comm, k_act, k_world), start_episode(runner.env_state), p, fixed_action(action)
+        )
         state = episode.state
         next_obs = observe(state, p).flat()
         term = terminated(state, p)
         reward = info.reward[0]
-        item = {"obs": x, "action": action, "reward": reward,
-                "next_obs": net.compress(next_obs), "terminated": term.astype(jnp.float32)}
+        item = {
+            "obs": x,
+            "action": action,
+            "reward": reward,
+            "next_obs": net.compress(next_obs),
+            "terminated": term.astype(jnp.float32),
+        }
         m = runner.metrics
         m = m.replace(
             reward=m.reward + reward,
@@ -171,8 +196,9 @@ def make_train(config: DQNConfig):
             waits=m.waits + (info.action[0] == C.WAIT) * info.active[0],
             steps=m.steps + 1,
         )
-        runner = runner.replace(env_state=state, obs=next_obs, key=key,
-                                step=runner.step + 1, ep_return=runner.ep_return + reward, metrics=m)
+        runner = runner.replace(
+            env_state=state, obs=next_obs, key=key, step=runner.step + 1, ep_return=runner.ep_return + reward, metrics=m
+        )
         return runner, item
 
     def maybe_reset(runner: Runner, spec: RunSpec) -> Runner:
@@ -187,8 +213,9 @@ def make_train(config: DQNConfig):
         done = terminated(runner.env_state, p) | truncated(runner.env_state, p)
         new_state, new_obs = env_reset(spec, runner.episode + 1)
         m = runner.metrics
-        m = m.replace(episodes=m.episodes + done,
-                      episode_return=m.episode_return + jnp.where(done, runner.ep_return, 0.0))
+        m = m.replace(
+            episodes=m.episodes + done, episode_return=m.episode_return + jnp.where(done, runner.ep_return, 0.0)
+        )
         return runner.replace(
             env_state=jax.tree.map(lambda a, b: jnp.where(done, a, b), new_state, runner.env_state),
             obs=jnp.where(done, new_obs, runner.obs),
@@ -206,7 +233,8 @@ def make_train(config: DQNConfig):
         other chunks.  Where no run is done, `maybe_reset` returns its input.
         """
         done = jax.vmap(lambda r, s: terminated(r.env_state, s.params) | truncated(r.env_state, s.params))(
-            runners, specs)
+            runners, specs
+        )
         return jax.lax.cond(done.any(), lambda r: jax.vmap(maybe_reset)(r, specs), lambda r: r, runners)
 
     def update(runner: Runner, batch: dict, learn, copy):
@@ -222,14 +250,17 @@ def make_train(config: DQNConfig):
 
         def learn_step(runner: Runner) -> Runner:
             (loss, q_mean), grads = jax.value_and_grad(
-                lambda qp: td_loss(lambda p, x: net.apply(p, runner.frozen, x), qp, runner.target_params, batch,
-                                   config.gamma), has_aux=True
+                lambda qp: td_loss(
+                    lambda p, x: net.apply(p, runner.frozen, x), qp, runner.target_params, batch, config.gamma
+                ),
+                has_aux=True,
             )(runner.q_params)
             updates, opt_state = tx.update(grads, runner.opt_state, runner.q_params)
             m = runner.metrics
             m = m.replace(loss=m.loss + loss, q_mean=m.q_mean + q_mean, updates=m.updates + 1)
-            return runner.replace(q_params=optax.apply_updates(runner.q_params, updates), opt_state=opt_state,
-                                  metrics=m)
+            return runner.replace(
+                q_params=optax.apply_updates(runner.q_params, updates), opt_state=opt_state, metrics=m
+            )
 
         runner = jax.lax.cond(learn, learn_step, lambda r: r, runner)
         target = jax.lax.cond(copy, lambda r: r.q_params, lambda r: r.target_params, runner)
@@ -292,6 +323,7 @@ def make_train(config: DQNConfig):
     def greedy_policy(q_params):
         def policy(obs, key):
             return masked_argmax(apply(q_params, obs), action_mask(obs))
+
         return policy
 
     def q_dense(runners: Runner):
@@ -301,11 +333,28 @@ def make_train(config: DQNConfig):
     def target_dense(runners: Runner):
         return jax.vmap(net.dense)(runners.target_params, runners.frozen)
 
-    return _Train(config=config, net=net, init=init, q_dense=q_dense, target_dense=target_dense, chunk=chunk,
-                  env_step=env_step, update=update, update_population=update_population,
-                  run_chunks=run_chunks, init_population=init_population, train=train,
-                  apply=apply, specs=spec_all, rows=rows, greedy_policy=greedy_policy,
-                  collect=collect, maybe_reset=maybe_reset, reset_due=reset_due, tx=tx)
+    return _Train(
+        config=config,
+        net=net,
+        init=init,
+        q_dense=q_dense,
+        target_dense=target_dense,
+        chunk=chunk,
+        env_step=env_step,
+        update=update,
+        update_population=update_population,
+        run_chunks=run_chunks,
+        init_population=init_population,
+        train=train,
+        apply=apply,
+        specs=spec_all,
+        rows=rows,
+        greedy_policy=greedy_policy,
+        collect=collect,
+        maybe_reset=maybe_reset,
+        reset_due=reset_due,
+        tx=tx,
+    )
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -367,11 +416,13 @@ class Population:
         return tuple(m.specs for m in self.members)
 
     def init_population(self, key) -> tuple:
-        return tuple(m.init_population(key if i == 0 else jax.random.fold_in(key, i))
-                     for i, m in enumerate(self.members))
+        return tuple(
+            m.init_population(key if i == 0 else jax.random.fold_in(key, i)) for i, m in enumerate(self.members)
+        )
 
-    def run_chunks(self, carry: tuple, specs: tuple, n_chunks: int, callback: Callable | None = None,
-                   meshes: tuple | None = None) -> tuple:
+    def run_chunks(
+        self, carry: tuple, specs: tuple, n_chunks: int, callback: Callable | None = None, meshes: tuple | None = None
+    ) -> tuple:
         """`meshes`: one per member, the mesh its runs are sharded over or None (`_Train.chunk`)."""
         meshes = (None,) * len(self.members) if meshes is None else meshes
 

@@ -41,8 +41,9 @@ def validation_episodes(norm_ids, seeds, layouts) -> list[list[dict]]:
     ids = {name: layout_id(name) for name in layouts}  # clear errors first
     out = []
     for eps in episodes_for(norm_ids, seeds, ("seen",)):
-        out.append([dict(e, condition="validation", layout=name, layout_id=lid)
-                    for name, lid in ids.items() for e in eps])
+        out.append(
+            [dict(e, condition="validation", layout=name, layout_id=lid) for name, lid in ids.items() for e in eps]
+        )
     return out
 
 
@@ -66,15 +67,16 @@ def _build_program(tr, capacity: int):
 
     def one_run(q_params, keys, lay, nid, grp):
         policy = obs_policy(tr.greedy_policy(q_params))
-        return jax.vmap(lambda k, l, n, g: run_episode(policy, k, l, n, g, cfg, None, habit, share, on))(
-            keys, lay, nid, grp)
+        return jax.vmap(lambda k, lay, n, g: run_episode(policy, k, lay, n, g, cfg, None, habit, share, on))(
+            keys, lay, nid, grp
+        )
 
     return jax.jit(jax.vmap(one_run))
 
 
 def run_population(tr, q_params, per_run: list[list[dict]]) -> dict[str, np.ndarray]:
     """Raw per-episode metrics [runs, episodes] for every run's own episodes."""
-    arr = lambda f, dt=jnp.int32: jnp.asarray([[f(e) for e in eps] for eps in per_run], dt)  # noqa: E731
+    arr = lambda f, dt=jnp.int32: jnp.asarray([[f(e) for e in eps] for eps in per_run], dt)
     keys = jnp.stack([jnp.stack([jax.random.PRNGKey(e["seed"]) for e in eps]) for eps in per_run])
     program = cached("train-episodes", _program(tr, tr.config.capacity), tr.config)
     out = program(q_params, keys, arr(lambda e: e["layout_id"]), arr(lambda e: e["norm_id"]), arr(lambda e: e["group"]))

@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -66,7 +67,7 @@ class Structure:
     live: np.ndarray  # int [n_live]: observation columns trained row by row
 
     @classmethod
-    def of(cls, layout: str, obs_size: int) -> "Structure":
+    def of(cls, layout: str, obs_size: int) -> Structure:
         lt = world_tables().at(layout_id(layout))
         plane = np.asarray(layout_plane(lt), np.float32).reshape(-1)
         codes = np.rint(plane * (N_CODES - 1)).astype(np.int32)
@@ -116,9 +117,14 @@ class TrainingNet:
 def dense_net(arch: str, obs_size: int, max_grad_norm: float, learning_rate: float) -> TrainingNet:
     init_net, apply = functional(arch, obs_size)
     tx = optax.chain(optax.clip_by_global_norm(max_grad_norm), optax.adam(learning_rate))
-    return TrainingNet(init=lambda key: (init_net(key), None), apply=lambda p, _frozen, obs: apply(p, obs),
-                       dense=lambda p, _frozen: p, tx=tx, columns=np.arange(obs_size),
-                       compress=lambda obs: obs)
+    return TrainingNet(
+        init=lambda key: (init_net(key), None),
+        apply=lambda p, _frozen, obs: apply(p, obs),
+        dense=lambda p, _frozen: p,
+        tx=tx,
+        columns=np.arange(obs_size),
+        compress=lambda obs: obs,
+    )
 
 
 def factorised_net(layout: str, obs_size: int, max_grad_norm: float, learning_rate: float) -> TrainingNet:
@@ -126,15 +132,18 @@ def factorised_net(layout: str, obs_size: int, max_grad_norm: float, learning_ra
     s = Structure.of(layout, obs_size)
     init_net, _ = functional("mlp", obs_size)
     treedef = jax.tree.structure(jax.eval_shape(init_net, jax.random.PRNGKey(0)))
-    value = lambda v: v[...]  # noqa: E731 (an nnx Param's array)
+    value = lambda v: v[...]
 
     def init(key):
         dense = init_net(key)
         kernel = value(dense["l1"]["kernel"])
         frozen = {"kernel": kernel, "layout": jnp.asarray(s.plane) @ kernel[:N_CELLS]}
         params = {
-            "l1": {"live": kernel[s.live], "delta": jnp.zeros((len(s.counts), kernel.shape[1]), kernel.dtype),
-                   "bias": value(dense["l1"]["bias"])},
+            "l1": {
+                "live": kernel[s.live],
+                "delta": jnp.zeros((len(s.counts), kernel.shape[1]), kernel.dtype),
+                "bias": value(dense["l1"]["bias"]),
+            },
             "l2": {"kernel": value(dense["l2"]["kernel"]), "bias": value(dense["l2"]["bias"])},
             "out": {"kernel": value(dense["out"]["kernel"]), "bias": value(dense["out"]["bias"])},
         }
@@ -157,15 +166,25 @@ def factorised_net(layout: str, obs_size: int, max_grad_norm: float, learning_ra
         l1 = params["l1"]
         rows = jnp.concatenate([jnp.zeros_like(l1["delta"][:1]), l1["delta"]])[jnp.asarray(s.codes)]
         kernel = frozen["kernel"].at[:N_CELLS].add(rows).at[jnp.asarray(s.live)].set(l1["live"])
-        leaves = [l1["bias"], kernel, params["l2"]["bias"], params["l2"]["kernel"], params["out"]["bias"],
-                  params["out"]["kernel"]]  # the order of the nnx State's leaves (sorted keys)
+        leaves = [
+            l1["bias"],
+            kernel,
+            params["l2"]["bias"],
+            params["l2"]["kernel"],
+            params["out"]["bias"],
+            params["out"]["kernel"],
+        ]  # the order of the nnx State's leaves (sorted keys)
         return jax.tree.unflatten(treedef, leaves)
 
-    weights = {"l1": {"live": 1.0, "delta": counts[:, None], "bias": 1.0},
-               "l2": {"kernel": 1.0, "bias": 1.0}, "out": {"kernel": 1.0, "bias": 1.0}}
+    weights = {
+        "l1": {"live": 1.0, "delta": counts[:, None], "bias": 1.0},
+        "l2": {"kernel": 1.0, "bias": 1.0},
+        "out": {"kernel": 1.0, "bias": 1.0},
+    }
     tx = optax.chain(weighted_clip(max_grad_norm, weights), optax.adam(learning_rate))
-    return TrainingNet(init=init, apply=apply, dense=dense, tx=tx, columns=s.live,
-                       compress=lambda obs: obs[..., jnp.asarray(s.live)])
+    return TrainingNet(
+        init=init, apply=apply, dense=dense, tx=tx, columns=s.live, compress=lambda obs: obs[..., jnp.asarray(s.live)]
+    )
 
 
 def resumed_first_layer(config: DQNConfig, out: Path, resuming: bool, log) -> DQNConfig:
@@ -192,13 +211,23 @@ def _factorised(arch: str, first_layer: str) -> bool:
     return arch == "mlp" and first_layer == "factorised"
 
 
-def training_net(arch: str, first_layer: str, layout: str, obs_size: int, max_grad_norm: float,
-                 learning_rate: float) -> TrainingNet:
+def training_net(
+    arch: str, first_layer: str, layout: str, obs_size: int, max_grad_norm: float, learning_rate: float
+) -> TrainingNet:
     """The trainer's network: factorised for DQN-MLP when `first_layer` says so, else dense."""
     if _factorised(arch, first_layer):
         return factorised_net(layout, obs_size, max_grad_norm, learning_rate)
     return dense_net(arch, obs_size, max_grad_norm, learning_rate)
 
 
-__all__ = ["FIRST_LAYERS", "Structure", "TrainingNet", "dense_net", "factorised_net", "replay_width",
-           "resumed_first_layer", "training_net", "weighted_clip"]
+__all__ = [
+    "FIRST_LAYERS",
+    "Structure",
+    "TrainingNet",
+    "dense_net",
+    "factorised_net",
+    "replay_width",
+    "resumed_first_layer",
+    "training_net",
+    "weighted_clip",
+]

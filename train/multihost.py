@@ -25,15 +25,17 @@ import jax
 import numpy as np
 
 
-def initialize(coordinator: str | None = None, num_processes: int | None = None,
-               process_id: int | None = None) -> None:
+def initialize(coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None) -> None:
     """Join the distributed run (`jax.distributed.initialize`); None values are auto-detected."""
     if num_processes is not None and num_processes < 1:
         raise ValueError(f"--num-processes={num_processes} is invalid; allowed: a positive integer")
     if process_id is not None and num_processes is not None and not 0 <= process_id < num_processes:
         raise ValueError(f"--process-id={process_id} is invalid; allowed: 0..{num_processes - 1}")
-    kwargs = {k: v for k, v in dict(coordinator_address=coordinator, num_processes=num_processes,
-                                     process_id=process_id).items() if v is not None}
+    kwargs = {
+        k: v
+        for k, v in dict(coordinator_address=coordinator, num_processes=num_processes, process_id=process_id).items()
+        if v is not None
+    }
     jax.distributed.initialize(**kwargs)
 
 

@@ -58,8 +58,10 @@ def load_final_params(run_dir, pop, abstract_per_member) -> tuple:
             if name not in stored:
                 raise ValueError(f"{path}: leaf {name!r} missing; stored: {sorted(k for k in stored if k != 'step')}")
             if stored[name].shape != leaf.shape or stored[name].dtype != leaf.dtype:
-                raise ValueError(f"{path}: leaf {name!r} is {stored[name].dtype}{list(stored[name].shape)}, "
-                                 f"the run's config needs {leaf.dtype}{list(leaf.shape)}")
+                raise ValueError(
+                    f"{path}: leaf {name!r} is {stored[name].dtype}{list(stored[name].shape)}, "
+                    f"the run's config needs {leaf.dtype}{list(leaf.shape)}"
+                )
             leaves.append(stored[name])
         out.append(jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(tree), leaves))
     return tuple(out)

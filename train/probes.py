@@ -20,7 +20,6 @@ and read back on resume, so a resumed run measures the same states.
 from __future__ import annotations
 
 import functools
-
 from pathlib import Path
 
 import jax
@@ -29,7 +28,8 @@ import numpy as np
 import optax
 
 from agents.networks import action_mask, masked_max
-from normjax import constants as C, salts
+from normjax import constants as C
+from normjax import salts
 from normjax.env.episode import StepKeys, episode_step, fixed_action, start_episode
 from normjax.world.observation import observe
 from normjax.world.state import WorldConfig
@@ -61,8 +61,7 @@ def _collect_one(spec, n: int, capacity: int) -> dict:
         after, info = episode_step(keys, start_episode(state), p, fixed_action(action))
         nstate, term = after.state, after.done
         nobs = observe(nstate, p).flat()
-        item = dict(obs=obs, action=action, reward=info.reward[0], next_obs=nobs,
-                    terminated=term.astype(jnp.float32))
+        item = dict(obs=obs, action=action, reward=info.reward[0], next_obs=nobs, terminated=term.astype(jnp.float32))
         done = term | truncated(nstate, p)
         rstate, robs = reset(episode + 1)
         state = jax.tree.map(lambda a, b: jnp.where(done, a, b), rstate, nstate)
@@ -73,7 +72,7 @@ def _collect_one(spec, n: int, capacity: int) -> dict:
     return items
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _collector(n: int, capacity: int):
     # One jitted program per (n, capacity) for the process: a resumed or repeated run traces it once.
     return jax.jit(jax.vmap(lambda s: _collect_one(s, n, capacity)))
@@ -85,8 +84,9 @@ def collect(specs, n: int, capacity: int) -> dict[str, np.ndarray]:
     return {k: np.asarray(v) for k, v in out.items()}
 
 
-def load_or_collect(path: Path, members_specs, n: int, capacity: int, write: bool = True,
-                    fresh: bool = False) -> list[dict]:
+def load_or_collect(
+    path: Path, members_specs, n: int, capacity: int, write: bool = True, fresh: bool = False
+) -> list[dict]:
     """The run's probe sets, one per population member; read from `path` when it exists (unless `fresh`)."""
     path = Path(path)
     if path.exists() and not fresh:
@@ -95,8 +95,10 @@ def load_or_collect(path: Path, members_specs, n: int, capacity: int, write: boo
         want = [(int(s.norm_id.shape[0]), n) for s in members_specs]
         have = [tuple(s["obs"].shape[:2]) for s in sets]
         if have != want:
-            raise ValueError(f"{path} holds probe sets of (runs, states) {have}, the config needs {want}; "
-                             "remove the file or train into a new run directory")
+            raise ValueError(
+                f"{path} holds probe sets of (runs, states) {have}, the config needs {want}; "
+                "remove the file or train into a new run directory"
+            )
         return sets
     sets = [collect(specs, n, capacity) for specs in members_specs]
     if write:

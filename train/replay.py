@@ -36,10 +36,15 @@ class Replay:
 
 
 def init(runs: int, capacity: int, obs_size: int, dtype=jnp.float32) -> Replay:
-    z = lambda *s, d=jnp.float32: jnp.zeros((runs, capacity) + s, d)  # noqa: E731
+    z = lambda *s, d=jnp.float32: jnp.zeros((runs, capacity) + s, d)
     return Replay(
-        obs=z(obs_size, d=dtype), action=z(d=jnp.int32), reward=z(), next_obs=z(obs_size, d=dtype),
-        terminated=z(), index=jnp.int32(0), size=jnp.int32(0),
+        obs=z(obs_size, d=dtype),
+        action=z(d=jnp.int32),
+        reward=z(),
+        next_obs=z(obs_size, d=dtype),
+        terminated=z(),
+        index=jnp.int32(0),
+        size=jnp.int32(0),
     )
 
 
@@ -67,19 +72,26 @@ def add_block(rb: Replay, obs, action, reward, next_obs, terminated) -> Replay:
     Wrap-around overwrites the oldest entries (ring buffer).
     """
     b = action.shape[1]
-    at = lambda buf, x: jax.lax.dynamic_update_slice_in_dim(buf, x.astype(buf.dtype), rb.index, axis=1)  # noqa: E731
+    at = lambda buf, x: jax.lax.dynamic_update_slice_in_dim(buf, x.astype(buf.dtype), rb.index, axis=1)
     return rb.replace(
-        obs=at(rb.obs, obs), action=at(rb.action, action), reward=at(rb.reward, reward),
-        next_obs=at(rb.next_obs, next_obs), terminated=at(rb.terminated, terminated),
-        index=(rb.index + b) % rb.capacity, size=jnp.minimum(rb.size + b, rb.capacity),
+        obs=at(rb.obs, obs),
+        action=at(rb.action, action),
+        reward=at(rb.reward, reward),
+        next_obs=at(rb.next_obs, next_obs),
+        terminated=at(rb.terminated, terminated),
+        index=(rb.index + b) % rb.capacity,
+        size=jnp.minimum(rb.size + b, rb.capacity),
     )
 
 
 def sample(rb: Replay, keys, batch: int) -> dict:
     """Uniform minibatch per run from the filled part: dict of [R, batch, ...]."""
     idx = jax.vmap(lambda k: jax.random.randint(k, (batch,), 0, jnp.maximum(rb.size, 1)))(keys)
-    take = lambda buf: jnp.take_along_axis(buf, idx.reshape(idx.shape + (1,) * (buf.ndim - 2)), axis=1)  # noqa: E731
+    take = lambda buf: jnp.take_along_axis(buf, idx.reshape(idx.shape + (1,) * (buf.ndim - 2)), axis=1)
     return {
-        "obs": take(rb.obs).astype(jnp.float32), "action": take(rb.action), "reward": take(rb.reward),
-        "next_obs": take(rb.next_obs).astype(jnp.float32), "terminated": take(rb.terminated),
+        "obs": take(rb.obs).astype(jnp.float32),
+        "action": take(rb.action),
+        "reward": take(rb.reward),
+        "next_obs": take(rb.next_obs).astype(jnp.float32),
+        "terminated": take(rb.terminated),
     }

@@ -28,16 +28,36 @@ FAMILIES = ("access", "procedure", "coordination", "allocation")
 # Paper, Tables A6-A9 (joint, task) in percent, seen / unseen.
 PAPER = {
     ("mlp", "sparse_penalty"): {
-        "seen": {"overall": (8.0, 10.7), "access": (33.3, 38.9), "procedure": (0.0, 0.0),
-                 "coordination": (0.0, 0.0), "allocation": (0.0, 6.1)},
-        "unseen": {"overall": (2.0, 3.0), "access": (8.3, 9.7), "procedure": (0.0, 0.0),
-                   "coordination": (0.0, 0.0), "allocation": (0.0, 3.0)},
+        "seen": {
+            "overall": (8.0, 10.7),
+            "access": (33.3, 38.9),
+            "procedure": (0.0, 0.0),
+            "coordination": (0.0, 0.0),
+            "allocation": (0.0, 6.1),
+        },
+        "unseen": {
+            "overall": (2.0, 3.0),
+            "access": (8.3, 9.7),
+            "procedure": (0.0, 0.0),
+            "coordination": (0.0, 0.0),
+            "allocation": (0.0, 3.0),
+        },
     },
     ("cnn", "sparse_penalty"): {
-        "seen": {"overall": (12.7, 16.0), "access": (44.4, 55.6), "procedure": (0.0, 0.0),
-                 "coordination": (0.0, 0.0), "allocation": (9.1, 12.1)},
-        "unseen": {"overall": (2.0, 11.3), "access": (8.3, 26.4), "procedure": (0.0, 0.0),
-                   "coordination": (0.0, 1.0), "allocation": (0.0, 21.2)},
+        "seen": {
+            "overall": (12.7, 16.0),
+            "access": (44.4, 55.6),
+            "procedure": (0.0, 0.0),
+            "coordination": (0.0, 0.0),
+            "allocation": (9.1, 12.1),
+        },
+        "unseen": {
+            "overall": (2.0, 11.3),
+            "access": (8.3, 26.4),
+            "procedure": (0.0, 0.0),
+            "coordination": (0.0, 1.0),
+            "allocation": (0.0, 21.2),
+        },
     },
     ("mlp", "no_penalty"): {"seen": {"overall": (6.7, 100.0)}, "unseen": {"overall": (2.0, 23.7)}},
     ("cnn", "no_penalty"): {"seen": {"overall": (8.7, 98.3)}, "unseen": {"overall": (4.0, 34.3)}},
@@ -85,8 +105,10 @@ def _format_arch(results: dict, arch: str) -> str:
                 extra = ""
                 if fam == "overall" and "wait_share" in row:
                     extra = f"  {row['wait_share']:5.1f}  {row['all_wait_episodes']:8.1f}"
-                lines.append(f"{split:8s} {fam:13s} {_pct(row['joint'])} {_pct(row['task'])}   "
-                             f"{_pct(pj):>8s} {_pct(pt):>8s}{extra}")
+                lines.append(
+                    f"{split:8s} {fam:13s} {_pct(row['joint'])} {_pct(row['task'])}   "
+                    f"{_pct(pj):>8s} {_pct(pt):>8s}{extra}"
+                )
         lines.append("")
     return "\n".join(lines)
 
@@ -130,7 +152,7 @@ def load_rows(runs: list[Path]) -> dict[str, list[dict]]:
 def _band(ax, pts, label, **kw):
     """Median line and IQR band of [(x, q25, median, q75, n), ...]."""
     x = [p[0] for p in pts]
-    line, = ax.plot(x, [p[2] for p in pts], label=label, **kw)
+    (line,) = ax.plot(x, [p[2] for p in pts], label=label, **kw)
     ax.fill_between(x, [p[1] for p in pts], [p[3] for p in pts], alpha=0.2, color=line.get_color())
 
 
@@ -157,8 +179,13 @@ def _block_figure(metrics, val, path):
                 series[(key, f"{r['family']} ({cv.group_key(r)})")][r["step"]].append(r[key])
     fig = Figure(figsize=(14, 7))
     axes = fig.subplots(2, 3)
-    titles = ("reward per step", "TD loss (replay batches)", "mean Q(s,a) (replay batches)", "WAIT share",
-              "sanctions per step")
+    titles = (
+        "reward per step",
+        "TD loss (replay batches)",
+        "mean Q(s,a) (replay batches)",
+        "WAIT share",
+        "sanctions per step",
+    )
     for ax, key, title in zip(axes.flat, keys, titles):
         for (k, label), pts in sorted(series.items()):
             if k == key:
@@ -195,8 +222,9 @@ def _probe_figure(probes, path):
 
     fig = Figure(figsize=(11, 4))
     axes = fig.subplots(1, 2)
-    for ax, field, title in zip(axes, ("probe_td_loss", "probe_max_q"),
-                                ("probe-set TD Huber loss", "probe-set mean max-Q")):
+    for ax, field, title in zip(
+        axes, ("probe_td_loss", "probe_max_q"), ("probe-set TD Huber loss", "probe-set mean max-Q")
+    ):
         for group, pts in cv.quantile_curves(probes, field).items():
             _band(ax, pts, group)
         ax.set_title(f"{title} (median, IQR across norms)")
@@ -213,9 +241,14 @@ def _validation_figure(val, path):
     for ax, lay in zip(axes, layouts):
         for (group, la), pts in curves.items():
             if la == lay:
-                line, = ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], "o-", label=f"task ({group})")
-                ax.plot([p[0] for p in pts], [100 * p[2] for p in pts], "o--", color=line.get_color(),
-                        label=f"joint ({group})")
+                (line,) = ax.plot([p[0] for p in pts], [100 * p[1] for p in pts], "o-", label=f"task ({group})")
+                ax.plot(
+                    [p[0] for p in pts],
+                    [100 * p[2] for p in pts],
+                    "o--",
+                    color=line.get_color(),
+                    label=f"joint ({group})",
+                )
         ax.set_title(f"validation on {lay} (% , mean across norms)")
     return _finish(fig, axes, path)
 
@@ -230,8 +263,10 @@ def figures(runs, out_dir: Path | None = None) -> list[Path]:
     rows = load_rows(runs)
     if not rows["metrics"]:
         return []
-    out = [_block_figure(rows["metrics"], rows["validation"], out_dir / "report.png"),
-           _returns_figure(rows["metrics"], out_dir / "returns.png")]
+    out = [
+        _block_figure(rows["metrics"], rows["validation"], out_dir / "report.png"),
+        _returns_figure(rows["metrics"], out_dir / "returns.png"),
+    ]
     if rows["probes"]:
         out.append(_probe_figure(rows["probes"], out_dir / "probes.png"))
     if rows["validation"]:
@@ -263,8 +298,10 @@ def report(run_dir, out_dir=None) -> str:
         if res_path.exists():
             res = json.loads(res_path.read_text())
             text.append(format_results(res["results"], cfg["arch"]))
-            text.append(f"training wall time: {res['train_seconds']:.0f} s for {res['n_runs']} runs "
-                        f"x {cfg['total_steps']:,} transitions")
+            text.append(
+                f"training wall time: {res['train_seconds']:.0f} s for {res['n_runs']} runs "
+                f"x {cfg['total_steps']:,} transitions"
+            )
         else:
             text.append("no results.json yet (training not finished)")
     text += _validation_table(load_rows(runs)["validation"])

@@ -61,8 +61,10 @@ def population_mesh(n_runs: int):
     devices = jax.devices()
     if len(devices) < 2 or n_runs % len(devices):
         if is_multiprocess():
-            raise ValueError(f"a population of {n_runs} runs does not divide over the {len(devices)} devices "
-                             f"of {jax.process_count()} processes; change seeds_per_norm / norms or the devices")
+            raise ValueError(
+                f"a population of {n_runs} runs does not divide over the {len(devices)} devices "
+                f"of {jax.process_count()} processes; change seeds_per_norm / norms or the devices"
+            )
         return None
     return Mesh(np.array(devices), ("runs",))
 
@@ -103,25 +105,38 @@ def _metric_rows(rows, runners, step, offset=0):
     for i, r in enumerate(rows):
         steps = max(float(m.steps[i]), 1.0)
         upd = max(float(m.updates[i]), 1.0)
-        out.append(dict(
-            step=int(step), run=offset + i, arch=r["arch"], norm=NORMS[r["norm_id"]].name,
-            family=NORMS[r["norm_id"]].family, reward_condition=r["reward_condition"], seed=r["seed"],
-            td_loss=float(m.loss[i]) / upd if m.updates[i] else None,
-            q_mean=float(m.q_mean[i]) / upd if m.updates[i] else None,
-            reward_per_step=float(m.reward[i]) / steps,
-            sanctions_per_step=float(m.sanctions[i]) / steps,
-            collisions_per_step=float(m.collisions[i]) / steps,
-            goals_per_step=float(m.goals[i]) / steps,
-            wait_share=float(m.waits[i]) / steps,
-            episodes=int(m.episodes[i]),
-            episode_return=(float(m.episode_return[i]) / float(m.episodes[i])) if m.episodes[i] else None,
-        ))
+        out.append(
+            dict(
+                step=int(step),
+                run=offset + i,
+                arch=r["arch"],
+                norm=NORMS[r["norm_id"]].name,
+                family=NORMS[r["norm_id"]].family,
+                reward_condition=r["reward_condition"],
+                seed=r["seed"],
+                td_loss=float(m.loss[i]) / upd if m.updates[i] else None,
+                q_mean=float(m.q_mean[i]) / upd if m.updates[i] else None,
+                reward_per_step=float(m.reward[i]) / steps,
+                sanctions_per_step=float(m.sanctions[i]) / steps,
+                collisions_per_step=float(m.collisions[i]) / steps,
+                goals_per_step=float(m.goals[i]) / steps,
+                wait_share=float(m.waits[i]) / steps,
+                episodes=int(m.episodes[i]),
+                episode_return=(float(m.episode_return[i]) / float(m.episodes[i])) if m.episodes[i] else None,
+            )
+        )
     return out
 
 
 def _run_fields(r: dict, step: int, run: int) -> dict:
-    return dict(step=int(step), run=run, arch=r["arch"], norm=NORMS[r["norm_id"]].name,
-                family=NORMS[r["norm_id"]].family, reward_condition=r["reward_condition"])
+    return dict(
+        step=int(step),
+        run=run,
+        arch=r["arch"],
+        norm=NORMS[r["norm_id"]].name,
+        family=NORMS[r["norm_id"]].family,
+        reward_condition=r["reward_condition"],
+    )
 
 
 def _validation_rows(rows, step, offset, per_run, raw) -> list[dict]:
@@ -136,15 +151,26 @@ def _validation_rows(rows, step, offset, per_run, raw) -> list[dict]:
         names = [e["layout"] for e in per_run[i]]
         for lay in list(dict.fromkeys(names)) + [ALL]:
             sel = np.array([lay in (ALL, n) for n in names])
-            out.append(dict(_run_fields(r, step, offset + i), layout=lay, episodes=int(sel.sum()),
-                            task=float(task[sel].mean()), joint=float(joint[sel].mean())))
+            out.append(
+                dict(
+                    _run_fields(r, step, offset + i),
+                    layout=lay,
+                    episodes=int(sel.sum()),
+                    task=float(task[sel].mean()),
+                    joint=float(joint[sel].mean()),
+                )
+            )
     return out
 
 
 def _probe_rows(rows, step, offset, loss, max_q) -> list[dict]:
     loss, max_q = np.asarray(to_host(loss)), np.asarray(to_host(max_q))
-    return [dict(_run_fields(r, step, offset + i), seed=r["seed"], probe_td_loss=float(loss[i]),
-                 probe_max_q=float(max_q[i])) for i, r in enumerate(rows)]
+    return [
+        dict(
+            _run_fields(r, step, offset + i), seed=r["seed"], probe_td_loss=float(loss[i]), probe_max_q=float(max_q[i])
+        )
+        for i, r in enumerate(rows)
+    ]
 
 
 def _params(q_params):
@@ -181,16 +207,25 @@ def check_replay_fits(config: DQNConfig, n_runs: int, available: int | None = -1
     width = max(replay_width(a, config.first_layer, config.layout, obs_size(config.capacity)) for a in config.archs)
     need = rp.nbytes(n_runs, config.buffer_size, width, jnp.dtype(config.replay_dtype)) // jax.process_count()
     if available is not None and need > available:
-        gb = lambda b: f"{b / 2**30:.1f} GB"  # noqa: E731
+        gb = lambda b: f"{b / 2**30:.1f} GB"
         raise MemoryError(
             f"replay memory of {n_runs} runs x buffer_size={config.buffer_size:,} x {width} "
             f"observation floats ({config.replay_dtype}) needs {gb(need)}, but {gb(available)} is available; "
-            f"train fewer norms at a time (norms=...), a smaller buffer_size, or replay_dtype=float16")
+            f"train fewer norms at a time (norms=...), a smaller buffer_size, or replay_dtype=float16"
+        )
 
 
-def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progress: bool = True,
-                     stop_after: int | None = None, checkpoint_every: int | None = 1, final_test: bool = True,
-                     log=print) -> dict:
+def train_population(
+    config: DQNConfig,
+    out_dir,
+    *,
+    resume: bool = True,
+    progress: bool = True,
+    stop_after: int | None = None,
+    checkpoint_every: int | None = 1,
+    final_test: bool = True,
+    log=print,
+) -> dict:
     """Train (or resume) the population of `config` into `out_dir`.
 
     The population holds every (architecture, reward condition, norm, seed)
@@ -204,15 +239,34 @@ def train_population(config: DQNConfig, out_dir, *, resume: bool = True, progres
     process 0 writes the files and logs.
     """
     with configured(unrolled_threefry=True):  # the trainer's programs only (normjax/xla_cpu.py), same bits
-        return _train_population(config, out_dir, resume=resume, progress=progress, stop_after=stop_after,
-                                 checkpoint_every=checkpoint_every, final_test=final_test, log=log)
+        return _train_population(
+            config,
+            out_dir,
+            resume=resume,
+            progress=progress,
+            stop_after=stop_after,
+            checkpoint_every=checkpoint_every,
+            final_test=final_test,
+            log=log,
+        )
 
 
-def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: bool, stop_after: int | None,
-                      checkpoint_every: int | None, final_test: bool, log) -> dict:
+def _train_population(
+    config: DQNConfig,
+    out_dir,
+    *,
+    resume: bool,
+    progress: bool,
+    stop_after: int | None,
+    checkpoint_every: int | None,
+    final_test: bool,
+    log,
+) -> dict:
     if len(config.capacities) != 1:
-        raise ValueError(f"train_population trains one capacity, got capacity={config.capacity!r}; "
-                         "use train_capacities (one population and run directory per K)")
+        raise ValueError(
+            f"train_population trains one capacity, got capacity={config.capacity!r}; "
+            "use train_capacities (one population and run directory per K)"
+        )
     primary = is_primary()
     if not primary:
         log, progress_bar = (lambda *_: None), False
@@ -230,17 +284,21 @@ def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: boo
     members = pop.member_rows()
     meshes = [population_mesh(len(rows)) for _, rows, _ in members]
     block = block_size(config)
-    log(f"population: {n_runs} runs ({config.arch}), {config.total_steps:,} transitions each, "
+    log(
+        f"population: {n_runs} runs ({config.arch}), {config.total_steps:,} transitions each, "
         f"blocks of {block * config.train_freq:,}; devices: {jax.device_count()}"
         + (f" in {jax.process_count()} processes" if is_multiprocess() else "")
-        + (f", sharded over mesh {dict(meshes[0].shape)}" if meshes[0] is not None else ""))
+        + (f", sharded over mesh {dict(meshes[0].shape)}" if meshes[0] is not None else "")
+    )
 
     specs = tuple(shard(x, mesh) for x, mesh in zip(pop.specs, meshes))
     # One compiled program (bit-identical to the eager init, and one cache entry instead of hundreds).
     init = cached("train-init", jax.jit(pop.init_population), config)(jax.random.PRNGKey(config.seed))
     carry = tuple(shard(x, mesh) for x, mesh in zip(init, meshes))
-    ckpt = None if checkpoint_every is None else ocp.CheckpointManager(
-        (out / "checkpoints").resolve(), options=ocp.CheckpointManagerOptions(max_to_keep=2)
+    ckpt = (
+        None
+        if checkpoint_every is None
+        else ocp.CheckpointManager((out / "checkpoints").resolve(), options=ocp.CheckpointManagerOptions(max_to_keep=2))
     )
     if ckpt is not None and resume and ckpt.latest_step() is not None:
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, carry)
@@ -250,11 +308,16 @@ def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: boo
     probe_sets = probe_stats = None
     if config.probe_states:
         # Collected once, stored with the run: a resumed run reads the same probes back.
-        sets = pb.load_or_collect(out / "probes.npz", [m.specs for m in pop.members], config.probe_states,
-                                  config.capacity, write=primary, fresh=not resume)
+        sets = pb.load_or_collect(
+            out / "probes.npz",
+            [m.specs for m in pop.members],
+            config.probe_states,
+            config.capacity,
+            write=primary,
+            fresh=not resume,
+        )
         probe_sets = [jax.tree.map(jnp.asarray, s) for s in sets]
-        probe_stats = [cached("train-probe-stats", pb.make_stats(m.apply, config.gamma), m.config)
-                       for m in pop.members]
+        probe_stats = [cached("train-probe-stats", pb.make_stats(m.apply, config.gamma), m.config) for m in pop.members]
 
     bar = None
     if progress_bar:
@@ -305,16 +368,21 @@ def _train_population(config: DQNConfig, out_dir, *, resume: bool, progress: boo
         if step in config.validation_at:
             val = []
             for (m, rows, offset), (runners, _) in zip(members, carry):
-                per_run = ev.validation_episodes([r["norm_id"] for r in rows], VALIDATION_SEEDS,
-                                                 config.validation_layouts)
+                per_run = ev.validation_episodes(
+                    [r["norm_id"] for r in rows], VALIDATION_SEEDS, config.validation_layouts
+                )
                 raw = ev.run_population(m, _params(m.q_dense(runners)), per_run)
                 val += _validation_rows(rows, step, offset, per_run, raw)
             if primary:
                 _append_jsonl(out / "validation.jsonl", val)
-            log(f"validation at {step:,}: " + "; ".join(
-                f"{lay} task {100 * np.mean([v['task'] for v in val if v['layout'] == lay]):.1f}% "
-                f"joint {100 * np.mean([v['joint'] for v in val if v['layout'] == lay]):.1f}%"
-                for lay in config.validation_layouts + (ALL,)))
+            log(
+                f"validation at {step:,}: "
+                + "; ".join(
+                    f"{lay} task {100 * np.mean([v['task'] for v in val if v['layout'] == lay]):.1f}% "
+                    f"joint {100 * np.mean([v['joint'] for v in val if v['layout'] == lay]):.1f}%"
+                    for lay in config.validation_layouts + (ALL,)
+                )
+            )
         if ckpt is not None and (blocks_done % checkpoint_every == 0 or step >= config.total_steps):
             ckpt.save(step, args=ocp.args.StandardSave(carry))
             ckpt.wait_until_finished()
@@ -363,8 +431,13 @@ def write_final_tests(pop, q_params_per_member, out: Path, train_s: float | None
         tables = ev.summarize_groups(rows, per_run, raw, "reward_condition")
         summary[m.config.arch] = {cond: {k: v for k, v in t.items() if k != "episodes"} for cond, t in tables.items()}
         episodes[m.config.arch] = {c: t["episodes"] for c, t in tables.items()}
-    payload = {"config": pop.config.to_dict(), "train_seconds": train_s, "n_runs": len(pop.rows),
-               "results": summary, "episodes": episodes}
+    payload = {
+        "config": pop.config.to_dict(),
+        "train_seconds": train_s,
+        "n_runs": len(pop.rows),
+        "results": summary,
+        "episodes": episodes,
+    }
     if is_primary():
         (out / "results.json").write_text(json.dumps(payload, indent=2))
     return summary
@@ -386,4 +459,3 @@ def final_tests_from_params(run_dir) -> dict:
     abstract = tuple(jax.eval_shape(m.q_dense, runners) for m, (runners, _) in zip(pop.members, _abstract_carry(pop)))
     q_params = tuple(jax.tree.map(jnp.asarray, t) for t in load_final_params(out, pop, abstract))
     return write_final_tests(pop, q_params, out, _train_seconds(out))
-

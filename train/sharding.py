@@ -7,7 +7,7 @@ its own runs and exchange nothing with the others.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -29,16 +29,14 @@ def per_device(fn: Callable, mesh=None) -> Callable:
         return fn
 
     def specs(tree):
-        return jax.tree.map(lambda x: PartitionSpec() if jnp.ndim(x) == 0 else PartitionSpec(mesh.axis_names[0]),
-                            tree)
+        return jax.tree.map(lambda x: PartitionSpec() if jnp.ndim(x) == 0 else PartitionSpec(mesh.axis_names[0]), tree)
 
     def local(*args):
         return fn(*with_packing(args, True))
 
     def call(*args):
         out_shape = jax.eval_shape(fn, *args)
-        return jax.shard_map(local, mesh=mesh, in_specs=specs(args), out_specs=specs(out_shape),
-                             check_vma=False)(*args)
+        return jax.shard_map(local, mesh=mesh, in_specs=specs(args), out_specs=specs(out_shape), check_vma=False)(*args)
 
     return call
 

@@ -54,16 +54,25 @@ def pooled_tables(run_dirs) -> str:
             groups[(e["condition"], e["family"])].append(e)
             groups[(e["condition"], "overall")].append(e)
         paper = PAPER.get((arch, cond), {})
-        lines = [f"| DQN-{arch.upper()}, {cond} | seen J | seen T | unseen J | unseen T | "
-                 "paper seen J / T | paper unseen J / T |", "|---|---|---|---|---|---|---|"]
+        lines = [
+            f"| DQN-{arch.upper()}, {cond} | seen J | seen T | unseen J | unseen T | "
+            "paper seen J / T | paper unseen J / T |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for fam in FAMILIES + ("overall",):
             if ("seen", fam) not in groups:
                 continue
             cells = []
             for split in ("seen", "unseen"):
                 v = groups.get((split, fam), [])
-                cells += ([f"{100 * sum(bool(x['joint']) for x in v) / len(v):.1f}",
-                           f"{100 * sum(x['task'] for x in v) / len(v):.1f}"] if v else ["-", "-"])
+                cells += (
+                    [
+                        f"{100 * sum(bool(x['joint']) for x in v) / len(v):.1f}",
+                        f"{100 * sum(x['task'] for x in v) / len(v):.1f}",
+                    ]
+                    if v
+                    else ["-", "-"]
+                )
             ref = [paper.get(s, {}).get(fam) for s in ("seen", "unseen")]
             ref = [f"{r[0]:.1f} / {r[1]:.1f}" if r else "-" for r in ref]
             n = len({e["norm"] for e in groups[("seen", fam)]})

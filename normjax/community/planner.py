@@ -32,9 +32,12 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from normjax import constants as C, salts
-from normjax.constants import HABIT_MOVE1_WAIT1, HABIT_NONE, HABIT_SAME_EXIT_DOOR  # noqa: F401 (re-exported)
-from normjax.constants import ROLE_AWARE
+from normjax import constants as C
+from normjax import salts
+from normjax.constants import HABIT_MOVE1_WAIT1, HABIT_NONE, HABIT_SAME_EXIT_DOOR, ROLE_AWARE  # noqa: F401 (re-exported)
+from normjax.ground.hashrand import hash_at, hash_uniform, seed_from_key
+from normjax.ground.moves import DELTAS, in_grid, keep_open, kind_of, target_codes
+from normjax.ground.ranking import argmin_small, argsort_small
 from normjax.layouts.geometry import flat_index as _flat
 from normjax.layouts.routes import (
     CASE_CHAIR,
@@ -49,11 +52,8 @@ from normjax.layouts.routes import (
 )
 from normjax.layouts.tables import world_tables
 from normjax.norms.table import norm_row
-from normjax.ground.hashrand import hash_at, hash_uniform, seed_from_key
-from normjax.ground.moves import DELTAS, in_grid, keep_open, kind_of, target_codes
-from normjax.ground.ranking import argmin_small, argsort_small
-from normjax.world.step import state_norm
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, WorldParams, WorldState
+from normjax.world.step import state_norm
 
 COLLISION_COST = 3.0
 WAIT_BIAS = 0.5
@@ -111,8 +111,9 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):
     need_q = aware & norm_row(norm_id, "visit_q_first") & ~ctx.ever_q & to_chair
     leg0 = ag.leg == 0
     own_case = leg0 & ~need_q & (ag.goal_kind != GOAL_ANY_CHAIR) & (ag.goal_kind != GOAL_ANY_R)
-    case = jnp.where(~leg0, CASE_DOOR, jnp.where(need_q, CASE_Q, jnp.where(
-        ag.goal_kind == GOAL_ANY_CHAIR, CASE_CHAIR, CASE_R)))  # own_case: only the own cell is valid
+    case = jnp.where(
+        ~leg0, CASE_DOOR, jnp.where(need_q, CASE_Q, jnp.where(ag.goal_kind == GOAL_ANY_CHAIR, CASE_CHAIR, CASE_R))
+    )  # own_case: only the own cell is valid
     cells = jnp.where(own_col[None, :], goal_flat[:, None], _row_of(table, case))  # [K, W]
 
     # Chairs, R and Q cells held by another active agent: counts per table
@@ -139,8 +140,13 @@ def choose_goals(seed, lt, ctx, state: WorldState, norm_id, aware, dist):
     doors_ok = jnp.where((ag.exit_door == ANY_DOOR)[:, None], allowed, spec)  # [K, 3]
     door_ok = _option_of(doors_ok, jnp.where(jnp.arange(width) < 3, jnp.arange(width), -1))  # [K, W]
 
-    listed = (cells >= 0) & ~own_case[:, None] & jnp.where(
-        (case == CASE_DOOR)[:, None], door_ok, free & jnp.where((case == CASE_CHAIR)[:, None], chair_ok, True))
+    listed = (
+        (cells >= 0)
+        & ~own_case[:, None]
+        & jnp.where(
+            (case == CASE_DOOR)[:, None], door_ok, free & jnp.where((case == CASE_CHAIR)[:, None], chair_ok, True)
+        )
+    )
     # The agent's own specified cell is its only candidate in the remaining case.
     own_ok = own_case & (goal_flat >= 0) & (goal_flat < C.N_CELLS)
     valid = jnp.where(own_col[None, :], own_ok[:, None], listed)
@@ -199,8 +205,9 @@ def action_costs(key, state: WorldState, params: WorldParams, aware, view=None):
     x = _flat(ag.pos)
     view = state_norm(state, params) if view is None else view
     ctx = view.ctx
-    goal = choose_goals(seed, lt, ctx, state, norm_id, aware,
-                        lambda cells: rows[lid, variant[:, None], x[:, None], cells])
+    goal = choose_goals(
+        seed, lt, ctx, state, norm_id, aware, lambda cells: rows[lid, variant[:, None], x[:, None], cells]
+    )
 
     # Costs of the five actions.
     acts = jnp.arange(C.N_ACTIONS)
@@ -251,8 +258,10 @@ def action_costs(key, state: WorldState, params: WorldParams, aware, view=None):
     # never move, and an agent whose only way out is its cell would wait
     # forever.  Moving in pushes it aside instead (docs/world.md §4 rule 3).
     stuck = ag.active & (d_x >= C.UNREACHABLE)
-    yield_to = (jnp.arange(k)[:, None] != jnp.arange(k)[None, :]) & ~stuck[None, :] & (
-        stays[None, :] | (prio[None, :] > prio[:, None])
+    yield_to = (
+        (jnp.arange(k)[:, None] != jnp.arange(k)[None, :])
+        & ~stuck[None, :]
+        & (stays[None, :] | (prio[None, :] > prio[:, None]))
     )
     # hit [K, 5]: another agent this one yields to is predicted there.  Agent j
     # is bit j: the yields as one int per agent, the agents predicted on each

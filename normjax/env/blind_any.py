@@ -39,6 +39,7 @@ def _neighbour_min(d):
 def distance_to(targets, passable):
     """int32 [H, W] moves from each cell to the nearest target, routes passing only
     through `passable` cells (targets are route ends); _FAR where none."""
+
     def body(carry):
         d, _ = carry
         nd = jnp.where(targets, 0, jnp.where(passable, jnp.minimum(d, _neighbour_min(d) + 1), _FAR))
@@ -57,11 +58,13 @@ def goal_graph(state: WorldState, params: WorldParams, slot: int = 0):
     door = lt.kind == C.DOOR
     kind, cell, leg = ag.goal_kind[slot], ag.goal_cell[slot], ag.leg[slot]
     specified = jnp.zeros((C.H, C.W), bool).at[cell[0], cell[1]].set(True)
-    goal1 = jnp.where(kind == GOAL_ANY_CHAIR, lt.chair & ~occupied,
-                      jnp.where(kind == GOAL_ANY_R, lt.zone_r & ~occupied, specified))
+    goal1 = jnp.where(
+        kind == GOAL_ANY_CHAIR, lt.chair & ~occupied, jnp.where(kind == GOAL_ANY_R, lt.zone_r & ~occupied, specified)
+    )
     ex = ag.exit_door[slot]
-    exit_cells = jnp.zeros((C.H, C.W), bool).at[lt.doors[:, 0], lt.doors[:, 1]].set(
-        (ex == ANY_DOOR) | (jnp.arange(3) == ex))
+    exit_cells = (
+        jnp.zeros((C.H, C.W), bool).at[lt.doors[:, 0], lt.doors[:, 1]].set((ex == ANY_DOOR) | (jnp.arange(3) == ex))
+    )
     targets = jnp.where(leg == 0, goal1, exit_cells)
     passable = lt.walkable & ~door & ~((leg == 0) & (kind == GOAL_ANY_CHAIR) & lt.chair)
     return targets, passable

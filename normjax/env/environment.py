@@ -78,9 +78,13 @@ class NormGymEnv:
     @property
     def default_params(self) -> WorldParams:
         return phase_params(
-            self.phase, _layout_id(self.layout), _norm_id(self.norm),
-            reward_condition=self.reward_condition, static_layout=self.static_layout,
-            distractor=self.distractor, distractor_share=self.distractor_share,
+            self.phase,
+            _layout_id(self.layout),
+            _norm_id(self.norm),
+            reward_condition=self.reward_condition,
+            static_layout=self.static_layout,
+            distractor=self.distractor,
+            distractor_share=self.distractor_share,
         )
 
     @property
@@ -122,10 +126,24 @@ def _step(env: NormGymEnv, key, state: WorldState, action, params: WorldParams):
     return obs.flat(), state, info.reward[0], terminated(state, params), truncated(state, params), info
 
 
-def make(layout: str = "cafe", norm: str | int | None = None, capacity: int = 10,
-         phase: str = "train", reward_condition: str = "sparse_penalty", static_layout: bool = False,
-         distractor: str = "none", distractor_share: float = 0.0) -> NormGymEnv:
+def make(
+    layout: str = "cafe",
+    norm: str | int | None = None,
+    capacity: int = 10,
+    phase: str = "train",
+    reward_condition: str = "sparse_penalty",
+    static_layout: bool = False,
+    distractor: str = "none",
+    distractor_share: float = 0.0,
+) -> NormGymEnv:
     """Build an environment; names are validated here, before any tracing."""
-    return NormGymEnv(layout=layout, norm=norm, capacity=capacity, phase=phase,
-                      reward_condition=reward_condition, static_layout=static_layout,
-                      distractor=distractor, distractor_share=distractor_share)
+    return NormGymEnv(
+        layout=layout,
+        norm=norm,
+        capacity=capacity,
+        phase=phase,
+        reward_condition=reward_condition,
+        static_layout=static_layout,
+        distractor=distractor,
+        distractor_share=distractor_share,
+    )

@@ -33,7 +33,8 @@ with key k is `episode_step(k, ...)` with the scenario community.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -66,8 +67,10 @@ class Newcomer(NamedTuple):
 
 def state_newcomer(policy: Callable) -> Newcomer:
     """A state policy `policy(key, state, params) -> action` with an empty memory."""
-    return Newcomer(act=lambda key, state, params, memory: policy(key, state, params),
-                    observe=lambda memory, state, info, params: memory)
+    return Newcomer(
+        act=lambda key, state, params, memory: policy(key, state, params),
+        observe=lambda memory, state, info, params: memory,
+    )
 
 
 def fixed_action(action) -> Newcomer:
@@ -108,8 +111,7 @@ def collision_involvement(info):
     return (info.collided | info.displaced | moved_into) & info.active
 
 
-def episode_step(key, episode: Episode, params: WorldParams, newcomer: Newcomer,
-                 community: Community = COMMUNITY):
+def episode_step(key, episode: Episode, params: WorldParams, newcomer: Newcomer, community: Community = COMMUNITY):
     """One step of an episode -> (Episode after it, the step's StepInfo).
 
     `key` is the step's key (split by `step_keys`) or a `StepKeys`.  The
@@ -118,8 +120,7 @@ def episode_step(key, episode: Episode, params: WorldParams, newcomer: Newcomer,
     """
     keys = key if isinstance(key, StepKeys) else step_keys(key)
     s, mem, done = episode.state, episode.memory, episode.done
-    _, s2, info = env_step(keys.community, keys.world, s, newcomer.act(keys.policy, s, params, mem), params,
-                           community)
+    _, s2, info = env_step(keys.community, keys.world, s, newcomer.act(keys.policy, s, params, mem), params, community)
     mem2 = newcomer.observe(mem, s, info, params)
     # The newcomer's own WAITs, for the paper's wait statistics of DQN policies (A14).
     waited = info.active[0] & (info.action[0] == C.WAIT) & ~info.forced_wait[0] & ~done
@@ -129,5 +130,14 @@ def episode_step(key, episode: Episode, params: WorldParams, newcomer: Newcomer,
     return Episode(s2, mem2, new_done, episode.waits + waited, episode.collisions + hit), info
 
 
-__all__ = ["Episode", "Newcomer", "StepKeys", "collision_involvement", "episode_step", "fixed_action",
-           "start_episode", "state_newcomer", "step_keys"]
+__all__ = [
+    "Episode",
+    "Newcomer",
+    "StepKeys",
+    "collision_involvement",
+    "episode_step",
+    "fixed_action",
+    "start_episode",
+    "state_newcomer",
+    "step_keys",
+]

@@ -7,7 +7,8 @@ observation becomes one with `obs_policy`.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -36,8 +37,12 @@ def random_policy(key, state: WorldState, params: WorldParams):
     return jax.random.randint(key, (), 0, C.N_ACTIONS)
 
 
-STATE_POLICIES = {"oracle": oracle_policy, "blind": blind_policy, "blind_any": blind_any_policy,
-                  "random": random_policy}
+STATE_POLICIES = {
+    "oracle": oracle_policy,
+    "blind": blind_policy,
+    "blind_any": blind_any_policy,
+    "random": random_policy,
+}
 
 
 def check_policy_name(name: str) -> str:
@@ -56,4 +61,12 @@ def obs_policy(policy: Callable[[Any, Any], Any]):
     return wrapped
 
 
-__all__ = ["STATE_POLICIES", "blind_any_policy", "blind_policy", "check_policy_name", "obs_policy", "oracle_policy", "random_policy"]
+__all__ = [
+    "STATE_POLICIES",
+    "blind_any_policy",
+    "blind_policy",
+    "check_policy_name",
+    "obs_policy",
+    "oracle_policy",
+    "random_policy",
+]

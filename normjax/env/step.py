@@ -19,13 +19,14 @@ reaches them) as a community with a release hook (`normjax.protocol.scenarios`).
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax.numpy as jnp
 
 from normjax.community.planner import plan_actions
-from normjax.world.observation import observe
 from normjax.constants import ROLE_AWARE
+from normjax.world.observation import observe
 from normjax.world.state import WorldParams, WorldState
 from normjax.world.step import state_norm, step_world
 
@@ -53,8 +54,9 @@ def no_hook(state: WorldState, params: WorldParams) -> WorldState:
 COMMUNITY = Community(act=community_actions, after_step=no_hook)
 
 
-def env_step(k_comm, k_world, state: WorldState, action, params: WorldParams,
-             community: Community = COMMUNITY, controlled=None):
+def env_step(
+    k_comm, k_world, state: WorldState, action, params: WorldParams, community: Community = COMMUNITY, controlled=None
+):
     """One environment step -> (Observation of slot 0, new state, StepInfo).
 
     `action` is the newcomer's (slot 0) action; with `controlled` (bool [K]) it

@@ -14,37 +14,64 @@ from normjax.llm.settings import client_settings
 def add_parsers(sub, parents: list, client: argparse.ArgumentParser) -> None:
     """`finetune-data` and `finetune-eval` (`client`: the endpoint options of normjax.cli)."""
     add_parser(sub, parents)
-    e = sub.add_parser("finetune-eval", parents=parents + [client],
-                       help="score an OpenAI-compatible model on a finetune-data file (paper Table A5 metrics)")
+    e = sub.add_parser(
+        "finetune-eval",
+        parents=parents + [client],
+        help="score an OpenAI-compatible model on a finetune-data file (paper Table A5 metrics)",
+    )
     e.add_argument("--data", required=True, metavar="FILE", help="a finetune-data .jsonl file (held-out split)")
     e.add_argument("--out", default=None, metavar="DIR", help="write replies.jsonl and metrics.json here")
     e.set_defaults(fn=cmd_finetune_eval)
 
 
 def add_parser(sub, parents: list) -> argparse.ArgumentParser:
-    f = sub.add_parser("finetune-data", parents=parents,
-                       help="training / held-out records of the paper's fine-tuning tasks (docs/finetune.md)")
+    f = sub.add_parser(
+        "finetune-data",
+        parents=parents,
+        help="training / held-out records of the paper's fine-tuning tasks (docs/finetune.md)",
+    )
     f.add_argument("--task", required=True, choices=FINETUNE_TASKS)
     f.add_argument("--family", required=True, choices=FAMILIES)
-    f.add_argument("--split", required=True, choices=FINETUNE_SPLITS,
-                   help="the family's training norms, or its held-out norms (paper Table A4)")
+    f.add_argument(
+        "--split",
+        required=True,
+        choices=FINETUNE_SPLITS,
+        help="the family's training norms, or its held-out norms (paper Table A4)",
+    )
     f.add_argument("--examples", "--n", dest="n", type=int, required=True, metavar="N", help="number of records")
-    f.add_argument("--policy", choices=HARVEST_POLICIES, default="oracle",
-                   help="the newcomer whose states are harvested (compliant_action, norm_selection)")
+    f.add_argument(
+        "--policy",
+        choices=HARVEST_POLICIES,
+        default="oracle",
+        help="the newcomer whose states are harvested (compliant_action, norm_selection)",
+    )
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--batch", type=int, default=16, help="episodes per compiled call")
-    f.add_argument("--steps", type=int, default=INTERACTION_STEPS,
-                   help="steps per interaction-phase episode (the paper's 200; shorter for quick checks)")
-    f.add_argument("--text-only", action="store_true",
-                   help="no frames: text prompts only (default: each record carries its frame, drawn as "
-                        "llm-eval's VLM mode draws it, written under OUT/images/)")
-    f.add_argument("--states-from", default=None, metavar="RUN_DIR",
-                   help="compliant_action / norm_selection: the newcomer states of an llm-eval run's interaction "
-                        "transcripts (replayed and checked), instead of --policy's")
-    f.add_argument("--no-progress", action="store_true",
-                   help="no progress bar (none either when stderr is not a terminal)")
-    f.add_argument("--unbalanced", action="store_true",
-                   help="norm_judgment: draw transitions uniformly instead of half violations")
+    f.add_argument(
+        "--steps",
+        type=int,
+        default=INTERACTION_STEPS,
+        help="steps per interaction-phase episode (the paper's 200; shorter for quick checks)",
+    )
+    f.add_argument(
+        "--text-only",
+        action="store_true",
+        help="no frames: text prompts only (default: each record carries its frame, drawn as "
+        "llm-eval's VLM mode draws it, written under OUT/images/)",
+    )
+    f.add_argument(
+        "--states-from",
+        default=None,
+        metavar="RUN_DIR",
+        help="compliant_action / norm_selection: the newcomer states of an llm-eval run's interaction "
+        "transcripts (replayed and checked), instead of --policy's",
+    )
+    f.add_argument(
+        "--no-progress", action="store_true", help="no progress bar (none either when stderr is not a terminal)"
+    )
+    f.add_argument(
+        "--unbalanced", action="store_true", help="norm_judgment: draw transitions uniformly instead of half violations"
+    )
     f.add_argument("--out", required=True, metavar="DIR", help="writes TASK_FAMILY_SPLIT.jsonl and .manifest.json")
     f.set_defaults(fn=cmd_finetune_data)
     return f
@@ -59,17 +86,28 @@ def cmd_finetune_data(args) -> int:
     from tqdm import tqdm
 
     # disable=None: tqdm draws only on a terminal
-    with tqdm(total=args.n, unit="record", desc=f"finetune-data {args.task}",
-              disable=True if args.no_progress else None) as bar:
-        records, manifest = build(args.task, args.family, args.split, args.n, seed=args.seed, policy=args.policy,
-                                  batch=args.batch, steps=args.steps, balance=not args.unbalanced,
-                                  frames=not args.text_only, states_from=args.states_from, progress=bar.update)
+    with tqdm(
+        total=args.n, unit="record", desc=f"finetune-data {args.task}", disable=True if args.no_progress else None
+    ) as bar:
+        records, manifest = build(
+            args.task,
+            args.family,
+            args.split,
+            args.n,
+            seed=args.seed,
+            policy=args.policy,
+            batch=args.batch,
+            steps=args.steps,
+            balance=not args.unbalanced,
+            frames=not args.text_only,
+            states_from=args.states_from,
+            progress=bar.update,
+        )
     data, meta = write(args.out, records, manifest)
     print(json.dumps({k: manifest[k] for k in ("records", "counts", "violation_share", "wall_s")}))
     print(f"wrote {data} and {meta}")
     if len(records) < args.n:
-        print(f"normjax: error: only {len(records)} of {args.n} records could be drawn (see {meta})",
-              file=sys.stderr)
+        print(f"normjax: error: only {len(records)} of {args.n} records could be drawn (see {meta})", file=sys.stderr)
         return 1
     return 0
 

@@ -105,8 +105,9 @@ def _newcomer_records(task, eps, n, split, norms, rng, frames: bool, pngs: dict,
     picked = R.stratified(pool, n, rng)
     if task == "norm_selection":
         train_ids = split_norms(NORMS[norms[0]].family, "train")
-        return _made(picked, lambda ep, i: R.norm_selection_record(ep, i, split, train_ids, rng, frames), frames,
-                     pngs, tick)
+        return _made(
+            picked, lambda ep, i: R.norm_selection_record(ep, i, split, train_ids, rng, frames), frames, pngs, tick
+        )
     return _made(picked, lambda ep, i: R.compliant_action_record(ep, i, split, frames), frames, pngs, tick)
 
 
@@ -114,7 +115,7 @@ def _made(items: list[tuple], make, frames: bool, pngs: dict, tick) -> list[dict
     """`make(*item)` for every item, chunk by chunk: each chunk's frames in one render call."""
     out = []
     for lo in range(0, len(items), CHUNK):
-        chunk = items[lo: lo + CHUNK]
+        chunk = items[lo : lo + CHUNK]
         recs = [make(*it) for it in chunk]
         if frames:
             pngs.update((r["images"][0], png) for r, png in zip(recs, record_frames(chunk)))
@@ -123,30 +124,50 @@ def _made(items: list[tuple], make, frames: bool, pngs: dict, tick) -> list[dict
     return out
 
 
-def _judgment_records(eps: _Episodes, n, split, rng, max_episodes: int, balance: bool, frames: bool, pngs: dict,
-                      tick) -> list[dict]:
+def _judgment_records(
+    eps: _Episodes, n, split, rng, max_episodes: int, balance: bool, frames: bool, pngs: dict, tick
+) -> list[dict]:
     def pool():
         return [(ep, i, k, v) for ep in eps.episodes for i, k, v in R.judgment_candidates(ep)]
 
     while len(eps.episodes) < max(len(eps.norms), 1) or (
-            len(eps.episodes) < max_episodes and sum(p[3] for p in pool()) < (n + 1) // 2):
+        len(eps.episodes) < max_episodes and sum(p[3] for p in pool()) < (n + 1) // 2
+    ):
         eps.more()
     picked = R.balanced_judgments(pool(), n, rng, balance)
-    return _made([(ep, i, k) for ep, i, k, _ in picked],
-                 lambda ep, i, k: R.norm_judgment_record(ep, i, k, split, frames), frames, pngs, tick)
+    return _made(
+        [(ep, i, k) for ep, i, k, _ in picked],
+        lambda ep, i, k: R.norm_judgment_record(ep, i, k, split, frames),
+        frames,
+        pngs,
+        tick,
+    )
 
 
-def build(task: str, family: str, split: str, n: int, seed: int = 0, policy: str = "oracle",
-          batch: int = 16, steps: int = INTERACTION_STEPS, max_episodes: int = 512, balance: bool = True,
-          frames: bool = False, states_from=None, progress=None):
+def build(
+    task: str,
+    family: str,
+    split: str,
+    n: int,
+    seed: int = 0,
+    policy: str = "oracle",
+    batch: int = 16,
+    steps: int = INTERACTION_STEPS,
+    max_episodes: int = 512,
+    balance: bool = True,
+    frames: bool = False,
+    states_from=None,
+    progress=None,
+):
     """(records, manifest) of `n` records (fewer only when the episodes hold fewer: see the manifest).
 
     `progress(k)`, if given, is called as every k records are made (a progress bar's ``update``)."""
     tick = progress or (lambda k: None)
     norms = check_args(task, family, split, n, policy)
     if states_from is not None and task not in ("compliant_action", "norm_selection"):
-        raise ValueError(f"states read back from llm-eval transcripts serve compliant_action and norm_selection, "
-                         f"not {task!r}")
+        raise ValueError(
+            f"states read back from llm-eval transcripts serve compliant_action and norm_selection, not {task!r}"
+        )
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     runs = {}
@@ -160,8 +181,17 @@ def build(task: str, family: str, split: str, n: int, seed: int = 0, policy: str
     elif task in ("compliant_action", "norm_selection", "action_judgment"):
         runs[policy] = _Episodes(norms, seed, policy, batch, steps, 0)
         k = n if task != "action_judgment" else n - n // 2
-        out += _newcomer_records("compliant_action" if task == "action_judgment" else task, runs[policy], k,
-                                 split, norms, rng, frames, out.pngs, tick)
+        out += _newcomer_records(
+            "compliant_action" if task == "action_judgment" else task,
+            runs[policy],
+            k,
+            split,
+            norms,
+            rng,
+            frames,
+            out.pngs,
+            tick,
+        )
     if task in ("norm_judgment", "action_judgment"):
         if "oracle" not in runs:  # every agent scripted: the oracle newcomer
             runs["oracle"] = _Episodes(norms, seed, "oracle", batch, steps, 0)
@@ -171,17 +201,25 @@ def build(task: str, family: str, split: str, n: int, seed: int = 0, policy: str
     wall = time.perf_counter() - t0
     judged = [r["violates"] for r in out if r["task"] == "norm_judgment"]
     manifest = dict(
-        format=FORMAT, task=task, family=family, split=split, seed=seed, requested=n,
+        format=FORMAT,
+        task=task,
+        family=family,
+        split=split,
+        seed=seed,
+        requested=n,
         policy=policy if states_from is None else None,  # None: the run's model (states_from)
-        records=len(out), counts={t: sum(r["task"] == t for r in out) for t in sorted({r["task"] for r in out})},
+        records=len(out),
+        counts={t: sum(r["task"] == t for r in out) for t in sorted({r["task"] for r in out})},
         per_norm={NORMS[m].name: sum(r["norm_id"] == m for r in out) for m in norms},
         norms=[NORMS[m].name for m in norms],
         train_norms=[NORMS[m].name for m in split_norms(family, "train")],
         violation_share=(sum(judged) / len(judged)) if judged else None,
         episodes={p: dict(n=len(e.seeds), seeds=e.seeds, steps=steps) for p, e in runs.items()},
-        frames=bool(frames), images=len(out.pngs),
+        frames=bool(frames),
+        images=len(out.pngs),
         states_from=None if states_from is None else dict(source.manifest()),
-        wall_s=round(wall, 3), records_per_s=round(len(out) / wall, 2) if wall > 0 else None,
+        wall_s=round(wall, 3),
+        records_per_s=round(len(out) / wall, 2) if wall > 0 else None,
     )
     return out, manifest
 

@@ -58,8 +58,9 @@ def request_messages(record: dict, base_dir) -> list[dict]:
         for p in content:
             if p.get("type") == "image":
                 if not images:
-                    raise ValueError(f"record {record.get('norm')} t={record.get('t')}: more image parts than "
-                                     "'images' entries")
+                    raise ValueError(
+                        f"record {record.get('norm')} t={record.get('t')}: more image parts than 'images' entries"
+                    )
                 path = Path(base_dir) / images.pop(0)
                 if not path.is_file():
                     raise ValueError(f"record {record.get('norm')} t={record.get('t')}: image {path} is missing")
@@ -94,15 +95,18 @@ def finetune_eval(data_path, config, out_dir=None) -> dict:
     results = asyncio.run(_replies(config, [request_messages(r, base) for r in records]))
     failed = [r.error for r in results if r.error is not None]
     if failed:
-        raise EndpointError(f"{len(failed)} of {len(records)} requests to {config.url} got no reply "
-                            f"(first: {failed[0][:200]}); no metrics written")
+        raise EndpointError(
+            f"{len(failed)} of {len(records)} requests to {config.url} got no reply "
+            f"(first: {failed[0][:200]}); no metrics written"
+        )
     texts = [r.text or "" for r in results]
     by_task = {}
     for task in sorted({r["task"] for r in records}):
         idx = [i for i, r in enumerate(records) if r["task"] == task]
         by_task[task] = accuracy([texts[i] for i in idx], [records[i] for i in idx])
-    out = dict(data=str(data_path), model=config.model, temperature=config.temperature, tasks=by_task,
-               score=score(by_task))
+    out = dict(
+        data=str(data_path), model=config.model, temperature=config.temperature, tasks=by_task, score=score(by_task)
+    )
     if out_dir is not None:
         d = Path(out_dir)
         d.mkdir(parents=True, exist_ok=True)

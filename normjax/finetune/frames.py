@@ -45,8 +45,14 @@ def arrows(ep: Episode, i: int, k: int | None = None) -> list[Other]:
     if k is None:
         return newcomer_turn(ep, i).others
     d = ep.data
-    return [Other((int(d["pos"][i, k, 0]), int(d["pos"][i, k, 1])), int(d["group"][i, k]),
-                  bool(d["was_sanctioned"][i, k]), int(d["action"][i, k]))]
+    return [
+        Other(
+            (int(d["pos"][i, k, 0]), int(d["pos"][i, k, 1])),
+            int(d["group"][i, k]),
+            bool(d["was_sanctioned"][i, k]),
+            int(d["action"][i, k]),
+        )
+    ]
 
 
 def _stack(trees: list):
@@ -57,7 +63,7 @@ def record_frames(items: list[tuple], cell_px: int = CELL_PX) -> list[bytes]:
     """PNG bytes of each (episode, step index[, judged slot])'s state, drawn as the runner's VLM newcomer sees it."""
     out = []
     for lo in range(0, len(items), CHUNK):
-        chunk = items[lo: lo + CHUNK]
+        chunk = items[lo : lo + CHUNK]
         padded = chunk + [chunk[0]] * (CHUNK - len(chunk))
         states = _stack([it[0].state(it[1]) for it in padded])
         params = _stack([interaction_params(it[0].norm_id) for it in padded])

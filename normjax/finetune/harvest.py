@@ -122,18 +122,35 @@ def probe(state, info, belief, params) -> StepData:
     violates = ~jnp.take_along_axis(permitted, info.action[:, None], 1)[:, 0] & info.active
     tie, oracle, reason = newcomer_verdict(state, params)
     return StepData(
-        t=state.t, active=ag.active, pos=ag.pos, group=ag.group, uid=ag.uid,
-        was_sanctioned=ag.sanctioned & ag.active, was_pushed=(ag.collided | ag.displaced) & ag.active,
-        goal_kind=ag.goal_kind[0], goal_cell=ag.goal_cell[0], exit_door=ag.exit_door[0], leg=ag.leg[0],
-        action=info.action, target=info.target, next_pos=info.next_pos, sanctioned=info.sanctioned,
-        violates=violates, forced_wait=info.forced_wait, tie=tie, oracle_action=oracle, reason=reason)
+        t=state.t,
+        active=ag.active,
+        pos=ag.pos,
+        group=ag.group,
+        uid=ag.uid,
+        was_sanctioned=ag.sanctioned & ag.active,
+        was_pushed=(ag.collided | ag.displaced) & ag.active,
+        goal_kind=ag.goal_kind[0],
+        goal_cell=ag.goal_cell[0],
+        exit_door=ag.exit_door[0],
+        leg=ag.leg[0],
+        action=info.action,
+        target=info.target,
+        next_pos=info.next_pos,
+        sanctioned=info.sanctioned,
+        violates=violates,
+        forced_wait=info.forced_wait,
+        tie=tie,
+        oracle_action=oracle,
+        reason=reason,
+    )
 
 
 def _mixture(key, state, params):
     """Oracle or blind with equal probability at every step."""
     k_pick, k_act = jax.random.split(key)
-    return jnp.where(jax.random.bernoulli(k_pick), oracle_policy(k_act, state, params),
-                     blind_policy(k_act, state, params))
+    return jnp.where(
+        jax.random.bernoulli(k_pick), oracle_policy(k_act, state, params), blind_policy(k_act, state, params)
+    )
 
 
 _POLICIES = {"oracle": oracle_policy, "blind": blind_policy, "mixture": _mixture}
@@ -143,20 +160,22 @@ def _with_state(state, info, belief, params):
     return probe(state, info, belief, params), state
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _program(policy: str, steps: int, capacity: int = 10):
     config = WorldConfig(capacity=capacity)
     if policy == "replay":
+
         def one(key, norm_id, actions):
             # the interaction phase's step index t runs 0..steps-1: it indexes the recorded actions
-            act = lambda k, s, p, b: actions[jnp.minimum(s.t, steps - 1)]  # noqa: E731
+            act = lambda k, s, p, b: actions[jnp.minimum(s.t, steps - 1)]
             return learn(key, norm_id, act, config=config, steps=steps, probe=_with_state)[1]
     else:
         act_fn = _POLICIES[policy]
 
         def one(key, norm_id):
-            return learn(key, norm_id, lambda k, s, p, b: act_fn(k, s, p), config=config, steps=steps,
-                         probe=_with_state)[1]
+            return learn(
+                key, norm_id, lambda k, s, p, b: act_fn(k, s, p), config=config, steps=steps, probe=_with_state
+            )[1]
 
     return jax.jit(jax.vmap(one))
 
@@ -169,8 +188,9 @@ class Harvest(NamedTuple):
     states: object = None  # WorldState, numpy [E, T, ...]: the world before each step
 
 
-def harvest(norm_ids, seeds, policy: str = "oracle", steps: int = INTERACTION_STEPS, actions=None,
-            capacity: int = 10) -> Harvest:
+def harvest(
+    norm_ids, seeds, policy: str = "oracle", steps: int = INTERACTION_STEPS, actions=None, capacity: int = 10
+) -> Harvest:
     """Run one interaction-phase episode per (norm id, seed) in one compiled program
     (`policy` "replay": slot 0 takes `actions` [E, steps], e.g. read back from a transcript)."""
     if policy != "replay":
@@ -178,8 +198,9 @@ def harvest(norm_ids, seeds, policy: str = "oracle", steps: int = INTERACTION_ST
     norm_ids = np.asarray(norm_ids, np.int32)
     seeds = np.asarray(seeds, np.int64)
     if norm_ids.shape != seeds.shape or norm_ids.ndim != 1 or norm_ids.size == 0:
-        raise ValueError(f"norm_ids and seeds must be equal-length non-empty lists, got {norm_ids.shape} "
-                         f"and {seeds.shape}")
+        raise ValueError(
+            f"norm_ids and seeds must be equal-length non-empty lists, got {norm_ids.shape} and {seeds.shape}"
+        )
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     bad = [int(n) for n in norm_ids if not 0 <= int(n) < N_NORMS]
@@ -192,12 +213,23 @@ def harvest(norm_ids, seeds, policy: str = "oracle", steps: int = INTERACTION_ST
             raise ValueError("the replay policy needs the recorded actions [episodes, steps]")
         actions = np.asarray(actions, np.int32)
         if actions.shape != (norm_ids.size, steps) or actions.min() < 0 or actions.max() >= C.N_ACTIONS:
-            raise ValueError(f"replay actions must be ints in 0..{C.N_ACTIONS - 1} of shape "
-                             f"{(norm_ids.size, steps)}, got shape {actions.shape}")
+            raise ValueError(
+                f"replay actions must be ints in 0..{C.N_ACTIONS - 1} of shape "
+                f"{(norm_ids.size, steps)}, got shape {actions.shape}"
+            )
         args += (jnp.asarray(actions),)
     data, states = _program(policy, int(steps), int(capacity))(*args)
     return Harvest(norm_ids, seeds, policy, jax.tree.map(np.asarray, data), jax.device_get(states))
 
 
-__all__ = ["HARVEST_POLICIES", "Harvest", "REASONS", "StepData", "check_policy", "harvest", "newcomer_verdict",
-           "probe", "verifier_key"]
+__all__ = [
+    "HARVEST_POLICIES",
+    "Harvest",
+    "REASONS",
+    "StepData",
+    "check_policy",
+    "harvest",
+    "newcomer_verdict",
+    "probe",
+    "verifier_key",
+]

@@ -48,8 +48,13 @@ class RunStates:
         self.run_dir, self.settings, self.names, self.episodes = run_dir, settings, names, episodes
 
     def manifest(self) -> dict:
-        return dict(run=str(self.run_dir), model=self.settings.get("model"), episodes=self.names,
-                    seeds=[ep.seed for ep in self.episodes], steps=self.settings["interaction_steps"])
+        return dict(
+            run=str(self.run_dir),
+            model=self.settings.get("model"),
+            episodes=self.names,
+            seeds=[ep.seed for ep in self.episodes],
+            steps=self.settings["interaction_steps"],
+        )
 
 
 def _settings(run: Path) -> dict:
@@ -58,8 +63,10 @@ def _settings(run: Path) -> dict:
         raise ValueError(f"{run} is not an llm-eval run directory (no run.json)")
     s = json.loads(p.read_text())
     if s.get("distractor"):
-        raise ValueError(f"{run} was run with distractor {s['distractor']!r}; states are read back only from "
-                         "runs without distractors")
+        raise ValueError(
+            f"{run} was run with distractor {s['distractor']!r}; states are read back only from "
+            "runs without distractors"
+        )
     if not s.get("interaction_steps"):
         raise ValueError(f"{run} has no interaction phase (interaction_steps={s.get('interaction_steps')!r})")
     return s
@@ -71,8 +78,10 @@ def _transcripts(run: Path, norm_ids: list[int]) -> list[tuple[str, list[dict]]]
     wanted = {NORMS[m].name for m in norm_ids}
     keep = [n for n in found if n.split("/")[0] in wanted]
     if not keep:
-        raise ValueError(f"{run} has no complete interaction transcript of these norms; it has "
-                         f"{sorted(n.split('/')[0] for n in found) or 'none'}, wanted one of {sorted(wanted)}")
+        raise ValueError(
+            f"{run} has no complete interaction transcript of these norms; it has "
+            f"{sorted(n.split('/')[0] for n in found) or 'none'}, wanted one of {sorted(wanted)}"
+        )
     return [(n, store.read(n)) for n in keep]
 
 
@@ -97,18 +106,23 @@ def check_replay(name: str, lines: list[dict], ep: Episode) -> None:
             got = dict(active=bool(d["active"][j, k]))
             want = dict(active=bool(a["active"]))
             if a["active"]:
-                got.update(pos=d["pos"][j, k].tolist(), action=int(d["action"][j, k]),
-                           sanctioned=bool(d["sanctioned"][j, k]))
+                got.update(
+                    pos=d["pos"][j, k].tolist(), action=int(d["action"][j, k]), sanctioned=bool(d["sanctioned"][j, k])
+                )
                 want.update(pos=a["pos"], action=a["action"], sanctioned=a["sanctioned"])
                 if a["next"] is not None:
                     got["next"], want["next"] = d["next_pos"][j, k].tolist(), a["next"]
             if got != want:
-                raise ValueError(f"{name}: step {j}, slot {k}: the replay gives {got}, the transcript recorded "
-                                 f"{want}; the run does not replay with this version of normjax")
+                raise ValueError(
+                    f"{name}: step {j}, slot {k}: the replay gives {got}, the transcript recorded "
+                    f"{want}; the run does not replay with this version of normjax"
+                )
         llm = line.get("llm")
         if llm is not None and int(llm["executed"]) != int(d["action"][j, 0]):
-            raise ValueError(f"{name}: step {j}: the newcomer executed {llm['executed']} in the run, "
-                             f"{int(d['action'][j, 0])} in the replay")
+            raise ValueError(
+                f"{name}: step {j}: the newcomer executed {llm['executed']} in the run, "
+                f"{int(d['action'][j, 0])} in the replay"
+            )
 
 
 def read_run(run_dir, norm_ids: list[int]) -> RunStates:
@@ -123,8 +137,10 @@ def read_run(run_dir, norm_ids: list[int]) -> RunStates:
             raise ValueError(f"{name}: not a {TRANSCRIPT_FORMAT} transcript")
         nid = int(header["spec"]["norm_id"])
         if int(header["seed"]) != base_seed(nid, int(s.get("seed", 0))):
-            raise ValueError(f"{name}: seed {header['seed']} is not the protocol's "
-                             f"{base_seed(nid, int(s.get('seed', 0)))} for run seed {s.get('seed', 0)}")
+            raise ValueError(
+                f"{name}: seed {header['seed']} is not the protocol's "
+                f"{base_seed(nid, int(s.get('seed', 0)))} for run seed {s.get('seed', 0)}"
+            )
         ids.append(nid)
         seeds.append(int(header["seed"]))
         acts.append(_actions(name, recs[1:], steps))

@@ -22,10 +22,14 @@ from __future__ import annotations
 import numpy as np
 
 from normjax import constants as C
-from normjax.finetune.harvest import REASONS
 from normjax.finetune.frames import image_path
+from normjax.finetune.harvest import REASONS
 from normjax.finetune.text import (
-    Episode, action_messages, judgment_messages, newcomer_turn, selection_messages,
+    Episode,
+    action_messages,
+    judgment_messages,
+    newcomer_turn,
+    selection_messages,
 )
 from normjax.norms import NORMS
 
@@ -48,8 +52,16 @@ def judgment_candidates(ep: Episode, min_step: int = MIN_STEP) -> list[tuple[int
 
 def _base(task: str, ep: Episode, i: int, split: str) -> dict:
     n = NORMS[ep.norm_id]
-    rec = dict(task=task, family=n.family, split=split, norm=n.name, norm_id=n.id, episode_seed=ep.seed,
-               t=int(ep.data["t"][i]), images=[])
+    rec = dict(
+        task=task,
+        family=n.family,
+        split=split,
+        norm=n.name,
+        norm_id=n.id,
+        episode_seed=ep.seed,
+        t=int(ep.data["t"][i]),
+        images=[],
+    )
     rec.update({f: None for f in VERIFIER_FIELDS})
     return rec
 
@@ -60,9 +72,11 @@ def compliant_action_record(ep: Episode, i: int, split: str, image: bool = False
     rec["prompt"] = action_messages(newcomer_turn(ep, i), image)
     if image:
         rec["images"] = [image_path(rec)]
-    rec.update(allowed_actions=[int(a) for a in np.flatnonzero(d["tie"][i])],
-               action_reasons=[REASONS[int(r)] for r in d["reason"][i]],
-               oracle_action=int(d["oracle_action"][i]))
+    rec.update(
+        allowed_actions=[int(a) for a in np.flatnonzero(d["tie"][i])],
+        action_reasons=[REASONS[int(r)] for r in d["reason"][i]],
+        oracle_action=int(d["oracle_action"][i]),
+    )
     return rec
 
 
@@ -115,5 +129,14 @@ def stratified(pool: dict[int, list], n: int, rng) -> list:
     return out
 
 
-__all__ = ["MIN_STEP", "VERIFIER_FIELDS", "balanced_judgments", "compliant_action_record", "judgment_candidates",
-           "newcomer_candidates", "norm_judgment_record", "norm_selection_record", "stratified"]
+__all__ = [
+    "MIN_STEP",
+    "VERIFIER_FIELDS",
+    "balanced_judgments",
+    "compliant_action_record",
+    "judgment_candidates",
+    "newcomer_candidates",
+    "norm_judgment_record",
+    "norm_selection_record",
+    "stratified",
+]

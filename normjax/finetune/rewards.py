@@ -146,12 +146,28 @@ def accuracy(completions, records: list[dict]) -> dict:
     out = {"n": len(hits), "accuracy": sum(hits) / len(hits) if hits else None}
     judged = [(h, bool(r["violates"])) for h, r in zip(hits, records) if r.get("task") == "norm_judgment"]
     if judged:
-        rates = [sum(h for h, y in judged if y == cls) / n for cls in (True, False)
-                 if (n := sum(1 for _, y in judged if y == cls))]
+        rates = [
+            sum(h for h, y in judged if y == cls) / n
+            for cls in (True, False)
+            if (n := sum(1 for _, y in judged if y == cls))
+        ]
         out["balanced_accuracy"] = sum(rates) / len(rates)
     return out
 
 
-__all__ = ["FORMAT_BONUS", "LETTERS", "TASKS", "UNPARSABLE", "VERIFIERS", "accuracy", "completion_text",
-           "compliant_action_reward", "norm_judgment_reward", "norm_selection_reward", "parse_judgment",
-           "parse_selection", "reward", "reward_funcs"]
+__all__ = [
+    "FORMAT_BONUS",
+    "LETTERS",
+    "TASKS",
+    "UNPARSABLE",
+    "VERIFIERS",
+    "accuracy",
+    "completion_text",
+    "compliant_action_reward",
+    "norm_judgment_reward",
+    "norm_selection_reward",
+    "parse_judgment",
+    "parse_selection",
+    "reward",
+    "reward_funcs",
+]

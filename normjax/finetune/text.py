@@ -93,13 +93,22 @@ class Episode:
             for j in range(self.max_steps):
                 if not d["active"][j, 0]:
                     continue
-                others = tuple(((int(d["pos"][j, k, 0]), int(d["pos"][j, k, 1])), int(d["group"][j, k]))
-                               for k in self.agents(j))
+                others = tuple(
+                    ((int(d["pos"][j, k, 0]), int(d["pos"][j, k, 1])), int(d["group"][j, k])) for k in self.agents(j)
+                )
                 t = int(d["t"][j])
                 action, note, reasoning = self._remembered(j, t)
-                out.append(StepRecord(t=t, pos=(int(d["pos"][j, 0, 0]), int(d["pos"][j, 0, 1])),
-                                      others=others, action=action, note=note, reasoning=reasoning,
-                                      sanctioned=bool(d["sanctioned"][j, 0])))
+                out.append(
+                    StepRecord(
+                        t=t,
+                        pos=(int(d["pos"][j, 0, 0]), int(d["pos"][j, 0, 1])),
+                        others=others,
+                        action=action,
+                        note=note,
+                        reasoning=reasoning,
+                        sanctioned=bool(d["sanctioned"][j, 0]),
+                    )
+                )
             self._records = out
         return self._records
 
@@ -110,16 +119,39 @@ def newcomer_turn(ep: Episode, i: int) -> Turn:
     past = [r for r in ep.memory() if r.t < t]
     recent, earlier = select_memory(past)
     belief, confidence = ep.belief(t)
-    others = [Other(pos=(int(d["pos"][i, k, 0]), int(d["pos"][i, k, 1])), group=int(d["group"][i, k]),
-                    sanctioned=bool(d["was_sanctioned"][i, k]), intent=int(d["action"][i, k]))
-              for k in ep.agents(i)]
-    return Turn(index=0, episode=ep.name, phase="interaction", norm_id=ep.norm_id, layout=LAYOUT, t=t,
-                max_steps=ep.max_steps, pos=(int(d["pos"][i, 0, 0]), int(d["pos"][i, 0, 1])),
-                group=int(d["group"][i, 0]), goal_kind=int(d["goal_kind"][i]),
-                goal_cell=(int(d["goal_cell"][i, 0]), int(d["goal_cell"][i, 1])), exit_door=int(d["exit_door"][i]),
-                leg=int(d["leg"][i]), service_steps=3, sanctioned=bool(d["was_sanctioned"][i, 0]),
-                others=others, memory=recent, earlier=earlier, steps_seen=len(past),
-                first_step=past[0].t if past else None, belief=belief, confidence=confidence)
+    others = [
+        Other(
+            pos=(int(d["pos"][i, k, 0]), int(d["pos"][i, k, 1])),
+            group=int(d["group"][i, k]),
+            sanctioned=bool(d["was_sanctioned"][i, k]),
+            intent=int(d["action"][i, k]),
+        )
+        for k in ep.agents(i)
+    ]
+    return Turn(
+        index=0,
+        episode=ep.name,
+        phase="interaction",
+        norm_id=ep.norm_id,
+        layout=LAYOUT,
+        t=t,
+        max_steps=ep.max_steps,
+        pos=(int(d["pos"][i, 0, 0]), int(d["pos"][i, 0, 1])),
+        group=int(d["group"][i, 0]),
+        goal_kind=int(d["goal_kind"][i]),
+        goal_cell=(int(d["goal_cell"][i, 0]), int(d["goal_cell"][i, 1])),
+        exit_door=int(d["exit_door"][i]),
+        leg=int(d["leg"][i]),
+        service_steps=3,
+        sanctioned=bool(d["was_sanctioned"][i, 0]),
+        others=others,
+        memory=recent,
+        earlier=earlier,
+        steps_seen=len(past),
+        first_step=past[0].t if past else None,
+        belief=belief,
+        confidence=confidence,
+    )
 
 
 def vlm(messages: list[dict], image: bool) -> list[dict]:
@@ -133,8 +165,10 @@ def vlm(messages: list[dict], image: bool) -> list[dict]:
 
 def action_messages(turn: Turn, image: bool = False) -> list[dict]:
     text_only = not image
-    msgs = [{"role": "system", "content": system_prompt(turn, text_only=text_only)},
-            {"role": "user", "content": user_prompt(turn, text_only=text_only)}]
+    msgs = [
+        {"role": "system", "content": system_prompt(turn, text_only=text_only)},
+        {"role": "user", "content": user_prompt(turn, text_only=text_only)},
+    ]
     return vlm(msgs, True) if image else msgs
 
 
@@ -147,10 +181,14 @@ def selection_messages(turn: Turn, descriptions: list[str], image: bool = False)
     letters = [chr(ord("A") + j) for j in range(len(descriptions))]
     lines = [head, "", "Which social norm does this group follow? Exactly one of these candidates is the true norm:"]
     lines += [f"{a}. {desc}" for a, desc in zip(letters, descriptions)]
-    lines += ["Return exactly one JSON object and no other text:",
-              '{ "reasoning": "<step-by-step reasoning>", "answer": "<the letter of the true norm>" }']
-    msgs = [{"role": "system", "content": system_prompt(turn, text_only=not image)},
-            {"role": "user", "content": "\n".join(lines)}]
+    lines += [
+        "Return exactly one JSON object and no other text:",
+        '{ "reasoning": "<step-by-step reasoning>", "answer": "<the letter of the true norm>" }',
+    ]
+    msgs = [
+        {"role": "system", "content": system_prompt(turn, text_only=not image)},
+        {"role": "user", "content": "\n".join(lines)},
+    ]
     return vlm(msgs, True) if image else msgs
 
 
@@ -213,23 +251,40 @@ def judgment_messages(ep: Episode, i: int, k: int, image: bool = False) -> list[
     lines += ["", "Recent steps (most recent last):"]
     lines += [_history_line(ep, j) for j in range(lo, i)] or ["(none)"]
     lines.append("Earlier steps with red crosses (most recent last):")
-    lines += [f"- Step {int(d['t'][j])}: " + "; ".join(_move(ep, j, m) for m in range(d['active'].shape[1])
-                                                       if d["sanctioned"][j, m]) for j in earlier] or ["(none)"]
-    now = "; ".join(f"{_agent(ep, i, m)} at {cell(d['pos'][i, m])}" + (" [red cross in the last step]"
-                    if d["was_sanctioned"][i, m] else "") for m in ep.agents(i, skip_newcomer=False))
-    lines += ["", f"Agents now: {now}.", "",
-              f"Proposed transition: {_agent(ep, i, k)} at {cell(d['pos'][i, k])} proposes to "
-              f"{PROMPT_ACTIONS[int(d['action'][i, k])]}, moving to {cell(d['target'][i, k])}.",
-              "Does this proposed action violate the social norm?",
-              "Return exactly one JSON object and no other text:",
-              '{ "reasoning": "<step-by-step reasoning>", "violates": <true or false> }']
+    lines += [
+        f"- Step {int(d['t'][j])}: "
+        + "; ".join(_move(ep, j, m) for m in range(d["active"].shape[1]) if d["sanctioned"][j, m])
+        for j in earlier
+    ] or ["(none)"]
+    now = "; ".join(
+        f"{_agent(ep, i, m)} at {cell(d['pos'][i, m])}"
+        + (" [red cross in the last step]" if d["was_sanctioned"][i, m] else "")
+        for m in ep.agents(i, skip_newcomer=False)
+    )
+    lines += [
+        "",
+        f"Agents now: {now}.",
+        "",
+        f"Proposed transition: {_agent(ep, i, k)} at {cell(d['pos'][i, k])} proposes to "
+        f"{PROMPT_ACTIONS[int(d['action'][i, k])]}, moving to {cell(d['target'][i, k])}.",
+        "Does this proposed action violate the social norm?",
+        "Return exactly one JSON object and no other text:",
+        '{ "reasoning": "<step-by-step reasoning>", "violates": <true or false> }',
+    ]
     legend = ""
     if image:
-        star = (f"the disc with a gold star is {_agent(ep, i, 0)}" if d["active"][i, 0]
-                else "a gold star would mark the newest agent, who is not on the grid")
+        star = (
+            f"the disc with a gold star is {_agent(ep, i, 0)}"
+            if d["active"][i, 0]
+            else "a gold star would mark the newest agent, who is not on the grid"
+        )
         legend = JUDGE_LEGEND.format(star=star)
-    system = JUDGE_SYSTEM.format(opening=JUDGE_IMAGE if image else JUDGE_TEXT, legend=legend,
-                                 world=world_description(LAYOUT), objects=object_positions(LAYOUT))
+    system = JUDGE_SYSTEM.format(
+        opening=JUDGE_IMAGE if image else JUDGE_TEXT,
+        legend=legend,
+        world=world_description(LAYOUT),
+        objects=object_positions(LAYOUT),
+    )
     msgs = [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(lines)}]
     return vlm(msgs, True) if image else msgs
 

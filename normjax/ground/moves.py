@@ -62,4 +62,4 @@ def physical_mask(kind, pos):
     """[K, 5] bool: which of the five actions are not blocked (WAIT always is)."""
     acts = jnp.arange(C.N_ACTIONS)
     eff = effective_actions(kind, pos[:, None, :], acts[None, :])
-    return (eff == acts[None, :])
+    return eff == acts[None, :]

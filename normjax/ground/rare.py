@@ -43,6 +43,7 @@ from jax.custom_batching import custom_vmap
 # usually holds every environment that needs the work.
 CHUNK_SHARE = 1 / 8
 
+
 def chunk_size(batch: int, share: float = CHUNK_SHARE) -> int:
     """Environments per chunk for a batch of `batch`."""
     return max(1, min(batch, math.ceil(batch * share)))
@@ -73,8 +74,8 @@ def run_where(needed, fn, idle, *args, share: float = CHUNK_SHARE, packing: bool
     def _batched(axis_size, in_batched, needed, args):
         needed_batched, args_batched = in_batched
         axes = jax.tree.map(lambda b: 0 if b else None, args_batched)
-        whole = lambda f: lambda *a: jax.vmap(f, in_axes=axes, axis_size=axis_size)(*a)  # noqa: E731
-        batched = lambda out: (out, jax.tree.map(lambda _: True, out))  # noqa: E731
+        whole = lambda f: lambda *a: jax.vmap(f, in_axes=axes, axis_size=axis_size)(*a)
+        batched = lambda out: (out, jax.tree.map(lambda _: True, out))
         if not needed_batched:
             return batched(jax.lax.cond(needed, whole(fn), whole(idle), *args))
         if not packing:

@@ -62,9 +62,9 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -75,7 +75,11 @@ from normjax.cache import compiled
 from normjax.env import STATE_POLICIES, check_policy_name, phase_params
 from normjax.env.episode import episode_step, start_episode, state_newcomer
 from normjax.interop.plan import (  # noqa: F401  (re-exported: the plan of an export)
-    EXPORT_PHASES, episode_summary, plan_episode, protocol_episode, resolve_layout,
+    EXPORT_PHASES,
+    episode_summary,
+    plan_episode,
+    protocol_episode,
+    resolve_layout,
 )
 from normjax.layouts import ALL_LAYOUTS, load_layout
 from normjax.norms import NORMS
@@ -149,8 +153,19 @@ def _start(key, layout_id, norm_id, phase, capacity, newcomer_group, distractor=
     raise ValueError(f"unknown phase {phase!r}; valid: {', '.join(EXPORT_PHASES)}")
 
 
-def rollout(key, layout_id, norm_id, phase, policy, capacity=10, steps=None, newcomer_group=None,
-            return_scenario=False, distractor=None, distractor_share=0.0):
+def rollout(
+    key,
+    layout_id,
+    norm_id,
+    phase,
+    policy,
+    capacity=10,
+    steps=None,
+    newcomer_group=None,
+    return_scenario=False,
+    distractor=None,
+    distractor_share=0.0,
+):
     """Simulate one episode of the full environment (docs/world.md §9).
 
     `policy(key, state, params) -> action` drives slot 0 (a jittable function;
@@ -167,8 +182,9 @@ def rollout(key, layout_id, norm_id, phase, policy, capacity=10, steps=None, new
         policy = POLICIES[check_policy_name(policy)]
     WorldConfig(capacity=capacity)
     k_reset, k_run = jax.random.split(key)
-    state, params, how = _start(k_reset, int(layout_id), int(norm_id), phase, capacity, newcomer_group,
-                                (distractor or "none", distractor_share))
+    state, params, how = _start(
+        k_reset, int(layout_id), int(norm_id), phase, capacity, newcomer_group, (distractor or "none", distractor_share)
+    )
     if steps is None:
         steps = int(params.max_steps)
     if steps < 1:
@@ -178,8 +194,9 @@ def rollout(key, layout_id, norm_id, phase, policy, capacity=10, steps=None, new
         states, infos = _scan(k_run, state, params, policy, int(steps))
     else:  # kept whole in the CLI's executable cache (normjax.cache.compiled)
         args = (k_run, state, params)
-        states, infos = compiled("export_scan", _scan, args, {"policy": policy, "steps": int(steps)},
-                                 f"policy={name} steps={int(steps)}")(*args)
+        states, infos = compiled(
+            "export_scan", _scan, args, {"policy": policy, "steps": int(steps)}, f"policy={name} steps={int(steps)}"
+        )(*args)
     n = int(steps)
     if phase in ("seen", "unseen"):
         exited = np.asarray(infos.exited[:, 0])
@@ -211,16 +228,14 @@ def layout_cells(layout_name: str, norm_id: int | None) -> dict:
     lay = load_layout(layout_name)
     chairs = np.asarray(lay.chairs)
     regions = {
-        name: _cells([c for c in chairs if int(lay.region[c[0], c[1]]) == i])
-        for i, name in enumerate(C.REGION_NAMES)
+        name: _cells([c for c in chairs if int(lay.region[c[0], c[1]]) == i]) for i, name in enumerate(C.REGION_NAMES)
     }
     queue_path = None
     j = -1 if norm_id is None else int(NORM_TABLE.queue_path[int(norm_id) + 1])
     if j >= 0:
         queue_path = _cells(lay.queue_paths[j][: lay.queue_len[j]])
     ring = [
-        {"cell": [int(r), int(c)], "cw": [int(lay.cw[r, c, 0]), int(lay.cw[r, c, 1])]}
-        for r, c in np.argwhere(lay.ring)
+        {"cell": [int(r), int(c)], "cw": [int(lay.cw[r, c, 0]), int(lay.cw[r, c, 1])]} for r, c in np.argwhere(lay.ring)
     ]
     return {
         "doors": {name: _cell(lay.doors[i]) for i, name in enumerate(C.DOOR_NAMES)},
@@ -277,8 +292,21 @@ def header_record(params, header_info: dict, capacity: int, n_steps: int) -> dic
 
 
 # The fields a step line reads (only these are converted to Python lists).
-_INFO_FIELDS = ("active", "uid", "pos", "action", "target", "next_pos", "displaced", "collided", "sanctioned",
-                "reward", "exited", "goals_completed", "forced_wait")
+_INFO_FIELDS = (
+    "active",
+    "uid",
+    "pos",
+    "action",
+    "target",
+    "next_pos",
+    "displaced",
+    "collided",
+    "sanctioned",
+    "reward",
+    "exited",
+    "goals_completed",
+    "forced_wait",
+)
 _AGENT_FIELDS = ("role", "leg", "goal_kind", "goal_cell", "exit_door", "group", "habit")
 
 
@@ -291,7 +319,7 @@ def trajectory_records(states, infos, params, header_info: dict) -> list[dict]:
     """
     # Python lists up front: indexing numpy scalars element by element costs most of the time.
     n_steps, capacity = np.shape(infos.active)
-    rows = lambda x: np.asarray(x)[:n_steps].tolist()  # noqa: E731
+    rows = lambda x: np.asarray(x)[:n_steps].tolist()
     inf = SimpleNamespace(**{f: rows(getattr(infos, f)) for f in _INFO_FIELDS})
     ag = SimpleNamespace(**{f: rows(getattr(states.agents, f)) for f in _AGENT_FIELDS})
     ts = rows(states.t)
@@ -304,11 +332,30 @@ def trajectory_records(states, infos, params, header_info: dict) -> list[dict]:
         for k in range(capacity):
             role = ROLE_NAMES[ag.role[t][k]]
             if not inf.active[t][k]:
-                agents.append({
-                    "slot": k, "active": False, "uid": None, "group": None, "pos": None, "action": int(C.WAIT),
-                    "action_name": "WAIT", "target": None, "next": None, "displaced": False, "collided": False,
-                    "sanctioned": False, "leg": None, "goal": None, "reward": 0.0, "role": role, "exited": False,
-                    "goals_completed": 0, "forced_wait": False, **({"habit": None} if habits else {})})
+                agents.append(
+                    {
+                        "slot": k,
+                        "active": False,
+                        "uid": None,
+                        "group": None,
+                        "pos": None,
+                        "action": int(C.WAIT),
+                        "action_name": "WAIT",
+                        "target": None,
+                        "next": None,
+                        "displaced": False,
+                        "collided": False,
+                        "sanctioned": False,
+                        "leg": None,
+                        "goal": None,
+                        "reward": 0.0,
+                        "role": role,
+                        "exited": False,
+                        "goals_completed": 0,
+                        "forced_wait": False,
+                        **({"habit": None} if habits else {}),
+                    }
+                )
                 continue
             leg = ag.leg[t][k]
             if leg == 0:
@@ -318,14 +365,30 @@ def trajectory_records(states, infos, params, header_info: dict) -> list[dict]:
                 goal = None if door == ANY_DOOR else list(doors[door])
             exited = inf.exited[t][k]
             action = inf.action[t][k]
-            agents.append({
-                "slot": k, "active": True, "uid": inf.uid[t][k], "group": ag.group[t][k], "pos": inf.pos[t][k],
-                "action": action, "action_name": C.ACTION_NAMES[action], "target": inf.target[t][k],
-                "next": None if exited else inf.next_pos[t][k], "displaced": inf.displaced[t][k],
-                "collided": inf.collided[t][k], "sanctioned": inf.sanctioned[t][k], "leg": leg, "goal": goal,
-                "reward": round(inf.reward[t][k], 6), "role": role, "exited": exited,
-                "goals_completed": inf.goals_completed[t][k], "forced_wait": inf.forced_wait[t][k],
-                **({"habit": habit_name(ag.habit[t][k])} if habits else {})})
+            agents.append(
+                {
+                    "slot": k,
+                    "active": True,
+                    "uid": inf.uid[t][k],
+                    "group": ag.group[t][k],
+                    "pos": inf.pos[t][k],
+                    "action": action,
+                    "action_name": C.ACTION_NAMES[action],
+                    "target": inf.target[t][k],
+                    "next": None if exited else inf.next_pos[t][k],
+                    "displaced": inf.displaced[t][k],
+                    "collided": inf.collided[t][k],
+                    "sanctioned": inf.sanctioned[t][k],
+                    "leg": leg,
+                    "goal": goal,
+                    "reward": round(inf.reward[t][k], 6),
+                    "role": role,
+                    "exited": exited,
+                    "goals_completed": inf.goals_completed[t][k],
+                    "forced_wait": inf.forced_wait[t][k],
+                    **({"habit": habit_name(ag.habit[t][k])} if habits else {}),
+                }
+            )
         records.append({"t": ts[t], "agents": agents})
     return records
 
@@ -362,10 +425,22 @@ def write_frames(states, params, frames_dir, cell_px: int = 32) -> list[Path]:
 # ---------------------------------------------------------------------------
 
 
-def export_episode(norm, phase: str, seed: int, policy_name: str, out_path, frames_dir=None,
-                   layout: str | None = None, capacity: int = 10, newcomer_group: int | None = None,
-                   steps: int | None = None, cell_px: int = 32, episode: int | None = None,
-                   distractor: str | None = None, distractor_share: float = 0.0) -> dict:
+def export_episode(
+    norm,
+    phase: str,
+    seed: int,
+    policy_name: str,
+    out_path,
+    frames_dir=None,
+    layout: str | None = None,
+    capacity: int = 10,
+    newcomer_group: int | None = None,
+    steps: int | None = None,
+    cell_px: int = 32,
+    episode: int | None = None,
+    distractor: str | None = None,
+    distractor_share: float = 0.0,
+) -> dict:
     """Simulate one episode and write it as docs/world.md §12 JSON Lines (and PNG frames).
 
     `norm` is a norm name or id (None / "none" for no norm); names and values
@@ -378,12 +453,20 @@ def export_episode(norm, phase: str, seed: int, policy_name: str, out_path, fram
     a small summary dict.  Many episodes in one compiled program:
     `normjax.interop.export_many.export_many`.
     """
-    plan = plan_episode(norm, phase, seed, policy_name, layout, capacity, newcomer_group, episode,
-                        distractor, distractor_share)
+    plan = plan_episode(
+        norm, phase, seed, policy_name, layout, capacity, newcomer_group, episode, distractor, distractor_share
+    )
     states, infos, params = rollout(
-        jax.random.PRNGKey(plan["key_seed"]), plan["layout_id"], plan["norm_id"], phase,
-        POLICIES[policy_name], capacity=capacity, steps=steps, newcomer_group=plan["group"],
-        distractor=plan["distractor"][0], distractor_share=plan["distractor"][1],
+        jax.random.PRNGKey(plan["key_seed"]),
+        plan["layout_id"],
+        plan["norm_id"],
+        phase,
+        POLICIES[policy_name],
+        capacity=capacity,
+        steps=steps,
+        newcomer_group=plan["group"],
+        distractor=plan["distractor"][0],
+        distractor_share=plan["distractor"][1],
     )
     records = trajectory_records(states, infos, params, plan["info"])
     path = write_jsonl(out_path, records)
@@ -392,7 +475,18 @@ def export_episode(norm, phase: str, seed: int, policy_name: str, out_path, fram
 
 
 __all__ = [
-    "FORMAT", "EXPORT_PHASES", "POLICIES", "rollout", "trajectory_records", "header_record",
-    "layout_cells", "protocol_episode", "write_jsonl", "read_jsonl", "write_frames", "export_episode",
-    "plan_episode", "episode_summary",
+    "FORMAT",
+    "EXPORT_PHASES",
+    "POLICIES",
+    "rollout",
+    "trajectory_records",
+    "header_record",
+    "layout_cells",
+    "protocol_episode",
+    "write_jsonl",
+    "read_jsonl",
+    "write_frames",
+    "export_episode",
+    "plan_episode",
+    "episode_summary",
 ]

@@ -70,8 +70,18 @@ def episode_name(plan: dict) -> str:
     return f"{norm}.{plan['phase']}{ep}.{plan['policy']}.seed{seed}"
 
 
-def plan_many(norms, phases, seeds, policies, episodes=None, layout=None, capacity: int = 10,
-              newcomer_group=None, distractor: str | None = None, distractor_share: float = 0.0) -> list[dict]:
+def plan_many(
+    norms,
+    phases,
+    seeds,
+    policies,
+    episodes=None,
+    layout=None,
+    capacity: int = 10,
+    newcomer_group=None,
+    distractor: str | None = None,
+    distractor_share: float = 0.0,
+) -> list[dict]:
     """Validated plans (`plan_episode`) of every episode, each with its file stem as ``name``."""
     if not norms or not phases or not seeds or not policies or episodes == []:
         raise ValueError("norms, phases, seeds, policies (and episodes, when given) must be non-empty")
@@ -82,8 +92,18 @@ def plan_many(norms, phases, seeds, policies, episodes=None, layout=None, capaci
             for seed in seeds:
                 for e in dict.fromkeys(eps):
                     for policy in policies:
-                        plan = plan_episode(norm, phase, int(seed), policy, layout, capacity, newcomer_group, e,
-                                            distractor, distractor_share)
+                        plan = plan_episode(
+                            norm,
+                            phase,
+                            int(seed),
+                            policy,
+                            layout,
+                            capacity,
+                            newcomer_group,
+                            e,
+                            distractor,
+                            distractor_share,
+                        )
                         plan["name"] = episode_name(plan)
                         if plan["name"] not in names:
                             names.add(plan["name"])
@@ -99,7 +119,7 @@ def _steps(plan: dict, steps: int | None) -> int:
     return int(phase_params("test" if plan["phase"] in TEST_PHASES else plan["phase"], 0, 0).max_steps)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _program(test: bool, policy_name: str, capacity: int, steps: int):
     """jit(vmap(one episode)) for a phase kind, policy, capacity and length."""
     cfg = WorldConfig(capacity=capacity)
@@ -108,8 +128,9 @@ def _program(test: bool, policy_name: str, capacity: int, steps: int):
     def one(key, layout_id, norm_id, group, params):
         k_reset, k_run = jax.random.split(key)  # as export.rollout
         if test:
-            state, params = build_test_episode(k_reset, layout_id, norm_id, group, cfg,
-                                               params.habit, params.habit_share)
+            state, params = build_test_episode(
+                k_reset, layout_id, norm_id, group, cfg, params.habit, params.habit_share
+            )
         else:
             state = reset_world(k_reset, params, cfg)
         states, infos = _scan(k_run, state, params, policy, steps)
@@ -143,8 +164,16 @@ def _episode(batch, i: int, test: bool, steps: int):
     return states, infos, params
 
 
-def export_many(plans: list[dict], out_dir, steps: int | None = None, capacity: int = 10,
-                frames_dir=None, cell_px: int = 32, max_batch: int = MAX_BATCH, log=None) -> dict:
+def export_many(
+    plans: list[dict],
+    out_dir,
+    steps: int | None = None,
+    capacity: int = 10,
+    frames_dir=None,
+    cell_px: int = 32,
+    max_batch: int = MAX_BATCH,
+    log=None,
+) -> dict:
     """Simulate and write the planned episodes (`plan_many`) into `out_dir`.
 
     Episodes are grouped by (test or not, policy, length); each group runs in
@@ -171,8 +200,9 @@ def export_many(plans: list[dict], out_dir, steps: int | None = None, capacity: 
             padded = chunk + [chunk[0]] * (size - len(chunk))
             t0 = time.perf_counter()
             args = _inputs([plans[i] for i in padded])
-            exe = compiled("export_many", fn, args, None, f"test={test} policy={policy} capacity={capacity} "
-                                                          f"steps={n_steps}")
+            exe = compiled(
+                "export_many", fn, args, None, f"test={test} policy={policy} capacity={capacity} steps={n_steps}"
+            )
             batch = jax.tree.map(np.asarray, exe(*args))
             t1 = time.perf_counter()
             for j, i in enumerate(chunk):
@@ -187,8 +217,10 @@ def export_many(plans: list[dict], out_dir, steps: int | None = None, capacity: 
             timing["write_s"] += time.perf_counter() - t1
             if log is not None:
                 log(f"{'test' if test else 'reset'}/{policy}: {start + len(chunk)}/{len(idx)} episodes written")
-    result = {"episodes": summaries, "timing": {k: round(v, 3) if isinstance(v, float) else v
-                                                for k, v in timing.items()}}
+    result = {
+        "episodes": summaries,
+        "timing": {k: round(v, 3) if isinstance(v, float) else v for k, v in timing.items()},
+    }
     (out / "manifest.json").write_text(json.dumps(result, indent=1))
     return result
 

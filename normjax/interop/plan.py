@@ -51,9 +51,18 @@ def protocol_episode(norm_id: int, phase: str, episode: int, seed: int = 0) -> t
     return episode_seeds(norm_id, seed)[phase][episode], group_orders(norm_id, seed)[phase][episode]
 
 
-def plan_episode(norm, phase: str, seed: int, policy_name: str, layout: str | None = None,
-                 capacity: int = 10, newcomer_group: int | None = None, episode: int | None = None,
-                 distractor: str | None = None, distractor_share: float = 0.0) -> dict:
+def plan_episode(
+    norm,
+    phase: str,
+    seed: int,
+    policy_name: str,
+    layout: str | None = None,
+    capacity: int = 10,
+    newcomer_group: int | None = None,
+    episode: int | None = None,
+    distractor: str | None = None,
+    distractor_share: float = 0.0,
+) -> dict:
     """What `export_episode` simulates, validated before anything is traced.
 
     Returns ``norm`` (spec or None), ``norm_id``, ``layout`` (name),
@@ -90,9 +99,18 @@ def plan_episode(norm, phase: str, seed: int, policy_name: str, layout: str | No
         info["newcomer_group"] = group
     if on:
         info["distractor"] = {"habit": C.HABIT_NAMES[habit], "share": share}
-    return dict(norm=spec, norm_id=-1 if spec is None else spec.id, layout=layout_name,
-                layout_id=ALL_LAYOUTS.index(layout_name), phase=phase, key_seed=key_seed, group=group,
-                policy=policy_name, info=info, distractor=(C.HABIT_NAMES[habit], share))
+    return dict(
+        norm=spec,
+        norm_id=-1 if spec is None else spec.id,
+        layout=layout_name,
+        layout_id=ALL_LAYOUTS.index(layout_name),
+        phase=phase,
+        key_seed=key_seed,
+        group=group,
+        policy=policy_name,
+        info=info,
+        distractor=(C.HABIT_NAMES[habit], share),
+    )
 
 
 def plan_params(plan: dict) -> WorldParams:
@@ -100,8 +118,9 @@ def plan_params(plan: dict) -> WorldParams:
     phases take their layout, norm and group from the scenario builder."""
     test = plan["phase"] in ("seen", "unseen")
     name, share = plan["distractor"]
-    return phase_params("test" if test else plan["phase"], plan["layout_id"], plan["norm_id"],
-                        distractor=name, distractor_share=share)
+    return phase_params(
+        "test" if test else plan["phase"], plan["layout_id"], plan["norm_id"], distractor=name, distractor_share=share
+    )
 
 
 def episode_summary(plan: dict, path, records: list, infos, n_frames: int) -> dict:
@@ -124,7 +143,6 @@ def episode_summary(plan: dict, path, records: list, infos, n_frames: int) -> di
         "frames": int(n_frames),
         "scenario": plan["info"]["scenario"],
     }
-
 
 
 __all__ = ["EXPORT_PHASES", "episode_summary", "plan_episode", "plan_params", "protocol_episode", "resolve_layout"]

@@ -39,18 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
-from normjax.world.state import WorldParams, WorldState
 from normjax.interop.sprites import (
-    T_CHAIR,
-    T_COUNTER,
-    T_DOOR_A,
-    T_DOOR_B,
-    T_DOOR_C,
-    T_FLOOR,
-    T_OBSTACLE,
-    T_Q,
-    T_R,
-    T_WALL,
     AGENT_EDGE_RGB,
     BADGE_EDGE_RGB,
     BADGE_RGB,
@@ -62,10 +51,21 @@ from normjax.interop.sprites import (
     SANCTION_RGB,
     STAR_EDGE_RGB,
     STAR_RGB,
+    T_CHAIR,
+    T_COUNTER,
+    T_DOOR_A,
+    T_DOOR_B,
+    T_DOOR_C,
+    T_FLOOR,
+    T_OBSTACLE,
+    T_Q,
+    T_R,
+    T_WALL,
     agent_sprites,
     cell_tiles,
 )
 from normjax.layouts.tables import world_tables
+from normjax.world.state import WorldParams, WorldState
 
 # ---------------------------------------------------------------------------
 # Device rendering (jnp)
@@ -218,9 +218,7 @@ def save_gif(frames, path, fps: float = 4) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     images = [Image.fromarray(f, mode="RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT) for f in arr]
     duration = max(1, int(round(1000.0 / fps)))
-    images[0].save(
-        path, format="GIF", save_all=True, append_images=images[1:], duration=duration, loop=0
-    )
+    images[0].save(path, format="GIF", save_all=True, append_images=images[1:], duration=duration, loop=0)
     return path
 
 

@@ -71,8 +71,7 @@ _FONT_ROWS = {
     "9": (".###.", "#...#", "#...#", ".####", "....#", "...#.", ".##.."),
 }
 FONT: dict[str, np.ndarray] = {
-    ch: np.array([[c == "#" for c in row] for row in rows], dtype=bool)
-    for ch, rows in _FONT_ROWS.items()
+    ch: np.array([[c == "#" for c in row] for row in rows], dtype=bool) for ch, rows in _FONT_ROWS.items()
 }
 GLYPH_H = 7
 HABIT_GLYPHS = ("", "D", "W")  # badge letter per habit code (normjax.constants.HABIT_NAMES)
@@ -167,7 +166,7 @@ def _rect(px: int, y0: float, y1: float, x0: float, x1: float) -> np.ndarray:
     return _coverage((y >= y0) & (y < y1) & (x >= x0) & (x < x1), px)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cell_tiles(px: int) -> np.ndarray:
     """The ten cell appearances as float32 RGB tiles [N_TILES, px, px, 3]."""
     line = max(1, px // 24)  # grid line width in pixels
@@ -238,7 +237,7 @@ def cell_tiles(px: int) -> np.ndarray:
     return tiles
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def agent_sprites(px: int) -> dict[str, np.ndarray]:
     """Coverage masks [px, px] (float32 in [0, 1]) of the agent sprites and badges."""
     y, x = _subpixels(px)
@@ -282,9 +281,9 @@ def agent_sprites(px: int) -> dict[str, np.ndarray]:
     # Bottom-right: service-timer digit.
     top, left = px - bh, px - bw_digit
     s["digit_box_edge"], s["digit_box"] = box(top, left, bh, bw_digit)
-    s["digits"] = np.stack(
-        [_glyph_mask(str(k), px, gs, top + 1 + pad, left + 1 + pad) for k in range(10)]
-    ).astype(np.float32)
+    s["digits"] = np.stack([_glyph_mask(str(k), px, gs, top + 1 + pad, left + 1 + pad) for k in range(10)]).astype(
+        np.float32
+    )
     # Top-right: collision "!".
     left = px - bw_bang
     s["bang_box_edge"], s["bang_box"] = box(0, left, bh, bw_bang)
@@ -293,12 +292,13 @@ def agent_sprites(px: int) -> dict[str, np.ndarray]:
     # (none, D = same_exit_door, W = move1_wait1).
     top = px - bh
     s["habit_box_edge"], s["habit_box"] = box(top, 0, bh, bw_digit)
-    s["habits"] = np.stack([np.zeros((px, px), bool)] + [
-        _glyph_mask(ch, px, gs, top + 1 + pad, 1 + pad) for ch in HABIT_GLYPHS[1:]]).astype(np.float32)
+    s["habits"] = np.stack(
+        [np.zeros((px, px), bool)] + [_glyph_mask(ch, px, gs, top + 1 + pad, 1 + pad) for ch in HABIT_GLYPHS[1:]]
+    ).astype(np.float32)
     # Top-left: goal-1 check mark, an anti-aliased thick polyline in a square box.
     cw = bh
     s["check_box_edge"], s["check_box"] = box(0, 0, bh, cw)
-    u = lambda v: v / px  # noqa: E731
+    u = lambda v: v / px
     pts = [(u(bh * 0.52), u(cw * 0.20)), (u(bh * 0.74), u(cw * 0.42)), (u(bh * 0.28), u(cw * 0.82))]
     s["check"] = _coverage(_polyline_dist(y, x, pts) <= max(0.9, 0.55 * gs) / px, px)
     return s

@@ -77,7 +77,7 @@ def flat_index(cells):
     return cells[..., 0] * C.W + cells[..., 1]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def neighbour_index() -> np.ndarray:
     """[N_CELLS, 4] flat index of each cell's neighbour per move UP..RIGHT (-1 off grid).
     Cached (the route tables read it once per layout and graph) and read-only."""
@@ -183,7 +183,6 @@ def reachable_from(start: Cell, passable: np.ndarray, enterable: np.ndarray) -> 
     return seen
 
 
-
 # ---------------------------------------------------------------------------
 # Derived arrays (docs/world.md §1 and 7)
 # ---------------------------------------------------------------------------
@@ -260,5 +259,3 @@ def seat_orders(chairs: np.ndarray) -> np.ndarray:
     l2r = chairs[np.lexsort((chairs[:, 0], chairs[:, 1]))]
     r2l = chairs[np.lexsort((chairs[:, 0], -chairs[:, 1]))]
     return np.stack([l2r, r2l]).astype(np.int32)
-
-

@@ -42,18 +42,18 @@ import numpy as np
 from normjax import constants as C
 from normjax.layouts.geometry import (
     QUEUE_NAMES,
+    ccw_step,
     cells_of,
+    cw_step,
     find_one,
     inward_cell,
-    cw_step,
-    ccw_step,
     queue_paths,
     region_grid,
     ring_mask,
     ring_steps,
     seat_orders,
 )
-from normjax.layouts.validate import _WALKABLE_CHARS, LayoutError, validate_grid
+from normjax.layouts.validate import _WALKABLE_CHARS, validate_grid
 
 # The ten layouts (docs/world.md §1, paper 9.2), in benchmark order; the cafe is the seen layout.
 LAYOUTS: tuple[str, ...] = (
@@ -182,7 +182,7 @@ def check_layout_name(name: str) -> str:
     return name
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_layout(name: str) -> Layout:
     """Read, validate and parse `normjax/layouts/maps/<name>.txt` (cached)."""
     check_layout_name(name)

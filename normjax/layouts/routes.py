@@ -80,13 +80,15 @@ def distance_to_targets(lay: Layout, variant: int) -> np.ndarray:
     safe_nb = np.where(nb >= 0, nb, 0)
     # allowed[a][g, x]: from x, the step a may be taken when heading for g.
     step_ok = edge & standable[:, None]  # [X, 4]
-    allowed = [step_ok[:, a][None, :] & (corridor[safe_nb[:, a]][None, :] | (safe_nb[None, :, a] == targets[:, None]))
-               for a in range(4)]
+    allowed = [
+        step_ok[:, a][None, :] & (corridor[safe_nb[:, a]][None, :] | (safe_nb[None, :, a] == targets[:, None]))
+        for a in range(4)
+    ]
     dist = distances_to_all(allowed, enterable)
     return np.where(dist < 0, C.UNREACHABLE, np.minimum(dist, 254)).astype(np.uint8)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def host_route_tables() -> np.ndarray:
     """uint8 [n_layouts, N_VARIANTS, N_CELLS, N_CELLS] (cached; ~5 MB; on disk too when the command
     line's cache is configured: `normjax.cache.stored`)."""
@@ -95,25 +97,17 @@ def host_route_tables() -> np.ndarray:
 
 def _build_route_tables() -> np.ndarray:
     return np.stack(
-        [
-            np.stack([distance_to_targets(load_layout(name), v) for v in range(N_VARIANTS)])
-            for name in ALL_LAYOUTS
-        ]
+        [np.stack([distance_to_targets(load_layout(name), v) for v in range(N_VARIANTS)]) for name in ALL_LAYOUTS]
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def host_corridors() -> np.ndarray:
     """bool [n_layouts, N_VARIANTS, N_CELLS]: cells a path may pass through."""
-    return np.stack(
-        [
-            np.stack([_corridors(load_layout(name), v) for v in range(N_VARIANTS)])
-            for name in ALL_LAYOUTS
-        ]
-    )
+    return np.stack([np.stack([_corridors(load_layout(name), v) for v in range(N_VARIANTS)]) for name in ALL_LAYOUTS])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def corridor_tables() -> jax.Array:
     with jax.ensure_compile_time_eval():
         return jnp.asarray(host_corridors())
@@ -132,7 +126,7 @@ def planner_width(longest: int) -> int:
     return -(-(longest + 1) // 8) * 8
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def host_goal_candidates() -> dict[str, np.ndarray]:
     """Every cell a free-choice goal can be, per layout and case, as short padded lists.
 
@@ -148,15 +142,17 @@ def host_goal_candidates() -> dict[str, np.ndarray]:
     lists, regions = [], []
     for name in ALL_LAYOUTS:
         lay = load_layout(name)
-        flat = lambda mask: [int(r) * C.W + int(c) for r, c in np.argwhere(mask)]  # noqa: E731
+        flat = lambda mask: [int(r) * C.W + int(c) for r, c in np.argwhere(mask)]
         chairs = flat(lay.kind == C.CHAIR)
         doors = [int(r) * C.W + int(c) for r, c in lay.doors]
         lists.append([chairs, flat(lay.zone_r), flat(lay.zone_q), doors])
         regions.append([int(lay.region.reshape(-1)[x]) for x in chairs])
     w = planner_width(max(len(row) for rows in lists for row in rows))
-    pad = lambda row: row + [-1] * (w - len(row))  # noqa: E731
-    return {"cell": np.asarray([[pad(row) for row in rows] for rows in lists], np.int32),
-            "region": np.asarray([pad(row) for row in regions], np.int32)}
+    pad = lambda row: row + [-1] * (w - len(row))
+    return {
+        "cell": np.asarray([[pad(row) for row in rows] for rows in lists], np.int32),
+        "region": np.asarray([pad(row) for row in regions], np.int32),
+    }
 
 
 def candidate_count(layout: int | None = None) -> int:
@@ -166,13 +162,13 @@ def candidate_count(layout: int | None = None) -> int:
     return int(count.max() if layout is None else count[layout].max())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def goal_candidate_tables() -> dict[str, jax.Array]:
     with jax.ensure_compile_time_eval():
         return {k: jnp.asarray(v) for k, v in host_goal_candidates().items()}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def route_rows() -> jax.Array:
     """uint8 [n_layouts, N_VARIANTS, N_CELLS (from), N_CELLS (target)]: the
     transposed route table, so that all distances from one cell are one row."""
@@ -180,7 +176,7 @@ def route_rows() -> jax.Array:
         return jnp.asarray(np.ascontiguousarray(host_route_tables().transpose(0, 1, 3, 2)))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def route_tables() -> jax.Array:
     """Device copy of `host_route_tables` (created outside any trace)."""
     with jax.ensure_compile_time_eval():

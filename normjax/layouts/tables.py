@@ -120,7 +120,7 @@ class LayoutTables:
     # of per-layout lists (candidates, seat orders) up to the longest layout's.
     static_index: int = struct.field(pytree_node=False, default=-1)
 
-    def at(self, layout_id) -> "LayoutTables":
+    def at(self, layout_id) -> LayoutTables:
         """The slice of one layout from stacked tables (layout_id may be traced).
 
         The big [165, 165] distance table is *not* sliced: under `vmap` a slice
@@ -145,8 +145,12 @@ class LayoutTables:
         own, stacked = getattr(self, field), getattr(world_tables(), field)
         # Direct for constant tables, tables that are not a slice of the stacked
         # ones, and a field a view replaced (its shape differs).
-        if (self.static_index >= 0 or self.layout_index is None or self.layout_index.ndim
-                or own.shape != stacked.shape[1:]):
+        if (
+            self.static_index >= 0
+            or self.layout_index is None
+            or self.layout_index.ndim
+            or own.shape != stacked.shape[1:]
+        ):
             return own[index]
         return stacked[(self.layout_index,) + index]
 
@@ -215,14 +219,14 @@ def build_layout_arrays(lay: Layout) -> dict[str, np.ndarray]:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def host_tables() -> dict[str, np.ndarray]:
     """numpy arrays of every layout (`ALL_LAYOUTS`) stacked on axis 0 (cached)."""
     per = [build_layout_arrays(load_layout(name)) for name in ALL_LAYOUTS]
     return {k: np.stack([p[k] for p in per]) for k in per[0]}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def world_tables() -> LayoutTables:
     """Device arrays of every layout (`ALL_LAYOUTS`), stacked along the layout axis (cached).
 

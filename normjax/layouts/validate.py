@@ -73,9 +73,7 @@ def _check_legend(name, lines):
         for c, ch in enumerate(line):
             if ch not in C.LEGEND:
                 allowed = " ".join(C.LEGEND)
-                raise LayoutError(
-                    name, "legend", f"unknown character {ch!r}; allowed legend: {allowed}", [(r, c)]
-                )
+                raise LayoutError(name, "legend", f"unknown character {ch!r}; allowed legend: {allowed}", [(r, c)])
 
 
 def _allowed_on_border(r: int, c: int) -> set[str]:
@@ -218,9 +216,7 @@ def _check_reachable(name, lines, rule: str, removed: str = ""):
         missing = np.argwhere(enterable & ~reachable_from(start, passable, enterable))
         if len(missing):
             what = f" with zone {removed.upper()} removed" if removed else ""
-            raise LayoutError(
-                name, rule, f"cells unreachable from door {door}'s inward cell {start}{what}", missing
-            )
+            raise LayoutError(name, rule, f"cells unreachable from door {door}'s inward cell {start}{what}", missing)
 
 
 def _check_reachability(name, lines):
@@ -264,5 +260,3 @@ def validate_grid(name: str, lines) -> None:
     lines = list(lines)
     for _, check in VALIDATION_RULES:
         check(name, lines)
-
-

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -85,9 +86,12 @@ def _for_transcript(messages: list[dict], frame_file: str | None) -> list[dict]:
     for m in messages:
         content = m["content"]
         if isinstance(content, list):
-            content = [p if p.get("type") != "image_url" else
-                       {"type": "image_url", "image_url": {"url": frame_file or "(frame not saved)"}}
-                       for p in content]
+            content = [
+                p
+                if p.get("type") != "image_url"
+                else {"type": "image_url", "image_url": {"url": frame_file or "(frame not saved)"}}
+                for p in content
+            ]
         out.append({"role": m["role"], "content": content})
     return out
 
@@ -116,18 +120,25 @@ class LLMAgent:
 
         text = user_prompt(turn, self.text_only)
         images = [] if self.text_only or turn.frame is None else [turn.frame]
-        return [{"role": "system", "content": system_prompt(turn, self.text_only, self.known_norm)},
-                user_message(text, images)]
+        return [
+            {"role": "system", "content": system_prompt(turn, self.text_only, self.known_norm)},
+            user_message(text, images),
+        ]
 
     async def _one(self, turn: Turn) -> Decision:
         try:
             messages = self.messages(turn)
-        except Exception as e:  # noqa: BLE001 - a prompt bug must not kill a whole run
+        except Exception as e:
             return Decision(error=f"prompt failure: {type(e).__name__}: {e}")
         res = await self.client.chat(messages)
-        d = Decision(reply=res.text, messages=_for_transcript(messages, turn.frame_file),
-                     tokens_in=res.tokens_in, tokens_out=res.tokens_out, retries=res.retries,
-                     latency_s=res.latency_s)
+        d = Decision(
+            reply=res.text,
+            messages=_for_transcript(messages, turn.frame_file),
+            tokens_in=res.tokens_in,
+            tokens_out=res.tokens_out,
+            retries=res.retries,
+            latency_s=res.latency_s,
+        )
         d.attempt_errors = list(getattr(res, "attempt_errors", []))
         if res.error is not None:
             d.error, d.failed_request = f"request failed: {res.error}", True

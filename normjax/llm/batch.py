@@ -50,6 +50,7 @@ import numpy as np
 from normjax import constants as C
 from normjax.env import phase_params
 from normjax.env.episode import Episode, episode_step, fixed_action, step_keys
+from normjax.ground.moves import effective_actions
 from normjax.interop.render import render_frame
 from normjax.layouts.tables import world_tables
 from normjax.llm import programs
@@ -57,7 +58,6 @@ from normjax.protocol import imitation as _imitation
 from normjax.protocol.metrics import collision_involvement, community_totals
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
 from normjax.world import tasks
-from normjax.ground.moves import effective_actions
 from normjax.world.state import WorldConfig
 from normjax.world.step import reset_world
 
@@ -121,18 +121,25 @@ def init_stage(episodes: list[dict], capacity: int, steps: int, habit: int = 0, 
     (`normjax.world.habits.check_distractor`); off unless both are set.
     """
     idx = _pad_index(len(episodes))
-    col = lambda f: jnp.asarray([f(episodes[i]) for i in idx], jnp.int32)  # noqa: E731
+    col = lambda f: jnp.asarray([f(episodes[i]) for i in idx], jnp.int32)
     seeds = col(lambda e: e["seed"])
     extra = (None, None)
     if habit != 0 and share > 0.0:
         extra = (jnp.full((len(idx),), habit, jnp.int32), jnp.full((len(idx),), share, jnp.float32))
     static = dict(capacity=capacity, steps=steps)
     if episodes[0]["condition"] == "interaction":
-        out = programs.run("init_interaction", _init_interaction, seeds, col(lambda e: e["norm_id"]), *extra,
-                           **static)
+        out = programs.run("init_interaction", _init_interaction, seeds, col(lambda e: e["norm_id"]), *extra, **static)
     else:
-        out = programs.run("init_tests", _init_tests, seeds, col(lambda e: e["layout_id"]),
-                           col(lambda e: e["norm_id"]), col(lambda e: e["group"]), *extra, **static)
+        out = programs.run(
+            "init_tests",
+            _init_tests,
+            seeds,
+            col(lambda e: e["layout_id"]),
+            col(lambda e: e["norm_id"]),
+            col(lambda e: e["group"]),
+            *extra,
+            **static,
+        )
     pad = np.arange(len(idx)) >= len(episodes)
     return (*out, pad)
 
@@ -164,8 +171,9 @@ def view(keys, states, params, intents: bool = False):
 def _step_one(key, state, done, waits, action, params):
     """The protocol's episode step (`episode_step`) with the host's action; the batch
     carries no collision count (the packed rows report each step's involvement)."""
-    ep, info = episode_step(key, Episode(state, (), done, waits, jnp.int32(0)), params, fixed_action(action),
-                            SCENARIO_COMMUNITY)
+    ep, info = episode_step(
+        key, Episode(state, (), done, waits, jnp.int32(0)), params, fixed_action(action), SCENARIO_COMMUNITY
+    )
     return ep.state, ep.done, ep.waits, info
 
 
@@ -184,10 +192,11 @@ def step(keys, states, done, waits, actions, params):
 
 @functools.partial(jax.jit, static_argnames="cell_px")
 def _render(states, params, idx, *, cell_px):
-    pick = lambda x: x[idx]  # noqa: E731
+    pick = lambda x: x[idx]
     # No habit badges: a frame shows only what the community can see (docs/world.md §8.5).
-    return jax.vmap(lambda s, p: render_frame(s, p, cell_px, show_habits=False))(jax.tree.map(pick, states),
-                                                                                 jax.tree.map(pick, params))
+    return jax.vmap(lambda s, p: render_frame(s, p, cell_px, show_habits=False))(
+        jax.tree.map(pick, states), jax.tree.map(pick, params)
+    )
 
 
 def render(states, params, rows, cell_px: int = 32) -> np.ndarray:
@@ -196,10 +205,11 @@ def render(states, params, rows, cell_px: int = 32) -> np.ndarray:
     rows = np.asarray(rows, np.int32)
     out, size = [], render_chunk()
     for i in range(0, len(rows), size):
-        chunk = rows[i: i + size]
+        chunk = rows[i : i + size]
         idx = np.concatenate([chunk, np.full(size - len(chunk), chunk[0], np.int32)])
-        out.append(np.asarray(programs.run("render", _render, states, params, jnp.asarray(idx),
-                                           cell_px=cell_px))[: len(chunk)])
+        out.append(
+            np.asarray(programs.run("render", _render, states, params, jnp.asarray(idx), cell_px=cell_px))[: len(chunk)]
+        )
     return np.concatenate(out) if out else np.zeros((0, C.H * cell_px, C.W * cell_px, 3), np.uint8)
 
 
@@ -219,11 +229,36 @@ def obs_layout(capacity: int, imitation: bool = False) -> dict[str, slice]:
     with `imitation` (distractors on) last ``habit_steps``, the newcomer's steps
     so far that followed the episode's habit (`normjax.protocol.imitation`).
     """
-    widths = dict(active=capacity, pos=2 * capacity, group=capacity, sanctioned=capacity, intent=capacity,
-                  goal_kind=1, goal_cell=2, exit_door=1, leg=1, goals=1, n_sanctions=1, n_collisions=1,
-                  path_length=1, t=1, in_service=1, community_finished=1, community_agents=1, community_steps=1,
-                  community_return=1, newcomer_tasks=1, done=1, waits=1, info_active=1, forced=1,
-                  executed=1, info_sanctioned=1, bg_sanctions=1, involved=1)
+    widths = dict(
+        active=capacity,
+        pos=2 * capacity,
+        group=capacity,
+        sanctioned=capacity,
+        intent=capacity,
+        goal_kind=1,
+        goal_cell=2,
+        exit_door=1,
+        leg=1,
+        goals=1,
+        n_sanctions=1,
+        n_collisions=1,
+        path_length=1,
+        t=1,
+        in_service=1,
+        community_finished=1,
+        community_agents=1,
+        community_steps=1,
+        community_return=1,
+        newcomer_tasks=1,
+        done=1,
+        waits=1,
+        info_active=1,
+        forced=1,
+        executed=1,
+        info_sanctioned=1,
+        bg_sanctions=1,
+        involved=1,
+    )
     if imitation:
         widths["habit_steps"] = 1
     out, at = {}, 0
@@ -238,22 +273,45 @@ def _pack_one(key, state, params, done, waits, info, intents: bool, imit=None):
     v = _view_one(key, state, params, intents)
     ag = state.agents
     K = ag.active.shape[0]
-    i32 = lambda x: jnp.asarray(x, jnp.int32).reshape(-1)  # noqa: E731
+    i32 = lambda x: jnp.asarray(x, jnp.int32).reshape(-1)
     intent = v["intent"] if intents else jnp.full(K, -1, jnp.int32)
     if info is None:
         zero = jnp.zeros((), jnp.int32)
         step = (zero, zero, jnp.asarray(C.WAIT, jnp.int32), zero, zero, zero)
     else:
-        step = (info.active[0], info.forced_wait[0], info.action[0], info.sanctioned[0], info.sanctioned[1:].sum(),
-                collision_involvement(info)[0])
+        step = (
+            info.active[0],
+            info.forced_wait[0],
+            info.action[0],
+            info.sanctioned[0],
+            info.sanctioned[1:].sum(),
+            collision_involvement(info)[0],
+        )
     agents, steps, ret = community_totals(state)
-    cols = dict(active=ag.active, pos=ag.pos, group=ag.group, sanctioned=ag.sanctioned, intent=intent,
-                goal_kind=ag.goal_kind[0], goal_cell=ag.goal_cell[0], exit_door=ag.exit_door[0], leg=ag.leg[0],
-                goals=ag.goals_done[0], n_sanctions=ag.n_sanctions[0], n_collisions=ag.n_collisions[0],
-                path_length=ag.steps[0], t=state.t, in_service=v["in_service"],
-                community_finished=state.community_finished, community_agents=agents, community_steps=steps,
-                community_return=jax.lax.bitcast_convert_type(ret.astype(jnp.float32), jnp.int32),
-                newcomer_tasks=state.newcomer_tasks, done=done, waits=waits)
+    cols = dict(
+        active=ag.active,
+        pos=ag.pos,
+        group=ag.group,
+        sanctioned=ag.sanctioned,
+        intent=intent,
+        goal_kind=ag.goal_kind[0],
+        goal_cell=ag.goal_cell[0],
+        exit_door=ag.exit_door[0],
+        leg=ag.leg[0],
+        goals=ag.goals_done[0],
+        n_sanctions=ag.n_sanctions[0],
+        n_collisions=ag.n_collisions[0],
+        path_length=ag.steps[0],
+        t=state.t,
+        in_service=v["in_service"],
+        community_finished=state.community_finished,
+        community_agents=agents,
+        community_steps=steps,
+        community_return=jax.lax.bitcast_convert_type(ret.astype(jnp.float32), jnp.int32),
+        newcomer_tasks=state.newcomer_tasks,
+        done=done,
+        waits=waits,
+    )
     cols.update(zip(("info_active", "forced", "executed", "info_sanctioned", "bg_sanctions", "involved"), step))
     if imit is not None:
         cols["habit_steps"] = imit.follows
@@ -268,7 +326,8 @@ def observe(keys, states, params, done, waits, imit=None, *, intents: bool = Fal
     with `imit` (distractors on) the ``habit_steps`` column too."""
     # imit None is an empty pytree: vmap passes it through.
     return jax.vmap(lambda k, s, p, d, w, m: _pack_one(k, s, p, d, w, None, intents, m))(
-        keys, states, params, done, waits, imit)
+        keys, states, params, done, waits, imit
+    )
 
 
 def _held(go, new, old):
@@ -302,7 +361,8 @@ def advance(keys, next_keys, states, done, waits, actions, params, imit=None, go
     """
     states, done, waits, info, imit = jax.vmap(_advance_one)(keys, states, done, waits, actions, params, imit, go)
     packed = jax.vmap(lambda k, s, p, d, w, i, m: _pack_one(k, s, p, d, w, i, intents, m))(
-        next_keys, states, params, done, waits, info, imit)
+        next_keys, states, params, done, waits, info, imit
+    )
     out = (states, done, waits, info, packed)
     return out if imit is None else out + (imit,)
 
@@ -312,10 +372,21 @@ def policy_actions(policy, keys, states, params):
     return _policy_batch(policy)(keys, states, params)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _policy_batch(policy):
     return jax.jit(jax.vmap(lambda k, s, p: policy(step_keys(k).policy, s, p)))
 
 
-__all__ = ["PAD", "advance", "init_imitation", "init_stage", "obs_layout", "observe", "padded_size",
-           "policy_actions", "render", "step", "view"]
+__all__ = [
+    "PAD",
+    "advance",
+    "init_imitation",
+    "init_stage",
+    "obs_layout",
+    "observe",
+    "padded_size",
+    "policy_actions",
+    "render",
+    "step",
+    "view",
+]

@@ -46,8 +46,17 @@ import json
 import math
 from pathlib import Path
 
-from normjax.llm.judge import (CORRECT_SCORE, SCORES_FILE, check_run_dir, complete_norms, curve, export_judge_prompts,
-                               read_scores, scored_beliefs, step_scores)
+from normjax.llm.judge import (
+    CORRECT_SCORE,
+    SCORES_FILE,
+    check_run_dir,
+    complete_norms,
+    curve,
+    export_judge_prompts,
+    read_scores,
+    scored_beliefs,
+    step_scores,
+)
 from normjax.llm.transcripts import TranscriptStore
 from normjax.norms import FAMILIES, get_norm
 
@@ -81,10 +90,25 @@ def step_evidence(records: list[dict]) -> list[dict]:
                 unseen_sanctions += not shown
             elif me["active"] and sees_next and _moved(a):
                 compliant += 1
-        kind = ("own_violation" if own else "others_violation" if seen_sanctions
-                else "compliant_move" if compliant else None)
-        out.append(dict(t=rec["t"], own=own, others_sanctioned=seen_sanctions,
-                        others_sanctioned_unseen=unseen_sanctions, compliant_moves=compliant, event=kind))
+        kind = (
+            "own_violation"
+            if own
+            else "others_violation"
+            if seen_sanctions
+            else "compliant_move"
+            if compliant
+            else None
+        )
+        out.append(
+            dict(
+                t=rec["t"],
+                own=own,
+                others_sanctioned=seen_sanctions,
+                others_sanctioned_unseen=unseen_sanctions,
+                compliant_moves=compliant,
+                event=kind,
+            )
+        )
     return out
 
 
@@ -123,13 +147,23 @@ def norm_events(records: list[dict], known: dict[str, int], replies_after: int =
         if ev["event"] is None:
             continue
         later = [j for j in asked if j > i]
-        row = dict(ev, reply_t=None, score_before=score(held[i]["belief"]), score_after=None,
-                   confidence_before=held[i]["confidence"] or 0.0, confidence_after=None, belief_changed=None)
+        row = dict(
+            ev,
+            reply_t=None,
+            score_before=score(held[i]["belief"]),
+            score_after=None,
+            confidence_before=held[i]["confidence"] or 0.0,
+            confidence_after=None,
+            belief_changed=None,
+        )
         if len(later) >= replies_after:
             j = later[replies_after - 1]
-            row.update(reply_t=evidence[j]["t"], score_after=score(held[j]["belief"]),
-                       confidence_after=held[j]["confidence"] or 0.0,
-                       belief_changed=held[j]["belief"] != held[i]["belief"])
+            row.update(
+                reply_t=evidence[j]["t"],
+                score_after=score(held[j]["belief"]),
+                confidence_after=held[j]["confidence"] or 0.0,
+                belief_changed=held[j]["belief"] != held[i]["belief"],
+            )
         events.append(row)
     return events
 
@@ -144,12 +178,19 @@ def change_stats(events: list[dict]) -> dict:
         ds = [e["score_after"] - e["score_before"] for e in used]
         dc = [e["confidence_after"] - e["confidence_before"] for e in used]
         (ms, ses), (mc, sec) = _mean_se(ds), _mean_se(dc)
-        out[kind] = dict(n=len(used), events=len(rows), unanswered=len(rows) - len(answered),
-                         unscored=len(answered) - len(used), mean_score_change=ms, se_score_change=ses,
-                         mean_confidence_change=mc, se_confidence_change=sec,
-                         score_up=sum(d > 0 for d in ds), score_down=sum(d < 0 for d in ds),
-                         belief_changed_share=round(sum(e["belief_changed"] for e in used) / len(used), 4)
-                         if used else None)
+        out[kind] = dict(
+            n=len(used),
+            events=len(rows),
+            unanswered=len(rows) - len(answered),
+            unscored=len(answered) - len(used),
+            mean_score_change=ms,
+            se_score_change=ses,
+            mean_confidence_change=mc,
+            se_confidence_change=sec,
+            score_up=sum(d > 0 for d in ds),
+            score_down=sum(d < 0 for d in ds),
+            belief_changed_share=round(sum(e["belief_changed"] for e in used) / len(used), 4) if used else None,
+        )
     return out
 
 
@@ -162,9 +203,14 @@ def correctness(per_norm: dict[str, list[int]], violations: dict[str, list[int]]
         col = [sum(v[: t + 1]) for v in violations.values() if t < len(v)]
         cum.append(round(sum(col) / len(col), 4))
     finals = [v[-1] for v in per_norm.values() if v]
-    return dict(norms=len(per_norm), **c, se_score=se, violations=cum,
-                final_mean_score=_mean_se(finals)[0],
-                final_correct_share=round(sum(s >= CORRECT_SCORE for s in finals) / len(finals), 4) if finals else None)
+    return dict(
+        norms=len(per_norm),
+        **c,
+        se_score=se,
+        violations=cum,
+        final_mean_score=_mean_se(finals)[0],
+        final_correct_share=round(sum(s >= CORRECT_SCORE for s in finals) / len(finals), 4) if finals else None,
+    )
 
 
 def _stale_lines(path: Path, prompts: list[dict]) -> None:
@@ -176,27 +222,33 @@ def _stale_lines(path: Path, prompts: list[dict]) -> None:
         except ValueError:
             continue  # read_scores lists it
         if isinstance(rec, dict) and "belief" in rec and rec.get("id") in by_id and rec["belief"] != by_id[rec["id"]]:
-            raise ValueError(f"{path} line {n} scores another belief than the run's {rec['id']!r} (the interaction "
-                             "was rerun since); judge the run again into a new file")
+            raise ValueError(
+                f"{path} line {n} scores another belief than the run's {rec['id']!r} (the interaction "
+                "was rerun since); judge the run again into a new file"
+            )
 
 
-def analyse_beliefs(run_dir, scores=None, out_dir=None, replies_after: int = 1, allow_missing: bool = False,
-                    figures: bool = True) -> dict:
+def analyse_beliefs(
+    run_dir, scores=None, out_dir=None, replies_after: int = 1, allow_missing: bool = False, figures: bool = True
+) -> dict:
     """Figure 4b / 4c numbers of a run (see the module docstring); writes ``beliefs.json`` and figures."""
     if replies_after < 1:
         raise ValueError(f"replies_after={replies_after} is invalid; allowed: a positive integer")
     run = check_run_dir(run_dir)
     path = Path(scores) if scores is not None else run / SCORES_FILE
     if not path.is_file():
-        raise ValueError(f"scores file not found: {path}; run normjax llm-judge --run {run} ... first, or pass "
-                         "--scores FILE")
+        raise ValueError(
+            f"scores file not found: {path}; run normjax llm-judge --run {run} ... first, or pass --scores FILE"
+        )
     prompts = [json.loads(x) for x in export_judge_prompts(run).read_text().splitlines() if x.strip()]
     _stale_lines(path, prompts)
     scores_by_id, errors = read_scores(path, {p["id"] for p in prompts})
     missing = [p["id"] for p in prompts if p["id"] not in scores_by_id]
     if missing and not allow_missing:
-        raise ValueError(f"{len(missing)} of {len(prompts)} belief(s) have no usable score in {path} (e.g. "
-                         f"{', '.join(missing[:3])}); rerun normjax llm-judge (it resumes), or pass --allow-missing")
+        raise ValueError(
+            f"{len(missing)} of {len(prompts)} belief(s) have no usable score in {path} (e.g. "
+            f"{', '.join(missing[:3])}); rerun normjax llm-judge (it resumes), or pass --allow-missing"
+        )
     store = TranscriptStore(run)
     norms = complete_norms(store)
     results = run / "results.json"
@@ -210,29 +262,42 @@ def analyse_beliefs(run_dir, scores=None, out_dir=None, replies_after: int = 1, 
         records = store.read(f"{norm}/interaction")
         per_norm[norm] = step_scores(store, norm, known.get(norm, {}))
         violations[norm] = [int(e["own"]) for e in step_evidence(records)]
-        events += [dict(norm=norm, family=family[norm], **e)
-                   for e in norm_events(records, known.get(norm, {}), replies_after)]
+        events += [
+            dict(norm=norm, family=family[norm], **e) for e in norm_events(records, known.get(norm, {}), replies_after)
+        ]
     fams = [f for f in FAMILIES if f in family.values()]
 
     def subset(d, f):
         return {n: v for n, v in d.items() if family[n] == f}
 
     result = dict(
-        run=str(run), scores=str(path), replies_after=replies_after, norms=norms, missing=missing,
+        run=str(run),
+        scores=str(path),
+        replies_after=replies_after,
+        norms=norms,
+        missing=missing,
         invalid_lines=len(errors),
-        correctness=dict(overall=correctness(per_norm, violations),
-                         by_family={f: correctness(subset(per_norm, f), subset(violations, f)) for f in fams}),
-        change=dict(overall=change_stats(events),
-                    by_family={f: change_stats([e for e in events if e["family"] == f]) for f in fams}),
-        events=events, figures=[])
+        correctness=dict(
+            overall=correctness(per_norm, violations),
+            by_family={f: correctness(subset(per_norm, f), subset(violations, f)) for f in fams},
+        ),
+        change=dict(
+            overall=change_stats(events),
+            by_family={f: change_stats([e for e in events if e["family"] == f]) for f in fams},
+        ),
+        events=events,
+        figures=[],
+    )
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         if figures:
             from normjax.llm.belief_figures import change_figure, correctness_figure
 
-            result["figures"] = [str(correctness_figure(result, out / "belief_correctness.png")),
-                                 str(change_figure(result, out / "belief_change.png"))]
+            result["figures"] = [
+                str(correctness_figure(result, out / "belief_correctness.png")),
+                str(change_figure(result, out / "belief_change.png")),
+            ]
         (out / "beliefs.json").write_text(json.dumps(result, indent=1))
     return result
 
@@ -240,18 +305,30 @@ def analyse_beliefs(run_dir, scores=None, out_dir=None, replies_after: int = 1, 
 def format_summary(result: dict) -> str:
     """Plain-text lines: final correctness, and the belief change per event class."""
     c = result["correctness"]["overall"]
-    lines = [f"{c['norms']} norm(s); final mean score {c['final_mean_score']}, final correct share "
-             f"{c['final_correct_share']} (score >= {CORRECT_SCORE})",
-             f"{'event':<18}{'n':>6}{'d.score':>9}{'se':>8}{'d.conf':>9}{'up':>5}{'down':>6}{'unans.':>8}"]
+    lines = [
+        f"{c['norms']} norm(s); final mean score {c['final_mean_score']}, final correct share "
+        f"{c['final_correct_share']} (score >= {CORRECT_SCORE})",
+        f"{'event':<18}{'n':>6}{'d.score':>9}{'se':>8}{'d.conf':>9}{'up':>5}{'down':>6}{'unans.':>8}",
+    ]
 
     def fmt(x):
         return "-" if x is None else f"{x:.3f}"
 
     for kind, s in result["change"]["overall"].items():
-        lines.append(f"{kind:<18}{s['n']:>6}{fmt(s['mean_score_change']):>9}{fmt(s['se_score_change']):>8}"
-                     f"{fmt(s['mean_confidence_change']):>9}{s['score_up']:>5}{s['score_down']:>6}{s['unanswered']:>8}")
+        lines.append(
+            f"{kind:<18}{s['n']:>6}{fmt(s['mean_score_change']):>9}{fmt(s['se_score_change']):>8}"
+            f"{fmt(s['mean_confidence_change']):>9}{s['score_up']:>5}{s['score_down']:>6}{s['unanswered']:>8}"
+        )
     return "\n".join(lines)
 
 
-__all__ = ["EVENT_TYPES", "analyse_beliefs", "change_stats", "correctness", "format_summary", "held_states",
-           "norm_events", "step_evidence"]
+__all__ = [
+    "EVENT_TYPES",
+    "analyse_beliefs",
+    "change_stats",
+    "correctness",
+    "format_summary",
+    "held_states",
+    "norm_events",
+    "step_evidence",
+]

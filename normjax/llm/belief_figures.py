@@ -17,8 +17,11 @@ from pathlib import Path
 
 from normjax.llm.belief_analysis import EVENT_TYPES
 
-EVENT_LABELS = {"own_violation": "own violation", "others_violation": "others' violation",
-                "compliant_move": "observed compliant move"}
+EVENT_LABELS = {
+    "own_violation": "own violation",
+    "others_violation": "others' violation",
+    "compliant_move": "observed compliant move",
+}
 
 
 def _finish(fig, axes, path) -> Path:
@@ -34,14 +37,15 @@ def _finish(fig, axes, path) -> Path:
 def correctness_figure(result: dict, path) -> Path:
     from matplotlib.figure import Figure
 
-    curves = {"all norms": result["correctness"]["overall"],
-              **{f: c for f, c in result["correctness"]["by_family"].items()}}
+    curves = {
+        "all norms": result["correctness"]["overall"],
+        **{f: c for f, c in result["correctness"]["by_family"].items()},
+    }
     fig = Figure(figsize=(14, 4))
     axes = fig.subplots(1, 3)
     for label, c in curves.items():
         overall = label == "all norms"
-        style = dict(lw=2.0 if overall else 1.0, color="black" if overall else None,
-                     label=f"{label} ({c['norms']})")
+        style = dict(lw=2.0 if overall else 1.0, color="black" if overall else None, label=f"{label} ({c['norms']})")
         axes[0].plot(c["t"], c["mean_score"], **style)
         if overall and c["se_score"] and all(s is not None for s in c["se_score"]):
             lo = [m - s for m, s in zip(c["mean_score"], c["se_score"])]
@@ -51,8 +55,14 @@ def correctness_figure(result: dict, path) -> Path:
         axes[2].plot(c["t"], c["violations"], **style)
     axes[0].set_ylim(1, 7)
     axes[1].set_ylim(0, 100)
-    for ax, title in zip(axes, ("mean judge score of the held belief (1-7)", "beliefs scoring 6 or 7 (%)",
-                                "cumulative own violations (mean per norm)")):
+    for ax, title in zip(
+        axes,
+        (
+            "mean judge score of the held belief (1-7)",
+            "beliefs scoring 6 or 7 (%)",
+            "cumulative own violations (mean per norm)",
+        ),
+    ):
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("interaction step")
     fig.suptitle(f"belief correctness over the interaction ({len(result['norms'])} norms)")
@@ -66,15 +76,23 @@ def change_figure(result: dict, path) -> Path:
     fig = Figure(figsize=(11, 4))
     axes = fig.subplots(1, 2)
     x = list(range(len(EVENT_TYPES)))
-    for ax, key, title in ((axes[0], "score", "change in judge score"),
-                           (axes[1], "confidence", "change in stated confidence")):
+    for ax, key, title in (
+        (axes[0], "score", "change in judge score"),
+        (axes[1], "confidence", "change in stated confidence"),
+    ):
         means = [stats[k][f"mean_{key}_change"] for k in EVENT_TYPES]
         errs = [stats[k][f"se_{key}_change"] for k in EVENT_TYPES]
-        ax.bar(x, [m or 0.0 for m in means], yerr=[e or 0.0 for e in errs], capsize=4,
-               color=["tab:red", "tab:orange", "tab:green"])
+        ax.bar(
+            x,
+            [m or 0.0 for m in means],
+            yerr=[e or 0.0 for e in errs],
+            capsize=4,
+            color=["tab:red", "tab:orange", "tab:green"],
+        )
         for i, k in enumerate(EVENT_TYPES):
-            ax.annotate(f"n={stats[k]['n']}", (i, 0), textcoords="offset points", xytext=(0, 4), ha="center",
-                        fontsize=8)
+            ax.annotate(
+                f"n={stats[k]['n']}", (i, 0), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=8
+            )
         ax.axhline(0, color="black", lw=0.8)
         ax.set_xticks(x, [EVENT_LABELS[k] for k in EVENT_TYPES], fontsize=8)
         n = result["replies_after"]

@@ -62,9 +62,7 @@ import time
 try:
     import httpx
 except ImportError as e:  # pragma: no cover - exercised by a subprocess test
-    raise ImportError(
-        'normjax.llm.client needs httpx, an optional dependency: pip install "normjax[llm]"'
-    ) from e
+    raise ImportError('normjax.llm.client needs httpx, an optional dependency: pip install "normjax[llm]"') from e
 
 from normjax.cli_names import TOKEN_PARAMS
 
@@ -116,11 +114,14 @@ class ClientConfig:
             raise ValueError(f"extra_body must be a JSON object, got {type(self.extra_body).__name__}")
         clash = sorted(set(self.extra_body) & set(OWN_FIELDS))
         if clash:
-            raise ValueError(f"extra_body may not set {', '.join(clash)} (use the client's own options); "
-                             f"it may set any other field")
+            raise ValueError(
+                f"extra_body may not set {', '.join(clash)} (use the client's own options); it may set any other field"
+            )
         if not 0.0 <= self.max_error_rate <= 1.0 or self.error_window < 1:
-            raise ValueError(f"max_error_rate must be in [0, 1] and error_window >= 1, got "
-                             f"{self.max_error_rate}, {self.error_window}")
+            raise ValueError(
+                f"max_error_rate must be in [0, 1] and error_window >= 1, got "
+                f"{self.max_error_rate}, {self.error_window}"
+            )
 
     @property
     def url(self) -> str:
@@ -215,8 +216,12 @@ def _read_completion(response) -> ChatResult:
         v = usage.get(name, 0) if isinstance(usage, dict) else 0
         return int(v) if isinstance(v, (int, float)) else 0
 
-    return ChatResult(text=content or "", tokens_in=count("prompt_tokens"), tokens_out=count("completion_tokens"),
-                      finish_reason=choice.get("finish_reason") if isinstance(choice, dict) else None)
+    return ChatResult(
+        text=content or "",
+        tokens_in=count("prompt_tokens"),
+        tokens_out=count("completion_tokens"),
+        finish_reason=choice.get("finish_reason") if isinstance(choice, dict) else None,
+    )
 
 
 class ChatClient:
@@ -232,15 +237,16 @@ class ChatClient:
         self._last_error = "none"
         self._fatal: str | None = None  # the first 401 / 403 / 404 answer
 
-    async def __aenter__(self) -> "ChatClient":
+    async def __aenter__(self) -> ChatClient:
         c = self.config
         headers = {"Content-Type": "application/json"}
         key = api_key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
         limits = httpx.Limits(max_connections=c.concurrency, max_keepalive_connections=c.concurrency)
-        self._client = httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(c.timeout), limits=limits,
-                                         transport=self._transport)
+        self._client = httpx.AsyncClient(
+            headers=headers, timeout=httpx.Timeout(c.timeout), limits=limits, transport=self._transport
+        )
         self._sem = asyncio.Semaphore(c.concurrency)
         return self
 
@@ -254,7 +260,7 @@ class ChatClient:
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         c = self.config
-        delay = min(c.max_backoff, c.backoff * (2 ** attempt)) * random.uniform(0.75, 1.25)
+        delay = min(c.max_backoff, c.backoff * (2**attempt)) * random.uniform(0.75, 1.25)
         if retry_after is not None:  # the server's minimum: jitter only adds to it
             delay = max(delay, retry_after * random.uniform(1.0, 1.25))
         return delay
@@ -263,9 +269,10 @@ class ChatClient:
         async with self._sem:
             self.stats["attempts"] += 1
             try:
-                response = await asyncio.wait_for(self._client.post(self.config.url, json=payload),
-                                                  timeout=self.config.timeout)
-            except (asyncio.TimeoutError, httpx.TimeoutException):
+                response = await asyncio.wait_for(
+                    self._client.post(self.config.url, json=payload), timeout=self.config.timeout
+                )
+            except (TimeoutError, httpx.TimeoutException):
                 raise _Retryable(f"timeout after {self.config.timeout:g}s") from None
             except httpx.TransportError as e:  # connection refused / reset, protocol errors
                 raise _Retryable(f"connection error: {type(e).__name__}: {e}") from None
@@ -303,7 +310,7 @@ class ChatClient:
                     break
                 self.stats["retries"] += 1
                 await asyncio.sleep(self._delay(attempt, e.retry_after))
-            except Exception as e:  # noqa: BLE001 - never let a request crash a run
+            except Exception as e:
                 failed.append(f"client failure: {type(e).__name__}: {e}")
                 result = ChatResult(error=failed[-1], retries=attempt)
                 break
@@ -322,45 +329,63 @@ class ChatClient:
         """Raise `EndpointError` if more than ``max_error_rate`` of the last ``error_window`` requests failed."""
         c = self.config
         if self._fatal is not None:
-            raise EndpointError(f"a request to {c.url} with model {c.model!r} failed with {self._fatal[:200]}; the run "
-                                "stopped (finished episodes are kept and a rerun resumes)")
+            raise EndpointError(
+                f"a request to {c.url} with model {c.model!r} failed with {self._fatal[:200]}; the run "
+                "stopped (finished episodes are kept and a rerun resumes)"
+            )
         failed = sum(self.recent)
         if failed > c.max_error_rate * c.error_window:
             raise EndpointError(
                 f"{failed} of the last {len(self.recent)} requests to {c.url} (model {c.model!r}) failed, more than "
                 f"{c.max_error_rate:.0%} of {c.error_window}; the run stopped (finished episodes are kept and a rerun "
-                f"resumes). Last error: {self._last_error}")
+                f"resumes). Last error: {self._last_error}"
+            )
 
     async def preflight(self) -> None:
         """One minimal chat completion before any episode; raises `EndpointError` if it fails."""
         if self._client is None:
             raise RuntimeError("use ChatClient inside 'async with'")
         c = self.config
-        res = await self._call(c.payload([{"role": "user", "content": PREFLIGHT_PROMPT}],
-                                         max_tokens=min(c.max_tokens, 16)))
+        res = await self._call(
+            c.payload([{"role": "user", "content": PREFLIGHT_PROMPT}], max_tokens=min(c.max_tokens, 16))
+        )
         if res.error is None:
             return
-        hint = {401: "check the API key (NORMJAX_LLM_API_KEY or OPENAI_API_KEY)",
-                403: "the API key may not use this model",
-                404: "check --base-url (most servers need the /v1 suffix) and --model",
-                400: "the server refused the request fields (see --max-tokens-field, --no-temperature, "
-                     "--extra-body)"}.get(res.status, "check that the server runs and is reachable at this URL")
+        hint = {
+            401: "check the API key (NORMJAX_LLM_API_KEY or OPENAI_API_KEY)",
+            403: "the API key may not use this model",
+            404: "check --base-url (most servers need the /v1 suffix) and --model",
+            400: "the server refused the request fields (see --max-tokens-field, --no-temperature, --extra-body)",
+        }.get(res.status, "check that the server runs and is reachable at this URL")
         listed = await self._listed_models()
         models = f"; the server lists the models: {', '.join(listed[:20])}" if listed else ""
         status = f"HTTP {res.status}" if res.status else "no response"
-        raise EndpointError(f"preflight request to {c.url} with model {c.model!r} failed ({status}): "
-                            f"{res.error}{models}. {hint[0].upper() + hint[1:]}.")
+        raise EndpointError(
+            f"preflight request to {c.url} with model {c.model!r} failed ({status}): "
+            f"{res.error}{models}. {hint[0].upper() + hint[1:]}."
+        )
 
     async def _listed_models(self) -> list[str]:
         """The model ids of ``GET {base_url}/models`` (empty if the server lists none)."""
         try:
-            response = await asyncio.wait_for(self._client.get(self.config.base_url.rstrip("/") + "/models"),
-                                              timeout=self.config.timeout)
+            response = await asyncio.wait_for(
+                self._client.get(self.config.base_url.rstrip("/") + "/models"), timeout=self.config.timeout
+            )
             data = response.json().get("data", []) if response.status_code == 200 else []
             return [str(m["id"]) for m in data if isinstance(m, dict) and "id" in m]
-        except Exception:  # noqa: BLE001 - only a hint for the error message
+        except Exception:
             return []
 
 
-__all__ = ["API_KEY_ENV", "ChatClient", "ChatResult", "ClientConfig", "EndpointError", "FATAL_STATUSES", "TOKEN_PARAMS",
-           "api_key", "png_data_url", "user_message"]
+__all__ = [
+    "API_KEY_ENV",
+    "ChatClient",
+    "ChatResult",
+    "ClientConfig",
+    "EndpointError",
+    "FATAL_STATUSES",
+    "TOKEN_PARAMS",
+    "api_key",
+    "png_data_url",
+    "user_message",
+]

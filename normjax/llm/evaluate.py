@@ -55,8 +55,9 @@ class Progress:
             self.stage = stage
             self.bar = tqdm(total=total, desc=f"llm-eval {stage}", unit="ep", mininterval=0.5, leave=True)
         s = self.stats
-        self.bar.set_postfix_str(f"step {t}/{steps}, requests {s['requests']}, errors {s['errors']}, "
-                                 f"retries {s['retries']}", refresh=False)
+        self.bar.set_postfix_str(
+            f"step {t}/{steps}, requests {s['requests']}, errors {s['errors']}, retries {s['retries']}", refresh=False
+        )
         self.bar.update(done - self.bar.n)
 
     def close(self) -> None:
@@ -75,13 +76,33 @@ def _record_invocation(out, entry: dict) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
-def llm_eval(base_url: str, model: str, out, norms=None, *, text_only: bool = False, known_norm: bool = False,
-             concurrency: int = 64, timeout: float = 120.0, max_retries: int = 4, temperature: float = 0.7,
-             max_tokens: int = 4048, token_param: str = "max_tokens", send_temperature: bool = True,
-             extra_body: dict | None = None, max_error_rate: float = 0.2, error_window: int = 100,
-             allow_mixed_endpoint: bool = False, seed: int = 0, capacity: int = 10,
-             interaction_steps: int = INTERACTION_STEPS, judge_scores=None, progress: bool = True,
-             distractor: str | None = None, distractor_share: float = 0.0) -> dict:
+def llm_eval(
+    base_url: str,
+    model: str,
+    out,
+    norms=None,
+    *,
+    text_only: bool = False,
+    known_norm: bool = False,
+    concurrency: int = 64,
+    timeout: float = 120.0,
+    max_retries: int = 4,
+    temperature: float = 0.7,
+    max_tokens: int = 4048,
+    token_param: str = "max_tokens",
+    send_temperature: bool = True,
+    extra_body: dict | None = None,
+    max_error_rate: float = 0.2,
+    error_window: int = 100,
+    allow_mixed_endpoint: bool = False,
+    seed: int = 0,
+    capacity: int = 10,
+    interaction_steps: int = INTERACTION_STEPS,
+    judge_scores=None,
+    progress: bool = True,
+    distractor: str | None = None,
+    distractor_share: float = 0.0,
+) -> dict:
     """Run or resume the protocol for one model; returns the results dict (also in OUT/results.json)."""
     import asyncio
 
@@ -91,15 +112,33 @@ def llm_eval(base_url: str, model: str, out, norms=None, *, text_only: bool = Fa
 
     # The distractor settings are validated by run_protocol_async, before anything is traced.
     extra_body = dict(extra_body or {})
-    config = ClientConfig(base_url=base_url, model=model, temperature=temperature, max_tokens=max_tokens,
-                          concurrency=concurrency, timeout=timeout, max_retries=max_retries,
-                          token_param=token_param, send_temperature=send_temperature, extra_body=extra_body,
-                          max_error_rate=max_error_rate, error_window=error_window)
+    config = ClientConfig(
+        base_url=base_url,
+        model=model,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        concurrency=concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+        token_param=token_param,
+        send_temperature=send_temperature,
+        extra_body=extra_body,
+        max_error_rate=max_error_rate,
+        error_window=error_window,
+    )
     if judge_scores is not None and not Path(judge_scores).is_file():
         raise ValueError(f"--judge-scores file not found: {judge_scores}")
-    settings = dict(model=model, base_url=base_url, text_only=bool(text_only), known_norm=bool(known_norm),
-                    temperature=temperature if send_temperature else None, max_tokens=max_tokens,
-                    token_param=token_param, send_temperature=bool(send_temperature), extra_body=extra_body)
+    settings = dict(
+        model=model,
+        base_url=base_url,
+        text_only=bool(text_only),
+        known_norm=bool(known_norm),
+        temperature=temperature if send_temperature else None,
+        max_tokens=max_tokens,
+        token_param=token_param,
+        send_temperature=bool(send_temperature),
+        extra_body=extra_body,
+    )
     started, t0 = time.strftime("%Y-%m-%dT%H:%M:%S%z"), time.perf_counter()
     client_settings = dict(concurrency=concurrency, timeout=timeout, max_retries=max_retries)
     stats: dict = {}
@@ -111,21 +150,37 @@ def llm_eval(base_url: str, model: str, out, norms=None, *, text_only: bool = Fa
             try:
                 agent = LLMAgent(client, text_only=text_only, known_norm=known_norm)
                 return await run_protocol_async(
-                    agent, norms, seed=seed, capacity=capacity, interaction_steps=interaction_steps, out=out,
-                    settings=settings, progress=bar, distractor=distractor, distractor_share=distractor_share,
-                    allow_mixed_endpoint=allow_mixed_endpoint)
+                    agent,
+                    norms,
+                    seed=seed,
+                    capacity=capacity,
+                    interaction_steps=interaction_steps,
+                    out=out,
+                    settings=settings,
+                    progress=bar,
+                    distractor=distractor,
+                    distractor_share=distractor_share,
+                    allow_mixed_endpoint=allow_mixed_endpoint,
+                )
             finally:
                 stats.update(client.stats)
                 if bar is not None:
                     bar.close()
 
     def invocation(outcome: str) -> list[dict]:
-        entry = dict(started=started, wall_s=round(time.perf_counter() - t0, 3), base_url=base_url, model=model,
-                     outcome=outcome, client=dict(stats, **client_settings))
+        entry = dict(
+            started=started,
+            wall_s=round(time.perf_counter() - t0, 3),
+            base_url=base_url,
+            model=model,
+            outcome=outcome,
+            client=dict(stats, **client_settings),
+        )
         if persistent():  # how this invocation got its programs (normjax.llm.programs)
             s = cache_stats()
-            entry["programs"] = dict(loaded=s["executable_loads"], compiled=s["executable_stores"],
-                                     seconds=round(s["program_s"], 3))
+            entry["programs"] = dict(
+                loaded=s["executable_loads"], compiled=s["executable_stores"], seconds=round(s["program_s"], 3)
+            )
         return _record_invocation(out, entry)
 
     try:
@@ -135,14 +190,17 @@ def llm_eval(base_url: str, model: str, out, norms=None, *, text_only: bool = Fa
         raise
     if result["incomplete"]:
         invocation("incomplete")
-        raise RunIncomplete(f"{len(result['incomplete'])} requested episode(s) are incomplete (most of their "
-                            f"decisions got no reply from {base_url}): {', '.join(result['incomplete'][:10])}; "
-                            "no results table was written. Fix the endpoint and run the same command again: "
-                            "incomplete episodes are rerun, complete ones are kept")
+        raise RunIncomplete(
+            f"{len(result['incomplete'])} requested episode(s) are incomplete (most of their "
+            f"decisions got no reply from {base_url}): {', '.join(result['incomplete'][:10])}; "
+            "no results table was written. Fix the endpoint and run the same command again: "
+            "incomplete episodes are rerun, complete ones are kept"
+        )
     runs = invocation("complete")
     totals = {k: sum(r["client"].get(k, 0) for r in runs) for k in stats}
-    result["meta"].update(client=dict(totals, **client_settings), invocations=runs,
-                          wall_s_total=round(sum(r["wall_s"] for r in runs), 3))
+    result["meta"].update(
+        client=dict(totals, **client_settings), invocations=runs, wall_s_total=round(sum(r["wall_s"] for r in runs), 3)
+    )
     result["meta"]["judge_prompts"] = str(export_judge_prompts(out))
     if judge_scores is not None:
         result["belief_accuracy"] = import_judge_scores(out, judge_scores, norms=result["meta"]["norms"])

@@ -57,8 +57,14 @@ def _arrow(draw, r: int, c: int, action: int, px: int, ox: int, oy: int) -> None
     draw.polygon([tip, left, right], fill=ARROW_EDGE_RGB)
     draw.line([start, base], fill=ARROW_RGB, width=width)
     inner = 0.75
-    draw.polygon([tip, (base[0] + (left[0] - base[0]) * inner, base[1] + (left[1] - base[1]) * inner),
-                  (base[0] + (right[0] - base[0]) * inner, base[1] + (right[1] - base[1]) * inner)], fill=ARROW_RGB)
+    draw.polygon(
+        [
+            tip,
+            (base[0] + (left[0] - base[0]) * inner, base[1] + (left[1] - base[1]) * inner),
+            (base[0] + (right[0] - base[0]) * inner, base[1] + (right[1] - base[1]) * inner),
+        ],
+        fill=ARROW_RGB,
+    )
 
 
 def annotate(frame, others, cell_px: int, margin: bool = True):
@@ -71,7 +77,9 @@ def annotate(frame, others, cell_px: int, margin: bool = True):
 
     arr = np.asarray(frame)
     if arr.dtype != np.uint8 or arr.shape != (C.H * cell_px, C.W * cell_px, 3):
-        raise ValueError(f"expected a uint8 frame of shape {(C.H * cell_px, C.W * cell_px, 3)}, got {arr.dtype} {arr.shape}")
+        raise ValueError(
+            f"expected a uint8 frame of shape {(C.H * cell_px, C.W * cell_px, 3)}, got {arr.dtype} {arr.shape}"
+        )
     m = max(14, cell_px // 2) if margin else 0
     img = Image.new("RGB", (arr.shape[1] + m, arr.shape[0] + m), MARGIN_RGB)
     img.paste(Image.fromarray(arr, mode="RGB"), (m, m))

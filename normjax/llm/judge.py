@@ -67,12 +67,16 @@ SCORES_FILE = "judge_scores.jsonl"  # what normjax llm-judge writes (normjax.llm
 def judge_messages(norm_id: int, belief: str) -> list[dict]:
     """The chat messages asking a judge to score one belief against norm `norm_id`."""
     n = NORMS[norm_id]
-    system = ("You evaluate agents in NormGym, a grid world in which a newcomer must infer a hidden social norm "
-              "of a community from the other agents' behaviour and public sanctions. You compare the agent's "
-              "stated belief about the norm with the ground-truth norm.")
-    user = (f"Ground-truth norm ({n.family} norm: {FAMILY_GLOSS[n.family]}): {n.description}\n\n"
-            f"The agent's belief: {belief}\n\n{RUBRIC}\n\n"
-            'Return exactly one JSON object and no other text: {"score": <integer 1-7>, "rationale": "<one or two sentences>"}')
+    system = (
+        "You evaluate agents in NormGym, a grid world in which a newcomer must infer a hidden social norm "
+        "of a community from the other agents' behaviour and public sanctions. You compare the agent's "
+        "stated belief about the norm with the ground-truth norm."
+    )
+    user = (
+        f"Ground-truth norm ({n.family} norm: {FAMILY_GLOSS[n.family]}): {n.description}\n\n"
+        f"The agent's belief: {belief}\n\n{RUBRIC}\n\n"
+        'Return exactly one JSON object and no other text: {"score": <integer 1-7>, "rationale": "<one or two sentences>"}'
+    )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -101,8 +105,17 @@ def export_judge_prompts(out_dir) -> Path:
             if belief:
                 by_belief.setdefault(belief, []).append(t)
         for j, (belief, steps) in enumerate(by_belief.items()):
-            lines.append(dict(id=f"{norm}#{j}", norm=norm, norm_id=nid, description=NORMS[nid].description,
-                              belief=belief, steps=steps, messages=judge_messages(nid, belief)))
+            lines.append(
+                dict(
+                    id=f"{norm}#{j}",
+                    norm=norm,
+                    norm_id=nid,
+                    description=NORMS[nid].description,
+                    belief=belief,
+                    steps=steps,
+                    messages=judge_messages(nid, belief),
+                )
+            )
     path = Path(out_dir) / JUDGE_FILE
     with path.open("w", encoding="utf-8") as f:
         for line in lines:
@@ -112,6 +125,7 @@ def export_judge_prompts(out_dir) -> Path:
 
 def _score(rec: dict) -> tuple[int | None, str | None]:
     """(score 1..7, None) of one imported line, or (None, why not)."""
+
     def check(value, where):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 7:
             return None, f"{where} {value!r} is not an integer from 1 to 7"
@@ -164,11 +178,15 @@ def check_run_dir(run_dir) -> Path:
     run = Path(run_dir)
     store = TranscriptStore(run)
     if not store.root.is_dir():
-        raise ValueError(f"{run} is not an llm-eval run directory (no transcripts/ in it); allowed: the --out "
-                         "directory of normjax llm-eval")
+        raise ValueError(
+            f"{run} is not an llm-eval run directory (no transcripts/ in it); allowed: the --out "
+            "directory of normjax llm-eval"
+        )
     if not any(n.endswith("/interaction") and store.load(n) is not None for n in store.episodes()):
-        raise ValueError(f"{run} has no finished interaction episode, so no beliefs to judge; run normjax llm-eval "
-                         "with --interaction-steps > 0 first")
+        raise ValueError(
+            f"{run} has no finished interaction episode, so no beliefs to judge; run normjax llm-eval "
+            "with --interaction-steps > 0 first"
+        )
     return run
 
 
@@ -179,8 +197,9 @@ def read_prompts(out_dir) -> list[dict]:
 
 def complete_norms(store: TranscriptStore) -> list[str]:
     """The norms of the run directory with a complete interaction episode."""
-    return sorted({n.split("/")[0] for n in store.episodes()
-                   if n.endswith("/interaction") and store.load(n) is not None})
+    return sorted(
+        {n.split("/")[0] for n in store.episodes() if n.endswith("/interaction") and store.load(n) is not None}
+    )
 
 
 def scored_beliefs(prompts: list[dict], scores: dict[str, int]) -> dict[str, dict[str, int]]:
@@ -224,13 +243,32 @@ def import_judge_scores(out_dir, scores_path, norms=None) -> dict:
         # complete: every requested norm's every belief has a usable score and no line was unusable;
         # otherwise the curve counts the gaps as score 1 and must not be read as a result.
         complete=not (errors or missing or missing_norms),
-        norms=list(per_norm), judged=sum(p["id"] in scores for p in mine), prompts=len(mine),
-        invalid_lines=len(errors), errors=errors, missing=missing,
-        missing_norms=missing_norms, curve=curve(per_norm),
+        norms=list(per_norm),
+        judged=sum(p["id"] in scores for p in mine),
+        prompts=len(mine),
+        invalid_lines=len(errors),
+        errors=errors,
+        missing=missing,
+        missing_norms=missing_norms,
+        curve=curve(per_norm),
         final_score={n: v[-1] for n, v in per_norm.items() if v},
     )
 
 
-__all__ = ["CORRECT_SCORE", "JUDGE_FILE", "RUBRIC", "SCORES_FILE", "belief_steps", "check_run_dir", "complete_norms",
-           "curve", "export_judge_prompts", "import_judge_scores", "judge_messages", "read_prompts", "read_scores",
-           "scored_beliefs", "step_scores"]
+__all__ = [
+    "CORRECT_SCORE",
+    "JUDGE_FILE",
+    "RUBRIC",
+    "SCORES_FILE",
+    "belief_steps",
+    "check_run_dir",
+    "complete_norms",
+    "curve",
+    "export_judge_prompts",
+    "import_judge_scores",
+    "judge_messages",
+    "read_prompts",
+    "read_scores",
+    "scored_beliefs",
+    "step_scores",
+]

@@ -36,8 +36,15 @@ import json
 from pathlib import Path
 
 from normjax.llm.client import ChatClient, ClientConfig, EndpointError
-from normjax.llm.judge import (JUDGE_FILE, SCORES_FILE, check_run_dir, export_judge_prompts, import_judge_scores,
-                               jsonl_records, read_scores)
+from normjax.llm.judge import (
+    JUDGE_FILE,
+    SCORES_FILE,
+    check_run_dir,
+    export_judge_prompts,
+    import_judge_scores,
+    jsonl_records,
+    read_scores,
+)
 
 LINE_FIELDS = ("id", "reply", "norm", "belief", "model")
 
@@ -57,15 +64,21 @@ def scored_ids(path: Path, prompts: list[dict], model: str) -> set[str]:
     by_id = {p["id"]: p for p in prompts}
     for n, rec in jsonl_records(path):
         if not isinstance(rec, dict) or any(k not in rec for k in LINE_FIELDS):
-            raise ValueError(f"{path} line {n} was not written by normjax llm-judge (a JSON object with "
-                             f"{', '.join(LINE_FIELDS)}); choose another --out")
+            raise ValueError(
+                f"{path} line {n} was not written by normjax llm-judge (a JSON object with "
+                f"{', '.join(LINE_FIELDS)}); choose another --out"
+            )
         p = by_id.get(rec["id"])
         if p is None or (p["norm"], p["belief"]) != (rec["norm"], rec["belief"]):
-            raise ValueError(f"{path} line {n} scores a belief that {JUDGE_FILE} no longer holds (id {rec['id']!r}): "
-                             "the interaction was rerun since. Use a new --out, or delete the file")
+            raise ValueError(
+                f"{path} line {n} scores a belief that {JUDGE_FILE} no longer holds (id {rec['id']!r}): "
+                "the interaction was rerun since. Use a new --out, or delete the file"
+            )
         if rec["model"] != model:
-            raise ValueError(f"{path} line {n} is by judge model {rec['model']!r}, not {model!r}; scores of two "
-                             "judges are not mixed. Use another --out")
+            raise ValueError(
+                f"{path} line {n} is by judge model {rec['model']!r}, not {model!r}; scores of two "
+                "judges are not mixed. Use another --out"
+            )
     return set(read_scores(path, set(by_id))[0])
 
 
@@ -120,26 +133,46 @@ def judge_run(run_dir, config: ClientConfig, scores_path=None, progress: bool = 
     path.touch()  # a run whose newcomer never stated a belief has nothing to request
     if sent["failed"]:
         ids, last = [i for i, _ in sent["failed"]], sent["failed"][-1][1]
-        raise EndpointError(f"{len(ids)} judge request(s) to {config.url} (model {config.model!r}) failed after "
-                            f"their retries ({', '.join(ids[:5])}); last error: {last[:200]}. The replies received "
-                            f"are in {path}; rerun the same command to request the rest. results.json is unchanged")
+        raise EndpointError(
+            f"{len(ids)} judge request(s) to {config.url} (model {config.model!r}) failed after "
+            f"their retries ({', '.join(ids[:5])}); last error: {last[:200]}. The replies received "
+            f"are in {path}; rerun the same command to request the rest. results.json is unchanged"
+        )
     results = run / "results.json"
     norms = json.loads(results.read_text())["meta"]["norms"] if results.exists() else None
     accuracy = import_judge_scores(run, path, norms=norms)
     scores, errors = read_scores(path, {p["id"] for p in prompts})
     missing = [p["id"] for p in prompts if p["id"] not in scores]
-    accuracy["judge"] = dict(model=config.model, base_url=config.base_url,
-                             temperature=config.temperature if config.send_temperature else None,
-                             max_tokens=config.max_tokens, extra_body=config.extra_body, scores=str(path))
-    summary = dict(prompts=len(prompts), skipped=len(done), requested=len(todo), scores=str(path),
-                   judge_prompts=str(prompts_path), usable=len(scores), missing=missing, errors=errors,
-                   client=sent["client"], results=None, belief_accuracy=accuracy)
+    accuracy["judge"] = dict(
+        model=config.model,
+        base_url=config.base_url,
+        temperature=config.temperature if config.send_temperature else None,
+        max_tokens=config.max_tokens,
+        extra_body=config.extra_body,
+        scores=str(path),
+    )
+    summary = dict(
+        prompts=len(prompts),
+        skipped=len(done),
+        requested=len(todo),
+        scores=str(path),
+        judge_prompts=str(prompts_path),
+        usable=len(scores),
+        missing=missing,
+        errors=errors,
+        client=sent["client"],
+        results=None,
+        belief_accuracy=accuracy,
+    )
     if missing:
         first = next((e for e in errors if e["id"] == missing[0]), None)
         why = f" (e.g. {missing[0]}, line {first['line']}: {first['error']})" if first else ""
-        raise JudgeIncomplete(f"{len(missing)} of {len(prompts)} belief(s) have no usable judge score{why}; the "
-                              f"replies are in {path} and results.json is unchanged. Rerun the same command to ask "
-                              "the judge again for those", summary)
+        raise JudgeIncomplete(
+            f"{len(missing)} of {len(prompts)} belief(s) have no usable judge score{why}; the "
+            f"replies are in {path} and results.json is unchanged. Rerun the same command to ask "
+            "the judge again for those",
+            summary,
+        )
     if results.exists():
         result = json.loads(results.read_text())
         result["belief_accuracy"] = accuracy

@@ -38,9 +38,11 @@ class Columns:
 def others_of(row: list, c: Columns, intents: bool) -> list[Other]:
     """The other agents on the grid (slots 1..K-1) of one packed row."""
     a, p, g, s, i = c.active, c.pos, c.group, c.sanctioned, c.intent
-    return [Other((row[p + 2 * k], row[p + 2 * k + 1]), row[g + k], bool(row[s + k]),
-                  row[i + k] if intents else None)
-            for k in range(1, c.K) if row[a + k]]
+    return [
+        Other((row[p + 2 * k], row[p + 2 * k + 1]), row[g + k], bool(row[s + k]), row[i + k] if intents else None)
+        for k in range(1, c.K)
+        if row[a + k]
+    ]
 
 
 class Memory:
@@ -68,15 +70,22 @@ class Memory:
             row, c = self.obs[step][self.row].tolist(), self.cols
             p, g, a = c.pos, c.group, c.active
             others = tuple(((row[p + 2 * k], row[p + 2 * k + 1]), row[g + k]) for k in range(1, c.K) if row[a + k])
-            rec = self.records[i] = StepRecord(t=row[c.t], pos=(row[p], row[p + 1]), others=others, action=action,
-                                               note=note, reasoning=reasoning, sanctioned=sanctioned)
+            rec = self.records[i] = StepRecord(
+                t=row[c.t],
+                pos=(row[p], row[p + 1]),
+                others=others,
+                action=action,
+                note=note,
+                reasoning=reasoning,
+                sanctioned=sanctioned,
+            )
         return rec
 
     def select(self, n: int) -> tuple[list[StepRecord], list[StepRecord]]:
         """`select_memory(first n records)`: (recent window, earlier sanctioned steps), oldest first."""
         lo = max(0, n - RECENT_STEPS) if RECENT_STEPS > 0 else n
         k = bisect.bisect_left(self.sanctioned, lo)
-        earlier = self.sanctioned[max(0, k - EARLIER_SANCTIONED):k] if EARLIER_SANCTIONED > 0 else []
+        earlier = self.sanctioned[max(0, k - EARLIER_SANCTIONED) : k] if EARLIER_SANCTIONED > 0 else []
         return [self.record(i) for i in range(lo, n)], [self.record(i) for i in earlier]
 
 

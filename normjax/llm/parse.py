@@ -52,11 +52,18 @@ ACTION_WORDS = {"up": 0, "down": 1, "left": 2, "right": 3, "wait": 4, "stay": 4,
 PROMPT_ACTIONS = ("move up", "move down", "move left", "move right", "wait")
 
 _ALIASES = {
-    "reasoning": "reasoning", "reason": "reasoning", "thought": "reasoning", "thoughts": "reasoning",
+    "reasoning": "reasoning",
+    "reason": "reasoning",
+    "thought": "reasoning",
+    "thoughts": "reasoning",
     "action": "action",
-    "belief": "belief", "hypothesis": "belief", "norm": "belief", "norm_belief": "belief",
+    "belief": "belief",
+    "hypothesis": "belief",
+    "norm": "belief",
+    "norm_belief": "belief",
     "norm_hypothesis": "belief",
-    "confidence": "confidence", "conf": "confidence",
+    "confidence": "confidence",
+    "conf": "confidence",
 }
 _TAG = r"(?:think|thinking|reasoning)"
 _THINK = re.compile(rf"<{_TAG}>.*?</{_TAG}>", re.S | re.I)
@@ -93,7 +100,7 @@ def parse_action(value) -> int | None:
         return int(s) if 0 <= int(s) <= 4 else None
     for prefix in ("action ", "move ", "go "):
         if s.startswith(prefix):
-            s = s[len(prefix):]
+            s = s[len(prefix) :]
     return ACTION_WORDS.get(s)
 
 
@@ -158,7 +165,7 @@ def _objects(text: str) -> list[dict]:
         k = next((n for n, (a, _) in enumerate(pairs) if a > lo), len(pairs))
         while k < len(pairs) and pairs[k][0] < hi:
             a, b = pairs[k]
-            obj = _decode(text[a: b + 1]) if budget[0] > 0 else None
+            obj = _decode(text[a : b + 1]) if budget[0] > 0 else None
             budget[0] -= 1
             if obj is not None:
                 out.append(obj)
@@ -175,7 +182,7 @@ def strip_reasoning(text: str) -> tuple[str, bool]:
     text = _THINK.sub(" ", text)
     close = list(_CLOSE.finditer(text))
     if close:  # a lone closing tag: everything before it was reasoning
-        text = text[close[-1].end():]
+        text = text[close[-1].end() :]
     m = _OPEN.search(text)
     if m:
         return text[: m.start()], True
@@ -212,7 +219,7 @@ def parse_reply(text, stage: str = "test") -> ParsedReply:
     """Parse a model reply for `stage` ("interaction" or "test"); never raises."""
     try:
         return _parse(text, stage)
-    except Exception as e:  # noqa: BLE001 - a reply must never crash a run
+    except Exception as e:
         return ParsedReply(error=f"parser failure: {type(e).__name__}: {e}")
 
 
@@ -252,5 +259,14 @@ def _parse(text, stage: str) -> ParsedReply:
     return out
 
 
-__all__ = ["ACTION_WORDS", "PROMPT_ACTIONS", "ParsedReply", "extract_object", "find_objects", "parse_action",
-           "parse_confidence", "parse_reply", "strip_reasoning"]
+__all__ = [
+    "ACTION_WORDS",
+    "PROMPT_ACTIONS",
+    "ParsedReply",
+    "extract_object",
+    "find_objects",
+    "parse_action",
+    "parse_confidence",
+    "parse_reply",
+    "strip_reasoning",
+]

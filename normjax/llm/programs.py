@@ -50,8 +50,10 @@ def programs_line() -> str | None:
     if not persistent():
         return None
     s = cache_stats()
-    return (f"programs: {s['executable_loads']} loaded whole, {s['executable_stores']} compiled and stored, "
-            f"{s['program_s']:.1f}s")
+    return (
+        f"programs: {s['executable_loads']} loaded whole, {s['executable_stores']} compiled and stored, "
+        f"{s['program_s']:.1f}s"
+    )
 
 
 __all__ = ["programs_line", "run", "static_key"]

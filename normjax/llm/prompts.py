@@ -53,9 +53,9 @@ import functools
 
 from normjax import constants as C
 from normjax.layouts import load_layout
-from normjax.norms import NORMS
 from normjax.llm.parse import PROMPT_ACTIONS
 from normjax.llm.turns import StepRecord, Turn
+from normjax.norms import NORMS
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R
 
 DOOR_WALLS = ("left", "bottom", "right")
@@ -71,31 +71,33 @@ def _cells(ps) -> str:
     return ", ".join(cell(p) for p in ps) or "none"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def world_description(layout: str) -> str:
     lay = load_layout(layout)
     ruler = "     " + "".join(str(c % 10) for c in range(C.W))
     rows = [f"{r:>3}  {line}" for r, line in enumerate(lay.grid)]
-    return "\n".join([
-        f"A {layout.replace('_', ' ')} seen from above: a grid of {C.H} rows (0-{C.H - 1}, top to bottom) "
-        f"and {C.W} columns (0-{C.W - 1}, left to right). Positions are (row, column).",
-        "- move up decreases your row by 1, move down increases it by 1, move left decreases your column "
-        "by 1, move right increases it by 1; wait keeps you in place.",
-        "- Walls, the counter and obstacles (tables, shelves) block movement: moving into them leaves you "
-        "where you are. Floor cells (including the marked zones Q and R) and chairs can be entered.",
-        "- The three doors A (left wall), B (bottom wall) and C (right wall) are the only ways in and out: "
-        "moving onto a door cell leaves the room.",
-        "- A goal at a cell (the service cell below the counter, a chair, a destination, a cell of zone R) is "
-        "completed by standing on it for 3 consecutive steps; a timer shows while you are served and you "
-        "cannot move meanwhile.",
-        "Map (row numbers on the left, column numbers (mod 10) on top; # wall, . floor, A B C doors, h chair, "
-        "K counter, o obstacle, q floor in zone Q, r floor in zone R):",
-        ruler,
-        *rows,
-    ])
+    return "\n".join(
+        [
+            f"A {layout.replace('_', ' ')} seen from above: a grid of {C.H} rows (0-{C.H - 1}, top to bottom) "
+            f"and {C.W} columns (0-{C.W - 1}, left to right). Positions are (row, column).",
+            "- move up decreases your row by 1, move down increases it by 1, move left decreases your column "
+            "by 1, move right increases it by 1; wait keeps you in place.",
+            "- Walls, the counter and obstacles (tables, shelves) block movement: moving into them leaves you "
+            "where you are. Floor cells (including the marked zones Q and R) and chairs can be entered.",
+            "- The three doors A (left wall), B (bottom wall) and C (right wall) are the only ways in and out: "
+            "moving onto a door cell leaves the room.",
+            "- A goal at a cell (the service cell below the counter, a chair, a destination, a cell of zone R) is "
+            "completed by standing on it for 3 consecutive steps; a timer shows while you are served and you "
+            "cannot move meanwhile.",
+            "Map (row numbers on the left, column numbers (mod 10) on top; # wall, . floor, A B C doors, h chair, "
+            "K counter, o obstacle, q floor in zone Q, r floor in zone R):",
+            ruler,
+            *rows,
+        ]
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def object_positions(layout: str) -> str:
     import numpy as np
 
@@ -121,7 +123,9 @@ def goal_texts(turn: Turn) -> tuple[str, str]:
     elif turn.goal_kind == GOAL_ANY_R:
         first = f"go to any cell of zone R and stay there for {n} steps"
     elif tuple(g) == tuple(int(x) for x in lay.service):
-        first = f"be served at the counter: go to the service cell {cell(g)} below the counter and stay there for {n} steps"
+        first = (
+            f"be served at the counter: go to the service cell {cell(g)} below the counter and stay there for {n} steps"
+        )
     elif lay.kind[g[0], g[1]] == C.CHAIR:
         first = f"sit on the chair at {cell(g)} and stay there for {n} steps"
     else:
@@ -180,12 +184,17 @@ def system_prompt(turn: Turn, text_only: bool = False, known_norm: bool = False)
         norm = f"The following social norm applies: {NORMS[turn.norm_id].description}"
     else:
         norm = "A social norm may apply, but its description is not provided."
-    opening = ("You are given a text description of a grid-world simulation (there is no image)." if text_only
-               else "You are shown an image from a grid-world simulation.")
+    opening = (
+        "You are given a text description of a grid-world simulation (there is no image)."
+        if text_only
+        else "You are shown an image from a grid-world simulation."
+    )
     shown = "description" if text_only else "image"
     moves = "other agents' intended next moves" if text_only else "other agents' arrows"
-    goal_lines = (f"- Your task has the following goals, in order:\n  1. {goals[0]}\n  2. {goals[1]}\n"
-                  f"- You are currently working on the goal whose target is {target}.")
+    goal_lines = (
+        f"- Your task has the following goals, in order:\n  1. {goals[0]}\n  2. {goals[1]}\n"
+        f"- You are currently working on the goal whose target is {target}."
+    )
     appearance = _role_and_environment(text_only, C.GROUP_NAMES[turn.group], goal_lines)
     return f"""{opening}
 
@@ -247,8 +256,10 @@ def _record(r: StepRecord) -> str:
     others = "; ".join(f"{cell(p)} {C.GROUP_NAMES[g]}" for p, g in r.others) or "none"
     action = r.action + (f" ({r.note})" if r.note else "")
     mark = "I had a violation mark this step." if r.sanctioned else "I had no violation mark this step."
-    return (f"- Step {r.t}: my position was {cell(r.pos)}; other agents' positions were {others}; "
-            f"my action was {action}. {mark}\n  My reasoning then: {r.reasoning or '(none)'}")
+    return (
+        f"- Step {r.t}: my position was {cell(r.pos)}; other agents' positions were {others}; "
+        f"my action was {action}. {mark}\n  My reasoning then: {r.reasoning or '(none)'}"
+    )
 
 
 def belief_line(belief: str | None, confidence: float | None) -> str:
@@ -262,8 +273,9 @@ def memory_text(turn: Turn, with_belief: bool) -> str:
         lines.append("You have not taken any steps yet.")
     else:
         last = turn.memory[-1].t if turn.memory else turn.first_step
-        lines.append(f"You have been in this environment for {turn.steps_seen} step(s) "
-                     f"(steps {turn.first_step}\u2013{last})")
+        lines.append(
+            f"You have been in this environment for {turn.steps_seen} step(s) (steps {turn.first_step}\u2013{last})"
+        )
     lines.append("")
     lines.append("Your most recent steps (most recent last):")
     lines += [_record(r) for r in turn.memory] or ["(none)"]
@@ -279,11 +291,14 @@ def _head(turn: Turn, text_only: bool) -> list[str]:
     if not text_only:
         lines.append("The given image shows the environment and all agents' positions at the current step.")
     lines.append(f"Your current position is {cell(turn.pos)}. You belong to the {C.GROUP_NAMES[turn.group]} group.")
-    lines.append(f"Other agents' current positions are {_others(turn, text_only)}. Positions are (row, column). "
-                 "Row 0 is the top, column 0 is the left.")
+    lines.append(
+        f"Other agents' current positions are {_others(turn, text_only)}. Positions are (row, column). "
+        "Row 0 is the top, column 0 is the left."
+    )
     if turn.sanctioned:
-        lines.append("Your action in the last step violated the social norm: you received a red cross and a "
-                     "penalty of -20.")
+        lines.append(
+            "Your action in the last step violated the social norm: you received a red cross and a penalty of -20."
+        )
     return lines
 
 
@@ -325,5 +340,14 @@ def user_prompt(turn: Turn, text_only: bool = False) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["NO_BELIEF", "belief_line", "goal_texts", "memory_text", "object_positions", "system_prompt",
-           "target_text", "user_prompt", "world_description"]
+__all__ = [
+    "NO_BELIEF",
+    "belief_line",
+    "goal_texts",
+    "memory_text",
+    "object_positions",
+    "system_prompt",
+    "target_text",
+    "user_prompt",
+    "world_description",
+]

@@ -60,8 +60,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -76,9 +76,21 @@ INTERACTION_STEPS = 200
 
 
 def interaction_episodes(norm_ids, seed: int = 0) -> list[dict]:
-    return [dict(norm_id=n, norm=NORMS[n].name, family=NORMS[n].family, condition="interaction",
-                 layout="cafe", layout_id=0, episode=0, seed=base_seed(n, seed), group=None,
-                 name=f"{NORMS[n].name}/interaction") for n in norm_ids]
+    return [
+        dict(
+            norm_id=n,
+            norm=NORMS[n].name,
+            family=NORMS[n].family,
+            condition="interaction",
+            layout="cafe",
+            layout_id=0,
+            episode=0,
+            seed=base_seed(n, seed),
+            group=None,
+            name=f"{NORMS[n].name}/interaction",
+        )
+        for n in norm_ids
+    ]
 
 
 def protocol_test_episodes(norm_ids, seed: int = 0) -> list[dict]:
@@ -91,12 +103,23 @@ def _stored(e: Episode, header: dict) -> Episode:
     return e
 
 
-async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int = 10,
-                             interaction_steps: int = INTERACTION_STEPS, out=None, resume: bool = True,
-                             settings: dict | None = None, cell_px: int = 32,
-                             progress: Callable | None = None, distractor: str | None = None,
-                             distractor_share: float = 0.0, allow_mixed_endpoint: bool = False,
-                             lockstep: bool = False) -> dict:
+async def run_protocol_async(
+    agent,
+    norms=None,
+    *,
+    seed: int = 0,
+    capacity: int = 10,
+    interaction_steps: int = INTERACTION_STEPS,
+    out=None,
+    resume: bool = True,
+    settings: dict | None = None,
+    cell_px: int = 32,
+    progress: Callable | None = None,
+    distractor: str | None = None,
+    distractor_share: float = 0.0,
+    allow_mixed_endpoint: bool = False,
+    lockstep: bool = False,
+) -> dict:
     """Run the protocol for `agent` (see the module docstring); returns the results dict.
 
     `norms`: names or ids (None = all 50).  `interaction_steps` (0..200) shortens
@@ -124,7 +147,7 @@ async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int 
         run_json = check_run(out, settings, resume=resume, allow_mixed=allow_mixed_endpoint)
         store = TranscriptStore(out)
         Path(out, "results.json").unlink(missing_ok=True)  # never a stale table beside a failed run
-    load = (lambda name: store.load(name)) if store is not None else (lambda name: None)  # noqa: E731
+    load = (lambda name: store.load(name)) if store is not None else (lambda name: None)
     t0 = time.perf_counter()
 
     inter = [Episode(s) for s in interaction_episodes(ids, seed)]
@@ -146,8 +169,19 @@ async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int 
                 store.discard(t.name)
     timing = {}
     if todo:
-        stage = Stage(agent, todo, INTERACTION_STEPS, interaction_steps, capacity, store, settings, cell_px, progress,
-                      on, lockstep)
+        stage = Stage(
+            agent,
+            todo,
+            INTERACTION_STEPS,
+            interaction_steps,
+            capacity,
+            store,
+            settings,
+            cell_px,
+            progress,
+            on,
+            lockstep,
+        )
         await stage.run()
         timing["interaction"] = stage.timing
     belief = {e.spec["norm_id"]: (e.belief, e.confidence) for e in inter}
@@ -160,13 +194,13 @@ async def run_protocol_async(agent, norms=None, *, seed: int = 0, capacity: int 
         e.belief, e.confidence = belief.get(e.spec["norm_id"], (None, None))
         todo.append(e)
     if todo:
-        stage = Stage(agent, todo, TEST_STEPS, TEST_STEPS, capacity, store, settings, cell_px, progress, on,
-                      lockstep)
+        stage = Stage(agent, todo, TEST_STEPS, TEST_STEPS, capacity, store, settings, cell_px, progress, on, lockstep)
         await stage.run()
         timing["test"] = stage.timing
     result = assemble(tests, inter if interaction_steps > 0 else [])
-    result["meta"] = dict(settings, norms=[NORMS[n].name for n in ids], wall_s=round(time.perf_counter() - t0, 3),
-                          timing=timing)
+    result["meta"] = dict(
+        settings, norms=[NORMS[n].name for n in ids], wall_s=round(time.perf_counter() - t0, 3), timing=timing
+    )
     if out is not None:
         result["meta"]["endpoints"] = json.loads(Path(out, "run.json").read_text()).get("endpoints")
     if result["incomplete"]:
@@ -188,16 +222,28 @@ def assemble(tests: list[Episode], inter: list[Episode]) -> dict:
     result = summarize(specs, raw)
     for row, e in zip(result["episodes"], tests):
         row.update(e.result["llm"], waits=e.result["raw"]["waits"])
-    result["interaction"] = [dict(norm=e.spec["norm"], norm_id=e.spec["norm_id"], family=e.spec["family"],
-                                  seed=e.spec["seed"], **{k: e.result["raw"][k] for k in
-                                                          ("newcomer_tasks", "newcomer_sanctions",
-                                                           "background_sanctions")},
-                                  **e.result["llm"]) for e in inter]
+    result["interaction"] = [
+        dict(
+            norm=e.spec["norm"],
+            norm_id=e.spec["norm_id"],
+            family=e.spec["family"],
+            seed=e.spec["seed"],
+            **{k: e.result["raw"][k] for k in ("newcomer_tasks", "newcomer_sanctions", "background_sanctions")},
+            **e.result["llm"],
+        )
+        for e in inter
+    ]
     every = [e.result["llm"] for e in tests + inter]
     result["llm"] = {k: int(sum(x.get(k, 0) for x in every)) for k in COUNTERS}
     result["incomplete"] = [e.name for e in inter + tests if e.result["llm"].get("incomplete")]
     return result
 
 
-__all__ = ["INTERACTION_STEPS", "assemble", "interaction_episodes", "protocol_test_episodes", "run_protocol",
-           "run_protocol_async"]
+__all__ = [
+    "INTERACTION_STEPS",
+    "assemble",
+    "interaction_episodes",
+    "protocol_test_episodes",
+    "run_protocol",
+    "run_protocol_async",
+]

@@ -25,7 +25,15 @@ def json_object(text: str | None, option: str) -> dict:
 
 def client_settings(args) -> dict:
     """The ClientConfig fields (all but base_url and model) of the parsed endpoint options."""
-    return dict(concurrency=args.concurrency, timeout=args.timeout, max_retries=args.max_retries,
-                temperature=args.temperature, max_tokens=args.max_tokens, token_param=args.max_tokens_field,
-                send_temperature=not args.no_temperature, extra_body=json_object(args.extra_body, "--extra-body"),
-                max_error_rate=args.max_error_rate, error_window=args.error_window)
+    return dict(
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        max_retries=args.max_retries,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        token_param=args.max_tokens_field,
+        send_temperature=not args.no_temperature,
+        extra_body=json_object(args.extra_body, "--extra-body"),
+        max_error_rate=args.max_error_rate,
+        error_window=args.error_window,
+    )

@@ -33,7 +33,7 @@ import asyncio
 import dataclasses
 import inspect
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import numpy as np
@@ -77,9 +77,20 @@ class Episode:
 class Stage:
     """One lockstep stage: its episodes, the agent, transcripts and timing."""
 
-    def __init__(self, agent, episodes: list[Episode], horizon: int, steps: int, capacity: int,
-                 store: TranscriptStore | None, run_info: dict, cell_px: int, progress: Callable | None,
-                 distractor: tuple[str, int, float] | None = None, lockstep: bool = False):
+    def __init__(
+        self,
+        agent,
+        episodes: list[Episode],
+        horizon: int,
+        steps: int,
+        capacity: int,
+        store: TranscriptStore | None,
+        run_info: dict,
+        cell_px: int,
+        progress: Callable | None,
+        distractor: tuple[str, int, float] | None = None,
+        lockstep: bool = False,
+    ):
         self.agent, self.episodes, self.steps = agent, episodes, steps
         self.lockstep = lockstep  # every episode steps only when all replies of the step are in
         self.distractor = distractor  # (name, habit code, share) when on, else None
@@ -96,12 +107,26 @@ class Stage:
         n = len(m)
         p = c.pos
         fields = dict(
-            index=e.row, episode=e.name, phase=e.spec["condition"], norm_id=e.spec["norm_id"],
-            layout=e.spec["layout"], t=row[c.t], max_steps=self.steps, pos=(row[p], row[p + 1]),
-            group=row[c.group], goal_kind=row[c.goal_kind], goal_cell=(row[c.goal_cell], row[c.goal_cell + 1]),
-            exit_door=row[c.exit_door], leg=row[c.leg], service_steps=self.service_steps[e.row],
-            sanctioned=bool(row[c.sanctioned]), steps_seen=n, first_step=m.record(0).t if n else None,
-            belief=e.belief, confidence=e.confidence)
+            index=e.row,
+            episode=e.name,
+            phase=e.spec["condition"],
+            norm_id=e.spec["norm_id"],
+            layout=e.spec["layout"],
+            t=row[c.t],
+            max_steps=self.steps,
+            pos=(row[p], row[p + 1]),
+            group=row[c.group],
+            goal_kind=row[c.goal_kind],
+            goal_cell=(row[c.goal_cell], row[c.goal_cell + 1]),
+            exit_door=row[c.exit_door],
+            leg=row[c.leg],
+            service_steps=self.service_steps[e.row],
+            sanctioned=bool(row[c.sanctioned]),
+            steps_seen=n,
+            first_step=m.record(0).t if n else None,
+            belief=e.belief,
+            confidence=e.confidence,
+        )
         return LazyTurn(fields, row, c, self.wants_intents, m, n)
 
     def _frames(self, turns: list[Turn], states, params) -> None:
@@ -123,8 +148,9 @@ class Stage:
         cols = now[:, [c.forced, c.executed, c.info_sanctioned, c.bg_sanctions]]
         self.sanctions[rows] += cols[:, 2:]
         interaction = self.phase == "interaction"
-        for r, (forced, executed, sanctioned, _), t_prev, t in zip(rows.tolist(), cols.tolist(),
-                                                                   prev[:, c.t].tolist(), self.tstep[rows].tolist()):
+        for r, (forced, executed, sanctioned, _), t_prev, t in zip(
+            rows.tolist(), cols.tolist(), prev[:, c.t].tolist(), self.tstep[rows].tolist()
+        ):
             e, d = self.episodes[r], decided.get(r)
             chosen = d.action if d is not None else C.WAIT
             sanctioned = bool(sanctioned)
@@ -153,12 +179,22 @@ class Stage:
                 n["tokens_out"] += d.tokens_out
             if self.store is None:
                 continue
-            rec = dict(queried=d is not None, forced_wait=bool(forced), action=chosen, executed=executed,
-                       sanctioned=sanctioned)
+            rec = dict(
+                queried=d is not None, forced_wait=bool(forced), action=chosen, executed=executed, sanctioned=sanctioned
+            )
             if d is not None:
-                rec.update(error=d.error, warnings=d.warnings, reasoning=d.reasoning, reply=d.reply,
-                           messages=d.messages, tokens_in=d.tokens_in, tokens_out=d.tokens_out,
-                           retries=d.retries, attempt_errors=d.attempt_errors, latency_s=round(d.latency_s, 4))
+                rec.update(
+                    error=d.error,
+                    warnings=d.warnings,
+                    reasoning=d.reasoning,
+                    reply=d.reply,
+                    messages=d.messages,
+                    tokens_in=d.tokens_in,
+                    tokens_out=d.tokens_out,
+                    retries=d.retries,
+                    attempt_errors=d.attempt_errors,
+                    latency_s=round(d.latency_s, 4),
+                )
             if interaction:
                 rec.update(belief=e.belief, confidence=e.confidence)
             e.llm[t_prev] = rec
@@ -168,14 +204,26 @@ class Stage:
         c, r = self.cols, e.row
         e.sanctions = self.sanctions[r].tolist()
         ret = float(np.asarray(row[c.community_return], np.int32).view(np.float32))
-        raw = dict(goals=row[c.goals], sanctions=row[c.n_sanctions], collisions=row[c.n_collisions],
-                   involved=int(self.involved[r]), path_length=row[c.path_length], finished=bool(row[c.done]),
-                   t_end=row[c.t], community_finished=row[c.community_finished],
-                   community_agents=row[c.community_agents], community_steps=row[c.community_steps],
-                   community_return=ret, waits=row[c.waits])
+        raw = dict(
+            goals=row[c.goals],
+            sanctions=row[c.n_sanctions],
+            collisions=row[c.n_collisions],
+            involved=int(self.involved[r]),
+            path_length=row[c.path_length],
+            finished=bool(row[c.done]),
+            t_end=row[c.t],
+            community_finished=row[c.community_finished],
+            community_agents=row[c.community_agents],
+            community_steps=row[c.community_steps],
+            community_return=ret,
+            waits=row[c.waits],
+        )
         if e.spec["condition"] == "interaction":
-            raw.update(newcomer_tasks=row[c.newcomer_tasks], newcomer_sanctions=e.sanctions[0],
-                       background_sanctions=e.sanctions[1])
+            raw.update(
+                newcomer_tasks=row[c.newcomer_tasks],
+                newcomer_sanctions=e.sanctions[0],
+                background_sanctions=e.sanctions[1],
+            )
         elif self.distractor is not None:  # over-imitation (normjax.protocol.imitation)
             raw.update(habit_steps=row[c.habit_steps])
         incomplete = e.counts["request_errors"] > INCOMPLETE_SHARE * e.counts["decisions"]
@@ -183,27 +231,34 @@ class Stage:
         e.done = True
         if self.store is None:
             return
-        take = lambda buf, m: jax.tree.map(lambda b: b[:m, r], buf)  # noqa: E731
+        take = lambda buf, m: jax.tree.map(lambda b: b[:m, r], buf)
         params = jax.tree.map(lambda x: x[r], self.host_params)
         spec = {k: v for k, v in e.spec.items() if k not in ("layout_id",)}
-        header = dict(seed=e.spec["seed"], phase=e.spec["condition"], policy="external agent",
-                      scenario="reset_world" if e.spec["condition"] == "interaction" else "scenarios.build_test_episode",
-                      episode=e.spec["episode"], protocol_seed=self.run_info.get("seed", 0))
+        header = dict(
+            seed=e.spec["seed"],
+            phase=e.spec["condition"],
+            policy="external agent",
+            scenario="reset_world" if e.spec["condition"] == "interaction" else "scenarios.build_test_episode",
+            episode=e.spec["episode"],
+            protocol_seed=self.run_info.get("seed", 0),
+        )
         if e.spec["group"] is not None:
             header["newcomer_group"] = e.spec["group"]
         if self.distractor is not None:
             header["distractor"] = {"habit": self.distractor[0], "share": self.distractor[2]}
         traj = trajectory_records(take(self.buf_states, n + 1), take(self.buf_infos, n), params, header)
-        self.store.finish(e.name, transcript_records(
-            traj, e.llm, dict(name=e.name, spec=spec, run=self.run_info, result=e.result)))
+        self.store.finish(
+            e.name, transcript_records(traj, e.llm, dict(name=e.name, spec=spec, run=self.run_info, result=e.result))
+        )
 
     def _init(self):
         for e in self.episodes:
             if self.store is not None:
                 self.store.start(e.name)
         habit, share = self.distractor[1:] if self.distractor is not None else (0, 0.0)
-        states, params, keys, pad = batch.init_stage([e.spec for e in self.episodes], self.capacity, self.horizon,
-                                                     habit, share)
+        states, params, keys, pad = batch.init_stage(
+            [e.spec for e in self.episodes], self.capacity, self.horizon, habit, share
+        )
         for i, e in enumerate(self.episodes):
             e.row = i
             e.memory = Memory(self.obs, i, self.cols)
@@ -217,8 +272,21 @@ class Stage:
         live[: len(self.episodes)] = True
         done, waits = jax.device_put(pad), jax.device_put(np.zeros(len(pad), np.int32))
         self.imit = batch.init_imitation(len(pad)) if self.distractor is not None else None
-        self.obs.append(np.asarray(programs.run("observe", batch.observe, jax.device_put(self._keys(0)), states,
-                                                params, done, waits, self.imit, intents=self.wants_intents)))
+        self.obs.append(
+            np.asarray(
+                programs.run(
+                    "observe",
+                    batch.observe,
+                    jax.device_put(self._keys(0)),
+                    states,
+                    params,
+                    done,
+                    waits,
+                    self.imit,
+                    intents=self.wants_intents,
+                )
+            )
+        )
         if self.store is not None:
             host = jax.device_get(states)
             self.buf_states = jax.tree.map(lambda x: np.zeros((self.steps + 1,) + x.shape, x.dtype), host)
@@ -287,8 +355,9 @@ class Stage:
                     asked[idle] = True
                 if tasks and (self.lockstep or not ready):
                     ta, ca = time.perf_counter(), time.process_time()
-                    await asyncio.wait(list(tasks), return_when=asyncio.ALL_COMPLETED if self.lockstep
-                                       else asyncio.FIRST_COMPLETED)
+                    await asyncio.wait(
+                        list(tasks), return_when=asyncio.ALL_COMPLETED if self.lockstep else asyncio.FIRST_COMPLETED
+                    )
                     self.timing["agent_s"] += time.perf_counter() - ta
                     self.timing["agent_cpu_s"] += time.process_time() - ca
                 for task in [f for f in tasks if f.done()]:
@@ -318,9 +387,20 @@ class Stage:
         # Dispatched from a thread: the first call of a stage compiles (seconds), and other
         # episodes' requests are in flight meanwhile; a blocked event loop would time them out.
         out = await asyncio.to_thread(
-            programs.run, "advance", batch.advance, jax.device_put(self._keys(0)), jax.device_put(self._keys(1)),
-            states, done, waits, jax.device_put(actions), params, self.imit, jax.device_put(go),
-            intents=self.wants_intents)
+            programs.run,
+            "advance",
+            batch.advance,
+            jax.device_put(self._keys(0)),
+            jax.device_put(self._keys(1)),
+            states,
+            done,
+            waits,
+            jax.device_put(actions),
+            params,
+            self.imit,
+            jax.device_put(go),
+            intents=self.wants_intents,
+        )
         states, done, waits, info, packed = out[:5]
         if self.imit is not None:
             self.imit = out[5]
@@ -350,8 +430,9 @@ class Stage:
         self.timing["steps"] += 1
         if self.progress is not None:
             at = int(self.tstep[live].min()) if live.any() else self.steps
-            self.progress(self.phase, at, self.steps, len(self.episodes), len(self.episodes) - int(live.sum()),
-                          len(rows))
+            self.progress(
+                self.phase, at, self.steps, len(self.episodes), len(self.episodes) - int(live.sum()), len(rows)
+            )
         return states, done, waits
 
 

@@ -172,8 +172,11 @@ class TranscriptStore:
         """Names of finished episodes (``<norm>/<episode>``)."""
         if not self.root.exists():
             return []
-        return sorted(str(p.relative_to(self.root).with_suffix("")) for p in self.root.glob("*/*.jsonl")
-                      if str(p.relative_to(self.root)).startswith(prefix))
+        return sorted(
+            str(p.relative_to(self.root).with_suffix(""))
+            for p in self.root.glob("*/*.jsonl")
+            if str(p.relative_to(self.root)).startswith(prefix)
+        )
 
 
 def transcript_records(trajectory: list[dict], llm_steps: dict[int, dict], extra_header: dict) -> list[dict]:
@@ -216,8 +219,10 @@ def check_run(out_dir, settings: dict, resume: bool = True, allow_mixed: bool = 
     if not any(store.load(name) is not None for name in store.episodes()):
         return new  # no complete episode yet: nothing to mix with
     if not allow_mixed:
-        raise ValueError(f"{out} holds a run with another endpoint or sampling ({details(diff)}); its episodes "
-                         "would be mixed with this one's. Use a new output directory, or --allow-mixed-endpoint")
+        raise ValueError(
+            f"{out} holds a run with another endpoint or sampling ({details(diff)}); its episodes "
+            "would be mixed with this one's. Use a new output directory, or --allow-mixed-endpoint"
+        )
     endpoints = old.get("endpoints") or [_endpoint(old)]
     if _endpoint(settings) not in endpoints:
         endpoints = endpoints + [_endpoint(settings)]
@@ -233,5 +238,13 @@ def write_run(out_dir, content: dict | None) -> None:
     (out / "run.json").write_text(json.dumps(content, indent=1))
 
 
-__all__ = ["ENDPOINT_KEYS", "RUN_FORMAT", "RUN_KEYS", "TRANSCRIPT_FORMAT", "TranscriptStore", "check_run",
-           "transcript_records", "write_run"]
+__all__ = [
+    "ENDPOINT_KEYS",
+    "RUN_FORMAT",
+    "RUN_KEYS",
+    "TRANSCRIPT_FORMAT",
+    "TranscriptStore",
+    "check_run",
+    "transcript_records",
+    "write_run",
+]

@@ -106,8 +106,9 @@ class Decision:
     attempt_errors: list = dataclasses.field(default_factory=list)  # why each failed attempt failed
 
 
-def select_memory(records: list[StepRecord], recent: int = RECENT_STEPS,
-                  earlier: int = EARLIER_SANCTIONED) -> tuple[list[StepRecord], list[StepRecord]]:
+def select_memory(
+    records: list[StepRecord], recent: int = RECENT_STEPS, earlier: int = EARLIER_SANCTIONED
+) -> tuple[list[StepRecord], list[StepRecord]]:
     """(recent window, earlier sanctioned steps outside it), both oldest first."""
     window = records[-recent:] if recent > 0 else []
     older = records[: len(records) - len(window)]

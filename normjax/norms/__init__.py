@@ -1,16 +1,16 @@
 """The 50 norms of NormGym (docs/world.md §7): metadata registry and jittable predicates."""
 
+from normjax.norms.episode import EpisodeNorm, action_sanctions, episode_context, episode_norm, episode_sanctions
 from normjax.norms.predicates import (
     Context,
     context,
     episode_row,
-    single_queue_view,
     judge,
     permissible,
     permissible_per_action,
     sanctions,
+    single_queue_view,
 )
-from normjax.norms.episode import EpisodeNorm, action_sanctions, episode_context, episode_norm, episode_sanctions
 from normjax.norms.registry import (
     ACCESS_IDS,
     ALLOCATION_IDS,

@@ -15,11 +15,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from normjax.ground.rare import run_where
 from normjax.norms.predicates import Context, context, first_free_chairs, queue_context, single_queue_view
 from normjax.norms.registry import QUEUE_IDS
-from normjax.norms.table import norm_row
 from normjax.norms.rules import episode_permits, judged_targets, queue_order
-from normjax.ground.rare import run_where
+from normjax.norms.table import norm_row
 from normjax.xla_cpu import computed_once
 
 
@@ -74,13 +74,13 @@ def episode_context(lt1, norm_id, pos, active, group, visited_q, actions=None, p
     dead code."""
     ctx = context(lt1, pos, active, group, visited_q)
     seats = norm_row(norm_id, "seat_order") >= 0
-    ctx = ctx._replace(first_free=run_where(seats, first_free_chairs, _no_chairs, lt1, pos, active,
-                                                 packing=packing))
+    ctx = ctx._replace(first_free=run_where(seats, first_free_chairs, _no_chairs, lt1, pos, active, packing=packing))
     nid = jnp.asarray(norm_id)
     queues = (nid >= QUEUE_IDS[0]) & (nid <= QUEUE_IDS[-1])
     _, target = judged_targets(pos, actions)
-    src, held, tail, queue_ok = run_where(queues, _queue, _no_queue, lt1, pos, active, target, share=3 / 8,
-                                          packing=packing)
+    src, held, tail, queue_ok = run_where(
+        queues, _queue, _no_queue, lt1, pos, active, target, share=3 / 8, packing=packing
+    )
     return ctx._replace(queue_src=src, queue_held=held, queue_tail=tail), queue_ok
 
 
@@ -97,8 +97,12 @@ def _no_chairs(lt, pos, active):
 def _no_queue(lt, pos, active, target):
     """`_queue`'s shapes for norms that have no queue (never read)."""
     paths, k = lt.queue_paths.shape[0], pos.shape[0]
-    return (jnp.full((paths, k), -1, jnp.int32), jnp.zeros((paths, lt.queue_paths.shape[1], k), bool),
-            jnp.zeros((paths, k), jnp.int32), jnp.ones(target.shape[:2], bool))
+    return (
+        jnp.full((paths, k), -1, jnp.int32),
+        jnp.zeros((paths, lt.queue_paths.shape[1], k), bool),
+        jnp.zeros((paths, k), jnp.int32),
+        jnp.ones(target.shape[:2], bool),
+    )
 
 
 def action_sanctions(view: EpisodeNorm, actions):

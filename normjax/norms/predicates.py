@@ -50,9 +50,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
+from normjax.ground.moves import cell_value, effective_actions, move_targets
 from normjax.layouts.geometry import same_cell
 from normjax.layouts.tables import host_tables
-from normjax.ground.moves import cell_value, effective_actions, move_targets
 from normjax.norms import registry as reg
 
 # ---------------------------------------------------------------------------
@@ -87,9 +87,7 @@ R_CAPACITY_OTHERS = np.array([0, 1], dtype=np.int32)
 GROUP_DOOR = np.array([[0, 1, 2], [1, 2, 0], [2, 0, 1]], dtype=np.int32)
 
 # Norms 45-47: region per (norm, group).
-GROUP_REGION = np.array(
-    [[C.TL, C.BL, C.BR], [C.BL, C.BR, C.TL], [C.BR, C.TL, C.BL]], dtype=np.int32
-)
+GROUP_REGION = np.array([[C.TL, C.BL, C.BR], [C.BL, C.BR, C.TL], [C.BR, C.TL, C.BL]], dtype=np.int32)
 
 _QUEUE_NONE = -1  # "not on this path" index
 
@@ -150,13 +148,11 @@ def first_free_chairs(lt, pos, active):
     # would be every environment's slice, copied for all of them.
     order = lt.read("seat_order")  # [2, 48, 2], -1 padded
     if lt.static_index >= 0:  # one known layout: drop the padding beyond its chairs
-        order = order[:, :seat_order_length(lt.static_index)]
+        order = order[:, : seat_order_length(lt.static_index)]
     valid = order[..., 0] >= 0
     # Compare flat cell indices (one int per cell instead of two coordinates).
     order_flat, pos_flat = order[..., 0] * C.W + order[..., 1], pos[:, 0] * C.W + pos[:, 1]
-    occupied = jnp.any(
-        (order_flat[:, :, None] == pos_flat[None, None, :]) & active[None, None, :], axis=2
-    )
+    occupied = jnp.any((order_flat[:, :, None] == pos_flat[None, None, :]) & active[None, None, :], axis=2)
     free = valid & ~occupied
     first = order[jnp.arange(2), jnp.argmax(free, axis=1)]  # [2, 2]
     return jnp.where(jnp.any(free, axis=1)[:, None], first, -1)
@@ -218,9 +214,7 @@ def _access_rows(lt, mv: Move):
     any_door = jnp.any(mv.door_hit, axis=1)
     all_exit = ~any_door[None, :] | mv.door_hit.T[ALL_EXIT_DOOR]  # [3, K]
     door_forbidden = ~mv.door_hit.T[FORBIDDEN_DOOR]  # [3, K]
-    in_allowed = jnp.any(
-        jnp.asarray(SEAT_REGION_ALLOWED)[:, None, :] & _region_onehot(mv.region)[None], axis=2
-    )
+    in_allowed = jnp.any(jnp.asarray(SEAT_REGION_ALLOWED)[:, None, :] & _region_onehot(mv.region)[None], axis=2)
     seats = ~mv.chair[None, :] | in_allowed  # [5, K]
     return jnp.concatenate([not_q[None], all_exit, door_forbidden, seats], axis=0)
 
@@ -254,9 +248,7 @@ def _coordination_rows(lt, ctx: Context, mv: Move):
 def _allocation_rows(lt, ctx: Context, mv: Move, group):
     """Norms 39-49 (docs/world.md §7 allocation): zone R, group doors and seats, seat order -> [11, K]."""
     enters_r = cell_value(lt.zone_r, mv.target, fill=False) & ~ctx.in_r
-    capacity = ~enters_r[None, :] | (
-        ctx.r_others[None, :] <= jnp.asarray(R_CAPACITY_OTHERS)[:, None]
-    )  # [2, K]
+    capacity = ~enters_r[None, :] | (ctx.r_others[None, :] <= jnp.asarray(R_CAPACITY_OTHERS)[:, None])  # [2, K]
     single_group = ~enters_r | ~ctx.r_other_group
     any_door = jnp.any(mv.door_hit, axis=1)
     door_of = jnp.asarray(GROUP_DOOR)[:, group]  # [3, K]
@@ -264,9 +256,7 @@ def _allocation_rows(lt, ctx: Context, mv: Move, group):
     doors = ~any_door[None, :] | own_door
     seats = ~mv.chair[None, :] | (mv.region[None, :] == jnp.asarray(GROUP_REGION)[:, group])
     in_order = ~mv.chair[None, :] | same_cell(mv.target[None, :, :], ctx.first_free[:, None, :])
-    return jnp.concatenate(
-        [capacity, single_group[None], doors, seats, in_order], axis=0
-    )
+    return jnp.concatenate([capacity, single_group[None], doors, seats, in_order], axis=0)
 
 
 def judge(lt, ctx: Context, t, pos, active, action, group, moves):

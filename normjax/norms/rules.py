@@ -27,11 +27,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
+from normjax.ground.moves import DELTAS, cell_value, in_grid, keep_open, kind_of, target_codes
 from normjax.layouts.geometry import flat_index, same_cell
 from normjax.layouts.tables import CODE_ZONE_R, host_tables
 from normjax.norms import predicates as P
 from normjax.norms import registry as reg
-from normjax.ground.moves import DELTAS, cell_value, in_grid, keep_open, kind_of, target_codes
 
 # Dynamic rules, one per norm (rule, argument).
 (
@@ -79,7 +79,7 @@ def _static_rows(ht: dict) -> np.ndarray:
     out = np.ones((n_layouts, reg.N_NORMS, C.N_GROUPS, C.N_CELLS, C.N_ACTIONS), bool)
     groups = np.arange(C.N_GROUPS)
     for lid in range(n_layouts):
-        at = lambda name, fill: np.where(inside, ht[name][lid][yr, yc], fill)  # noqa: E731
+        at = lambda name, fill: np.where(inside, ht[name][lid][yr, yc], fill)
         kind = at("kind", C.WALL)
         moving = ((kind == C.FLOOR) | (kind == C.CHAIR) | (kind == C.DOOR)) & (np.arange(C.N_ACTIONS) != C.WAIT)
         door_hit = np.all(y[:, :, None, :] == ht["doors"][lid][None, None], axis=-1)  # [165, 5, 3]
@@ -106,7 +106,7 @@ def _static_rows(ht: dict) -> np.ndarray:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def static_permits() -> jax.Array:
     """uint8 [layouts, 50 norms, 3 groups, 165 cells]: bit a set = action a is permitted
     by the norm's static part (all set for the dynamic-only norms).  Built in numpy
@@ -153,8 +153,7 @@ def judged_targets(pos, actions=None):
     return acts, pos[:, None, :] + DELTAS[acts]
 
 
-def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, queue_ok,
-                    actions=None) -> jax.Array:
+def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, queue_ok, actions=None) -> jax.Array:
     """bool [K, 5]: what the episode's norm says of each agent taking each action;
     with `actions` [K], bool [K, 1] for those actions only.
 
@@ -199,10 +198,24 @@ def episode_permits(lt, ctx: P.Context, norm_id, t, pos, active, group, moves, q
     in_order = ~chair | same_cell(target, first[None, None, :])
 
     dynamic = jnp.select(
-        [rule == RULE_TURN, rule == RULE_RHYTHM, rule == RULE_VISIT_Q, rule == RULE_QUEUE,
-         rule == RULE_R_CAPACITY, rule == RULE_R_SINGLE_GROUP, rule == RULE_SEAT_ORDER],
-        [jnp.broadcast_to(turn, (k, width)), jnp.broadcast_to(rhythm[:, None], (k, width)),
-         visit_q, queue_ok, r_capacity, r_group, in_order],
+        [
+            rule == RULE_TURN,
+            rule == RULE_RHYTHM,
+            rule == RULE_VISIT_Q,
+            rule == RULE_QUEUE,
+            rule == RULE_R_CAPACITY,
+            rule == RULE_R_SINGLE_GROUP,
+            rule == RULE_SEAT_ORDER,
+        ],
+        [
+            jnp.broadcast_to(turn, (k, width)),
+            jnp.broadcast_to(rhythm[:, None], (k, width)),
+            visit_q,
+            queue_ok,
+            r_capacity,
+            r_group,
+            in_order,
+        ],
         True,
     )
     return (static_ok & dynamic) | ~judged

@@ -87,7 +87,7 @@ class NormTable:
 
 def _build() -> NormTable:
     n = ROWS
-    full = lambda v, dt=np.int32, shape=(): np.full((n,) + shape, v, dt)  # noqa: E731
+    full = lambda v, dt=np.int32, shape=(): np.full((n,) + shape, v, dt)
     t = dict(
         family=full(-1),
         task_type=full(TASK_DEST),
@@ -116,8 +116,7 @@ def _build() -> NormTable:
         put([i], allowed_doors=np.arange(C.N_DOORS)[None, :] == door)
     for i, door in zip(reg.DOOR_FORBIDDEN_IDS, P.FORBIDDEN_DOOR):
         put([i], allowed_doors=np.arange(C.N_DOORS)[None, :] != door)
-    put(list(reg.ALL_EXIT_IDS) + list(reg.DOOR_FORBIDDEN_IDS), task_type=TASK_DOOR_CHOICE,
-        scenario=SCENARIO_DOOR)
+    put(list(reg.ALL_EXIT_IDS) + list(reg.DOOR_FORBIDDEN_IDS), task_type=TASK_DOOR_CHOICE, scenario=SCENARIO_DOOR)
     for i, ok in zip(reg.SEAT_REGION_IDS, P.SEAT_REGION_ALLOWED):
         put([i], allowed_regions=ok[None, :], task_type=TASK_SEAT, scenario=SCENARIO_SEAT_REGION)
     put([reg.CIRCULATION_IDS[0]], route_variant=V_CW, scenario=SCENARIO_ROUTE_GAP)
@@ -125,18 +124,25 @@ def _build() -> NormTable:
     put(list(reg.TURN_IDS) + list(reg.RHYTHM_IDS), timed=True, scenario=SCENARIO_TIMED)
     put([reg.VISIT_ZONE_Q_FIRST], task_type=TASK_Q_CHAIR, visit_q_first=True, scenario=SCENARIO_VISIT_Q)
     for j, i in enumerate(reg.QUEUE_IDS):
-        put([i], task_type=TASK_QUEUE, route_variant=V_QUEUE0 + j, queue_path=j,
-            scenario=SCENARIO_QUEUE)
+        put([i], task_type=TASK_QUEUE, route_variant=V_QUEUE0 + j, queue_path=j, scenario=SCENARIO_QUEUE)
     for i, others in zip(reg.ZONE_R_IDS, list(P.R_CAPACITY_OTHERS) + [0]):
         # A holder per agent the norm still allows in R, plus one: R is full.
         put([i], task_type=TASK_R_ZONE, scenario=SCENARIO_ZONE_R, r_holders=int(others) + 1)
     put([reg.ZONE_R_IDS[-1]], r_holder_other_group=True)  # single_group_zone_r
     for i, row in zip(reg.GROUP_DOOR_IDS, P.GROUP_DOOR):
-        put([i], allowed_doors=np.arange(C.N_DOORS)[None, :] == np.asarray(row)[:, None],
-            task_type=TASK_DOOR_CHOICE, scenario=SCENARIO_DOOR)
+        put(
+            [i],
+            allowed_doors=np.arange(C.N_DOORS)[None, :] == np.asarray(row)[:, None],
+            task_type=TASK_DOOR_CHOICE,
+            scenario=SCENARIO_DOOR,
+        )
     for i, row in zip(reg.GROUP_SEATING_IDS, P.GROUP_REGION):
-        put([i], allowed_regions=np.arange(3)[None, :] == np.asarray(row)[:, None],
-            task_type=TASK_SEAT, scenario=SCENARIO_SEAT_REGION)
+        put(
+            [i],
+            allowed_regions=np.arange(3)[None, :] == np.asarray(row)[:, None],
+            task_type=TASK_SEAT,
+            scenario=SCENARIO_SEAT_REGION,
+        )
     for j, i in enumerate(reg.SEAT_ORDER_IDS):
         put([i], seat_order=j, task_type=TASK_SEAT, scenario=SCENARIO_SEAT_ORDER)
     for v in t.values():
@@ -147,7 +153,7 @@ def _build() -> NormTable:
 NORM_TABLE = _build()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def norm_rows() -> dict[str, jax.Array]:
     """`NORM_TABLE` as jax constants (created outside any trace), by field name."""
     with jax.ensure_compile_time_eval():
@@ -160,8 +166,23 @@ def norm_row(norm_id, field: str) -> jax.Array:
 
 
 __all__ = [
-    "NORM_TABLE", "NormTable", "norm_row", "norm_rows",
-    "TASK_DEST", "TASK_QUEUE", "TASK_Q_CHAIR", "TASK_R_ZONE", "TASK_DOOR_CHOICE", "TASK_SEAT",
-    "SCENARIO_NONE", "SCENARIO_ROUTE_GAP", "SCENARIO_TIMED", "SCENARIO_VISIT_Q", "SCENARIO_DOOR",
-    "SCENARIO_SEAT_REGION", "SCENARIO_SEAT_ORDER", "SCENARIO_QUEUE", "SCENARIO_ZONE_R",
+    "NORM_TABLE",
+    "NormTable",
+    "norm_row",
+    "norm_rows",
+    "TASK_DEST",
+    "TASK_QUEUE",
+    "TASK_Q_CHAIR",
+    "TASK_R_ZONE",
+    "TASK_DOOR_CHOICE",
+    "TASK_SEAT",
+    "SCENARIO_NONE",
+    "SCENARIO_ROUTE_GAP",
+    "SCENARIO_TIMED",
+    "SCENARIO_VISIT_Q",
+    "SCENARIO_DOOR",
+    "SCENARIO_SEAT_REGION",
+    "SCENARIO_SEAT_ORDER",
+    "SCENARIO_QUEUE",
+    "SCENARIO_ZONE_R",
 ]

@@ -10,15 +10,44 @@
 """
 
 from normjax.observer.belief import (
-    Belief, entropy, init_belief, kl, map_norm, new_episode, plausible, probs, sample, survivors, update,
+    Belief,
+    entropy,
+    init_belief,
+    kl,
+    map_norm,
+    new_episode,
+    plausible,
+    probs,
+    sample,
+    survivors,
+    update,
 )
 from normjax.observer.evidence import SOURCES, PublicHistory, Transitions, observe_step
 from normjax.observer.interaction import OBSERVER_POLICIES, interaction_params, learn, observer_policy
 from normjax.observer.policies import bayes_active, bayes_map, bayes_safe, expected_information_gain
 
 __all__ = [
-    "OBSERVER_POLICIES", "SOURCES", "Belief", "PublicHistory", "Transitions", "bayes_active", "bayes_map",
-    "bayes_safe", "entropy", "expected_information_gain", "init_belief", "interaction_params", "kl", "learn",
-    "map_norm", "new_episode", "observe_step", "observer_policy", "plausible", "probs", "sample", "survivors",
+    "OBSERVER_POLICIES",
+    "SOURCES",
+    "Belief",
+    "PublicHistory",
+    "Transitions",
+    "bayes_active",
+    "bayes_map",
+    "bayes_safe",
+    "entropy",
+    "expected_information_gain",
+    "init_belief",
+    "interaction_params",
+    "kl",
+    "learn",
+    "map_norm",
+    "new_episode",
+    "observe_step",
+    "observer_policy",
+    "plausible",
+    "probs",
+    "sample",
+    "survivors",
     "update",
 ]

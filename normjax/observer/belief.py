@@ -45,7 +45,12 @@ from normjax.norms import N_NORMS, judge
 from normjax.norms.predicates import RHYTHM_DEPTH
 from normjax.norms.registry import RHYTHM_IDS
 from normjax.observer.evidence import (
-    PublicHistory, Transitions, advance, init_history, observe_step, refresh,
+    PublicHistory,
+    Transitions,
+    advance,
+    init_history,
+    observe_step,
+    refresh,
 )
 from normjax.observer.queues import fast_context
 
@@ -80,7 +85,9 @@ def init_belief(lt, state, log_prior=None) -> Belief:
     return Belief(
         log_probs=uniform_log_prior() if log_prior is None else normalize(log_prior),
         history=init_history(lt, ag.pos, ag.active),
-        n_judged=z, n_sanctions=z, n_conflicts=z,
+        n_judged=z,
+        n_sanctions=z,
+        n_conflicts=z,
     )
 
 
@@ -151,8 +158,7 @@ def update(belief: Belief, state_before, info, lt, eps=0.0, source: str = "posit
     active = info.active.astype(bool)
     history = refresh(belief.history, lt, info.pos, active)
     sanctioned = info.sanctioned.astype(bool) & active
-    ll = log_likelihood(lt, state_before.t, info.pos, active, state_before.agents.group, history, tr,
-                        sanctioned, eps)
+    ll = log_likelihood(lt, state_before.t, info.pos, active, state_before.agents.group, history, tr, sanctioned, eps)
     post = belief.log_probs + ll
     lse = jax.nn.logsumexp(post)
     dead = ~jnp.isfinite(lse)  # every hypothesis contradicted: drop this step's evidence
@@ -199,9 +205,7 @@ def categorical(belief: Belief):
     try:
         import distrax
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "entropy / sample / kl need distrax: pip install 'normjax[observer]'"
-        ) from e
+        raise ImportError("entropy / sample / kl need distrax: pip install 'normjax[observer]'") from e
     return distrax.Categorical(logits=belief.log_probs)
 
 
@@ -221,7 +225,22 @@ def kl(p: Belief, q: Belief):
 
 
 __all__ = [
-    "Belief", "categorical", "check_eps", "entropy", "init_belief", "kl", "log_likelihood", "map_norm",
-    "new_episode", "normalize", "plausible", "predicted_permissible", "probs", "rhythm_permissible", "sample",
-    "survivors", "uniform_log_prior", "update",
+    "Belief",
+    "categorical",
+    "check_eps",
+    "entropy",
+    "init_belief",
+    "kl",
+    "log_likelihood",
+    "map_norm",
+    "new_episode",
+    "normalize",
+    "plausible",
+    "predicted_permissible",
+    "probs",
+    "rhythm_permissible",
+    "sample",
+    "survivors",
+    "uniform_log_prior",
+    "update",
 ]

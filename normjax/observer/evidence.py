@@ -198,6 +198,14 @@ def advance(history: PublicHistory, lt, info, tr: Transitions) -> PublicHistory:
 
 
 __all__ = [
-    "SOURCES", "PublicHistory", "Transitions", "advance", "check_source", "from_actions",
-    "from_positions", "init_history", "observe_step", "refresh",
+    "SOURCES",
+    "PublicHistory",
+    "Transitions",
+    "advance",
+    "check_source",
+    "from_actions",
+    "from_positions",
+    "init_history",
+    "observe_step",
+    "refresh",
 ]

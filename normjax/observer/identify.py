@@ -73,8 +73,15 @@ def _probe(source):
     return probe
 
 
-def run(norm_ids=None, seeds=(0, 1, 2), eps: float = 0.0, source: str = "positions",
-        learner: str = "bayes_map", capacity: int = 10, steps: int = INTERACTION_STEPS) -> dict:
+def run(
+    norm_ids=None,
+    seeds=(0, 1, 2),
+    eps: float = 0.0,
+    source: str = "positions",
+    learner: str = "bayes_map",
+    capacity: int = 10,
+    steps: int = INTERACTION_STEPS,
+) -> dict:
     """Raw traces of every (norm, seed) interaction phase as numpy arrays [N, S, ...]."""
     norm_ids = list(range(N_NORMS)) if norm_ids is None else [int(n) for n in norm_ids]
     seeds = [int(s) for s in seeds]
@@ -127,28 +134,55 @@ def analyse(raw: dict, eps: float = 0.0, source: str = "positions", learner: str
             for m in np.flatnonzero(final[i, j] > CONFUSER_MASS):
                 if m == nid:
                     continue
-                reason = ("identical" if not available[i, j, m] else
-                          "not attempted" if not taken[i, j, m] else
-                          "unreadable" if not read[i, j, m] else "noise")
+                reason = (
+                    "identical"
+                    if not available[i, j, m]
+                    else "not attempted"
+                    if not taken[i, j, m]
+                    else "unreadable"
+                    if not read[i, j, m]
+                    else "noise"
+                )
                 confusers.append(dict(norm=NORMS[m].name, mass=round(float(final[i, j, m]), 4), reason=reason))
-            runs.append(dict(
-                seed=int(seed), final_mass=round(float(true_mass[i, j, -1]), 4),
-                first_map_step=int(first_map[i, j]), sanctions=int(raw["n_sanctions"][i, j]),
-                judged=int(raw["n_judged"][i, j]), conflicts=int(raw["n_conflicts"][i, j]),
-                confusers=confusers,
-            ))
+            runs.append(
+                dict(
+                    seed=int(seed),
+                    final_mass=round(float(true_mass[i, j, -1]), 4),
+                    first_map_step=int(first_map[i, j]),
+                    sanctions=int(raw["n_sanctions"][i, j]),
+                    judged=int(raw["n_judged"][i, j]),
+                    conflicts=int(raw["n_conflicts"][i, j]),
+                    confusers=confusers,
+                )
+            )
         identified = [r["final_mass"] > 0.5 for r in runs]
-        norms.append(dict(id=int(nid), name=NORMS[nid].name, family=NORMS[nid].family,
-                          identified_seeds=int(sum(identified)), runs=runs))
+        norms.append(
+            dict(
+                id=int(nid),
+                name=NORMS[nid].name,
+                family=NORMS[nid].family,
+                identified_seeds=int(sum(identified)),
+                runs=runs,
+            )
+        )
     return dict(
         what="posterior of the ideal observer on the true norm over each norm's interaction phase",
-        eps=eps, source=source, learner=learner, seeds=[int(x) for x in seeds],
+        eps=eps,
+        source=source,
+        learner=learner,
+        seeds=[int(x) for x in seeds],
         steps=int(lp.shape[2]),
         identified_all_seeds=sum(r["identified_seeds"] == s for r in norms),
-        unidentified=[dict(name=r["name"], family=r["family"], identified_seeds=r["identified_seeds"],
-                           confusers=sorted({c["norm"] + " (" + c["reason"] + ")"
-                                             for run in r["runs"] for c in run["confusers"]}))
-                      for r in norms if r["identified_seeds"] < s],
+        unidentified=[
+            dict(
+                name=r["name"],
+                family=r["family"],
+                identified_seeds=r["identified_seeds"],
+                confusers=sorted({c["norm"] + " (" + c["reason"] + ")" for run in r["runs"] for c in run["confusers"]}),
+            )
+            for r in norms
+            if r["identified_seeds"] < s
+        ],
         norms=norms,
         true_mass=np.round(true_mass, 5).tolist(),
         confusion=np.round(confusion, 5).tolist(),
@@ -192,8 +226,10 @@ def figures(result: dict, out_dir) -> list[Path]:
         if ax.has_data():
             ax.legend(loc="lower right")
             break
-    fig.suptitle(f"Ideal observer, interaction phase (eps={result['eps']}, {result['source']} evidence, "
-                 f"newcomer {result['learner']})")
+    fig.suptitle(
+        f"Ideal observer, interaction phase (eps={result['eps']}, {result['source']} evidence, "
+        f"newcomer {result['learner']})"
+    )
     fig.tight_layout()
     p1 = out_dir / "posterior_vs_step.png"
     fig.savefig(p1, dpi=120, bbox_inches="tight")
@@ -218,8 +254,15 @@ def figures(result: dict, out_dir) -> list[Path]:
     return [p1, p2]
 
 
-def identify(norm_ids=None, seeds=(0, 1, 2), eps: float = 0.0, source: str = "positions",
-             learner: str = "bayes_map", capacity: int = 10, out_dir=None) -> dict:
+def identify(
+    norm_ids=None,
+    seeds=(0, 1, 2),
+    eps: float = 0.0,
+    source: str = "positions",
+    learner: str = "bayes_map",
+    capacity: int = 10,
+    out_dir=None,
+) -> dict:
     """`run` + `analyse`; with `out_dir`, also writes identify.json and the figures."""
     result = analyse(run(norm_ids, seeds, eps, source, learner, capacity), eps, source, learner)
     if out_dir is not None:
@@ -233,18 +276,22 @@ def identify(norm_ids=None, seeds=(0, 1, 2), eps: float = 0.0, source: str = "po
 def format_summary(result: dict) -> str:
     """Per-family counts and the unidentified norms with their confusers and reasons."""
     s = len(result["seeds"])
-    lines = [f"identified (posterior on the true norm > 0.5 after {result['steps']} steps) in all {s} seeds: "
-             f"{result['identified_all_seeds']} of {len(result['norms'])} norms"]
+    lines = [
+        f"identified (posterior on the true norm > 0.5 after {result['steps']} steps) in all {s} seeds: "
+        f"{result['identified_all_seeds']} of {len(result['norms'])} norms"
+    ]
     for fam in FAMILIES:
         rows = [r for r in result["norms"] if r["family"] == fam]
         if rows:
             ok = sum(r["identified_seeds"] == s for r in rows)
             med = [run["first_map_step"] for r in rows for run in r["runs"] if run["first_map_step"] >= 0]
-            lines.append(f"  {fam:<13} {ok:>2}/{len(rows)}  median first MAP step "
-                         f"{np.median(med) if med else float('nan'):.0f}")
+            lines.append(
+                f"  {fam:<13} {ok:>2}/{len(rows)}  median first MAP step {np.median(med) if med else float('nan'):.0f}"
+            )
     for u in result["unidentified"]:
-        lines.append(f"  not identified: {u['name']} ({u['identified_seeds']}/{s} seeds) vs "
-                     + "; ".join(u["confusers"]))
+        lines.append(
+            f"  not identified: {u['name']} ({u['identified_seeds']}/{s} seeds) vs " + "; ".join(u["confusers"])
+        )
     return "\n".join(lines)
 
 

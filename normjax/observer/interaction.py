@@ -43,12 +43,24 @@ def interaction_params(norm_id, habit=0, habit_share=0.0):
     """The interaction phase's parameters on the cafe (`norm_id` may be traced),
     with the distractor habit code and share of docs/world.md §8.5 (default off)."""
     return phase_params("interaction", 0, 0).replace(
-        norm_id=jnp.asarray(norm_id, jnp.int32), habit=jnp.asarray(habit, jnp.int32),
-        habit_share=jnp.asarray(habit_share, jnp.float32))
+        norm_id=jnp.asarray(norm_id, jnp.int32),
+        habit=jnp.asarray(habit, jnp.int32),
+        habit_share=jnp.asarray(habit_share, jnp.float32),
+    )
 
 
-def learn(key, norm_id, act, eps=0.0, source: str = "positions", config: WorldConfig = WorldConfig(),
-          steps: int = INTERACTION_STEPS, probe=None, habit=0, habit_share=0.0):
+def learn(
+    key,
+    norm_id,
+    act,
+    eps=0.0,
+    source: str = "positions",
+    config: WorldConfig = WorldConfig(),
+    steps: int = INTERACTION_STEPS,
+    probe=None,
+    habit=0,
+    habit_share=0.0,
+):
     """One interaction phase with the observer as newcomer -> (final Belief, trace).
 
     `act(key, state, params, belief) -> action` drives slot 0.  `probe`, if
@@ -81,13 +93,12 @@ def _prepare(learn_act, eps, source, distractor, key, norm_id, config):
     return learn(key, norm_id, learn_act, eps, source, config, habit=distractor[0], habit_share=distractor[1])[0]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _prepare_fn(learner: str, eps: float, source: str, min_gain: float, distractor=(0, 0.0)):
     """One function object per learning setting (and distractor habit code and
     share), so that the runner's compiled interaction program is shared by
     policies that learn alike."""
-    return functools.partial(_prepare, make_act(learner, eps, DEFAULT_THRESHOLD, min_gain), eps, source,
-                             distractor)
+    return functools.partial(_prepare, make_act(learner, eps, DEFAULT_THRESHOLD, min_gain), eps, source, distractor)
 
 
 def _begin(belief: Belief, state, params) -> Belief:
@@ -98,15 +109,21 @@ def _observe(eps, source, belief: Belief, state_before, info, params) -> Belief:
     return update(belief, state_before, info, world_tables().at(params.layout_id), eps, source)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _observe_fn(eps: float, source: str):
     return functools.partial(_observe, eps, source)
 
 
-@functools.lru_cache(maxsize=None)
-def observer_policy(name: str, eps: float = 0.0, threshold: float = DEFAULT_THRESHOLD,
-                    source: str = "positions", min_gain: float = DEFAULT_MIN_GAIN,
-                    distractor: str | None = None, distractor_share: float = 0.0) -> StatefulPolicy:
+@functools.cache
+def observer_policy(
+    name: str,
+    eps: float = 0.0,
+    threshold: float = DEFAULT_THRESHOLD,
+    source: str = "positions",
+    min_gain: float = DEFAULT_MIN_GAIN,
+    distractor: str | None = None,
+    distractor_share: float = 0.0,
+) -> StatefulPolicy:
     """The observer newcomer `name` (one of OBSERVER_POLICIES) for `normjax.protocol.evaluate`.
 
     In the interaction phase the newcomer acts by `bayes_map` (`bayes_active`:
@@ -124,8 +141,7 @@ def observer_policy(name: str, eps: float = 0.0, threshold: float = DEFAULT_THRE
         raise ValueError(f"threshold must be in [0, 1), got {threshold!r}")
     learner = "bayes_active" if name == "bayes_active" else "bayes_map"
     return StatefulPolicy(
-        prepare=_prepare_fn(learner, eps, source, min_gain if learner == "bayes_active" else DEFAULT_MIN_GAIN,
-                            habits),
+        prepare=_prepare_fn(learner, eps, source, min_gain if learner == "bayes_active" else DEFAULT_MIN_GAIN, habits),
         begin=_begin,
         act=make_act("bayes_map" if name == "bayes_active" else name, eps, threshold, min_gain),
         observe=_observe_fn(eps, source),

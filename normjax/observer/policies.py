@@ -92,9 +92,8 @@ def bayes_active(key, state, params, belief: Belief, eps=0.0, min_gain=DEFAULT_M
 ACTS = {"bayes_map": bayes_map, "bayes_safe": bayes_safe, "bayes_active": bayes_active}
 
 
-@functools.lru_cache(maxsize=None)
-def make_act(name: str, eps: float = 0.0, threshold: float = DEFAULT_THRESHOLD,
-             min_gain: float = DEFAULT_MIN_GAIN):
+@functools.cache
+def make_act(name: str, eps: float = 0.0, threshold: float = DEFAULT_THRESHOLD, min_gain: float = DEFAULT_MIN_GAIN):
     """`act(key, state, params, belief)` of a named policy with its settings bound."""
     if name == "bayes_map":
         return bayes_map
@@ -106,6 +105,13 @@ def make_act(name: str, eps: float = 0.0, threshold: float = DEFAULT_THRESHOLD,
 
 
 __all__ = [
-    "ACTS", "DEFAULT_MIN_GAIN", "DEFAULT_THRESHOLD", "bayes_active", "bayes_map", "bayes_safe",
-    "expected_information_gain", "make_act", "own_action_masks",
+    "ACTS",
+    "DEFAULT_MIN_GAIN",
+    "DEFAULT_THRESHOLD",
+    "bayes_active",
+    "bayes_map",
+    "bayes_safe",
+    "expected_information_gain",
+    "make_act",
+    "own_action_masks",
 ]

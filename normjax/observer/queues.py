@@ -26,7 +26,7 @@ from normjax.norms import Context, context
 OFF_PATH = -1
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def queue_index_table() -> jax.Array:
     """int8 [layouts, 16, H * W]: index of each cell on each queue path, -1 off it."""
     t = host_tables()

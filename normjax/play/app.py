@@ -44,8 +44,16 @@ def _flask():
     return flask
 
 
-def create_app(out_dir, norm_ids: list[int], *, seed: int = 0, interaction_steps: int = 200, capacity: int = 10,
-               cell_px: int = 32, study=None):
+def create_app(
+    out_dir,
+    norm_ids: list[int],
+    *,
+    seed: int = 0,
+    interaction_steps: int = 200,
+    capacity: int = 10,
+    cell_px: int = 32,
+    study=None,
+):
     """The Flask app; sessions live in ``out_dir/<participant>``.  With `study` (a
     `normjax.play.study.Study` on the same directory) each participant plays their
     assigned norms after agreeing to the consent page; `norm_ids` is then unused."""
@@ -60,8 +68,9 @@ def create_app(out_dir, norm_ids: list[int], *, seed: int = 0, interaction_steps
 
     def check_pid(pid: str) -> None:
         if not PID.fullmatch(pid):
-            raise BadRequest(f"participant id {pid!r}: use 1-64 letters, digits, '_' or '-' (starting with a "
-                             "letter or digit)")
+            raise BadRequest(
+                f"participant id {pid!r}: use 1-64 letters, digits, '_' or '-' (starting with a letter or digit)"
+            )
 
     def session(pid: str, create: bool = False) -> Session:
         check_pid(pid)
@@ -111,8 +120,7 @@ def create_app(out_dir, norm_ids: list[int], *, seed: int = 0, interaction_steps
     def consent(pid):
         check_pid(pid)
         if study is None:
-            raise BadRequest("this server runs no study (start it with --assign N for consent and assignments)",
-                             404)
+            raise BadRequest("this server runs no study (start it with --assign N for consent and assignments)", 404)
         body = flask.request.get_json(silent=True)
         if not isinstance(body, dict) or body.get("agree") is not True:
             raise BadRequest('the body must be the JSON object {"agree": true}')

@@ -73,8 +73,13 @@ def participant(d: Path) -> dict:
     norms = _norms(d)
     store = TranscriptStore(d)
     finished = [n for n in norms if all(store.load(f"{n}/{t}") is not None for t in TESTS)]
-    entry = dict(participant=d.name, norms=norms, finished_norms=finished,
-                 missing_norms=[n for n in norms if n not in finished], steps_logged=len(read_log(d / LOG)))
+    entry = dict(
+        participant=d.name,
+        norms=norms,
+        finished_norms=finished,
+        missing_norms=[n for n in norms if n not in finished],
+        steps_logged=len(read_log(d / LOG)),
+    )
     path = d / "results.json"
     if not path.is_file():
         return dict(entry, status="incomplete")
@@ -85,8 +90,10 @@ def participant(d: Path) -> dict:
         raise ValueError(f"{path}: not a normjax play results file ({type(e).__name__}: {e})") from None
     got = {r["norm"] for r in results["episodes"]}
     if got != set(norms) or set(counts.values()) != {len(TESTS)}:
-        raise ValueError(f"{path}: its episodes ({sorted(got)}) are not the six test episodes of each of the "
-                         f"participant's norms ({norms})")
+        raise ValueError(
+            f"{path}: its episodes ({sorted(got)}) are not the six test episodes of each of the "
+            f"participant's norms ({norms})"
+        )
     return dict(entry, status="complete", results=results)
 
 
@@ -100,8 +107,10 @@ def load_rows(source: str) -> tuple[str, list[dict]]:
         rows = result["episodes"]
         assert isinstance(rows, list) and all({"condition", "family", "norm", "joint", "task"} <= set(r) for r in rows)
     except (OSError, json.JSONDecodeError, KeyError, TypeError, AssertionError):
-        raise ValueError(f"--compare {source}: not a normjax evaluate JSON file or llm-eval run directory "
-                         "(a results.json with per-episode rows)") from None
+        raise ValueError(
+            f"--compare {source}: not a normjax evaluate JSON file or llm-eval run directory "
+            "(a results.json with per-episode rows)"
+        ) from None
     meta = result.get("meta") or {}
     return label or str(meta.get("model") or meta.get("policy") or p.stem), rows
 
@@ -112,16 +121,20 @@ def _cell(rows: list[dict], key: str) -> str:
 
 def combined_table(groups: list[tuple[str, list[dict]]]) -> str:
     """Markdown: per family (overall first) one row per newcomer; joint (J) and task (T) success in %."""
-    lines = ["| newcomer | family | norms | episodes | seen J | seen T | unseen J | unseen T |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| newcomer | family | norms | episodes | seen J | seen T | unseen J | unseen T |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for fam in ("overall",) + FAMILIES:
         for label, rows in groups:
             rs = [r for r in rows if fam in ("overall", r["family"])]
             if not rs:
                 continue
             seen, unseen = ([r for r in rs if r["condition"] == c] for c in CONDITIONS)
-            lines.append(f"| {label} | {fam} | {len({r['norm'] for r in rs})} | {len(rs)} | {_cell(seen, 'joint')} | "
-                         f"{_cell(seen, 'task')} | {_cell(unseen, 'joint')} | {_cell(unseen, 'task')} |")
+            lines.append(
+                f"| {label} | {fam} | {len({r['norm'] for r in rs})} | {len(rs)} | {_cell(seen, 'joint')} | "
+                f"{_cell(seen, 'task')} | {_cell(unseen, 'joint')} | {_cell(unseen, 'task')} |"
+            )
     return "\n".join(lines)
 
 
@@ -149,8 +162,11 @@ def export_study(study_dir, compare=(), all_norms: bool = False) -> dict:
     complete = [e for e in entries if e["status"] == "complete"]
     incomplete = [e for e in entries if e["status"] == "incomplete"]
     if not complete:
-        raise ValueError(f"no participant in {out} has finished their norms (incomplete: "
-                         + ", ".join(e["participant"] for e in incomplete) + "); nothing to tabulate")
+        raise ValueError(
+            f"no participant in {out} has finished their norms (incomplete: "
+            + ", ".join(e["participant"] for e in incomplete)
+            + "); nothing to tabulate"
+        )
     rows = [dict(r, participant=e["participant"]) for e in complete for r in e["results"]["episodes"]]
     inter = [dict(r, participant=e["participant"]) for e in complete for r in e["results"].get("interaction", [])]
     pooled = dict(aggregate_rows(rows), episodes=rows, interaction=inter)
@@ -162,29 +178,49 @@ def export_study(study_dir, compare=(), all_norms: bool = False) -> dict:
         if not all_norms:
             model_rows = [r for r in model_rows if r["norm"] in played]
             if not model_rows:
-                raise ValueError(f"--compare {source}: none of the participants' norms ({', '.join(sorted(played))}) "
-                                 "is in it; add --all-norms to compare over different norms")
+                raise ValueError(
+                    f"--compare {source}: none of the participants' norms ({', '.join(sorted(played))}) "
+                    "is in it; add --all-norms to compare over different norms"
+                )
         groups.append((label, model_rows))
     scope = "all their norms" if all_norms else f"the {len(played)} norm(s) the participants played"
-    markdown = (f"Joint (J) and task (T) success in %; model rows over {scope}; "
-                f"{len(incomplete)} incomplete participant(s) not counted.\n\n" + combined_table(groups))
+    markdown = (
+        f"Joint (J) and task (T) success in %; model rows over {scope}; "
+        f"{len(incomplete)} incomplete participant(s) not counted.\n\n" + combined_table(groups)
+    )
 
     blocks = [f"pooled: {human}, {len(rows)} test episodes\n{format_table(pooled)}"]
-    blocks += [f"participant {e['participant']} ({', '.join(e['norms'])})\n{format_table(e['results'])}"
-               for e in complete]
-    blocks += [f"participant {e['participant']}: incomplete, finished {e['finished_norms'] or 'none'} of "
-               f"{e['norms']} (not counted)" for e in incomplete]
+    blocks += [
+        f"participant {e['participant']} ({', '.join(e['norms'])})\n{format_table(e['results'])}" for e in complete
+    ]
+    blocks += [
+        f"participant {e['participant']}: incomplete, finished {e['finished_norms'] or 'none'} of "
+        f"{e['norms']} (not counted)"
+        for e in incomplete
+    ]
     judge = [line for e in complete for line in _judge_lines(out / e["participant"])]
 
     files = [out / "export.json", out / "export.txt", out / "export.md", out / JUDGE_FILE]
-    write_json(files[0], dict(format=EXPORT_FORMAT, participants={e["participant"]: e for e in entries},
-                              complete=[e["participant"] for e in complete],
-                              incomplete=[e["participant"] for e in incomplete], pooled=pooled))
+    write_json(
+        files[0],
+        dict(
+            format=EXPORT_FORMAT,
+            participants={e["participant"]: e for e in entries},
+            complete=[e["participant"] for e in complete],
+            incomplete=[e["participant"] for e in incomplete],
+            pooled=pooled,
+        ),
+    )
     files[1].write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
     files[2].write_text(markdown + "\n", encoding="utf-8")
     files[3].write_text("".join(json.dumps(x) + "\n" for x in judge), encoding="utf-8")
-    return dict(markdown=markdown, complete=[e["participant"] for e in complete], incomplete=incomplete,
-                files=files, judge_lines=len(judge))
+    return dict(
+        markdown=markdown,
+        complete=[e["participant"] for e in complete],
+        incomplete=incomplete,
+        files=files,
+        judge_lines=len(judge),
+    )
 
 
 __all__ = ["EXPORT_FORMAT", "combined_table", "export_study", "load_rows", "participant", "participant_dirs"]

@@ -66,7 +66,7 @@ def read_log(path: Path) -> list[dict]:
         try:
             out.append(json.loads(line))
         except json.JSONDecodeError:
-            if i < len(lines) - 1 and any(x.strip() for x in lines[i + 1:]):
+            if i < len(lines) - 1 and any(x.strip() for x in lines[i + 1 :]):
                 raise ValueError(f"{path}: line {i + 1} is not JSON") from None
             with path.open("r+b") as f:  # truncate the torn tail so the next append starts a line
                 f.truncate(len("\n".join(lines[:i]).encode()) + (1 if i else 0))
@@ -87,8 +87,7 @@ def check_action(body) -> tuple[int, int, str | None, float | None]:
         raise BadRequest(f"'belief' must be a string of at most {MAX_BELIEF} characters")
     if conf is not None and (isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0 <= conf <= 1):
         raise BadRequest(f"'confidence' must be a number in [0, 1], got {conf!r}")
-    return turn, ACTIONS[action], (belief.strip() or None) if belief else None, \
-        None if conf is None else float(conf)
+    return turn, ACTIONS[action], (belief.strip() or None) if belief else None, None if conf is None else float(conf)
 
 
 class SessionClosed(Exception):
@@ -101,7 +100,7 @@ class HumanAgent:
     wants_frames = False  # the app renders the current turn's frame on request only
     wants_intents = True  # the frame's arrows and the prompt's intended moves
 
-    def __init__(self, session: "Session", replay: dict[str, collections.deque]):
+    def __init__(self, session: Session, replay: dict[str, collections.deque]):
         self.session, self.replay = session, replay
 
     def act(self, turns, ctx):
@@ -120,12 +119,26 @@ class HumanAgent:
 class Session:
     """One participant: a run directory ``out/<pid>`` in the llm-eval layout plus ``actions.jsonl``."""
 
-    def __init__(self, out_dir, pid: str, norm_ids: list[int], seed: int = 0, capacity: int = 10,
-                 interaction_steps: int = INTERACTION_STEPS, cell_px: int = 32):
+    def __init__(
+        self,
+        out_dir,
+        pid: str,
+        norm_ids: list[int],
+        seed: int = 0,
+        capacity: int = 10,
+        interaction_steps: int = INTERACTION_STEPS,
+        cell_px: int = 32,
+    ):
         self.dir, self.pid, self.norm_ids = Path(out_dir) / pid, pid, list(norm_ids)
         self.seed, self.capacity, self.interaction_steps, self.cell_px = seed, capacity, interaction_steps, cell_px
-        self.settings = dict(policy="human", participant=pid, seed=seed, capacity=capacity,
-                             interaction_steps=interaction_steps, norms=[NORMS[n].name for n in self.norm_ids])
+        self.settings = dict(
+            policy="human",
+            participant=pid,
+            seed=seed,
+            capacity=capacity,
+            interaction_steps=interaction_steps,
+            norms=[NORMS[n].name for n in self.norm_ids],
+        )
         self.cond = threading.Condition()
         self.turn = self.ctx = None  # the decision waiting for the participant
         self.decision: Decision | None = None
@@ -151,7 +164,7 @@ class Session:
             asyncio.run(self._protocol())
         except SessionClosed:  # the log holds every step: a new session resumes from it
             return
-        except Exception as e:  # noqa: BLE001 - shown to the participant and the researcher
+        except Exception as e:
             with self.cond:
                 self.status, self.error = "error", f"{type(e).__name__}: {e}"
                 self.cond.notify_all()
@@ -162,8 +175,7 @@ class Session:
         if header is not None:  # finished before a restart: its transcript holds the result
             _stored(e, header)
             return
-        await Stage(self.agent, [e], horizon, steps, self.capacity, store, self.settings, self.cell_px,
-                    None).run()
+        await Stage(self.agent, [e], horizon, steps, self.capacity, store, self.settings, self.cell_px, None).run()
 
     async def _protocol(self) -> None:
         store = TranscriptStore(self.dir)
@@ -245,10 +257,19 @@ class Session:
                 t = self.turn
                 names = [NORMS[n].name for n in self.norm_ids]
                 norm_index = names.index(t.episode.split("/")[0])  # the norm's name is not shown
-                out.update(phase=t.phase, episode=t.episode.split("/")[1], norm_index=norm_index + 1,
-                           norms=len(names), t=t.t, steps_seen=t.steps_seen, max_steps=t.max_steps,
-                           belief=t.belief, confidence=t.confidence, system=system_prompt(t),
-                           prompt=user_prompt(t))
+                out.update(
+                    phase=t.phase,
+                    episode=t.episode.split("/")[1],
+                    norm_index=norm_index + 1,
+                    norms=len(names),
+                    t=t.t,
+                    steps_seen=t.steps_seen,
+                    max_steps=t.max_steps,
+                    belief=t.belief,
+                    confidence=t.confidence,
+                    system=system_prompt(t),
+                    prompt=user_prompt(t),
+                )
             return out
 
     def frame_png(self) -> bytes:

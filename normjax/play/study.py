@@ -62,9 +62,11 @@ def check_assign(n, pool: list[int]) -> int:
     """`n` if it is a valid --assign for the pool; ValueError naming the value and the allowed range."""
     top = max_assign(pool)
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= top:
-        raise ValueError(f"--assign must be an integer in 1..{top} for this pool of {len(pool)} norm(s) "
-                         f"({top} = its families x the norms of its smallest family, so nobody gets a norm twice), "
-                         f"got {n!r}")
+        raise ValueError(
+            f"--assign must be an integer in 1..{top} for this pool of {len(pool)} norm(s) "
+            f"({top} = its families x the norms of its smallest family, so nobody gets a norm twice), "
+            f"got {n!r}"
+        )
     return n
 
 
@@ -104,8 +106,10 @@ def load_consent(out_dir, consent_file=None) -> tuple[str, Path]:
     else:
         path = Path(consent_file)
     if not path.is_file():
-        raise ValueError(f"--consent {path}: not a file; give the researcher's consent text (markdown), or leave "
-                         f"--consent out to use (and edit) {Path(out_dir) / CONSENT_FILE}")
+        raise ValueError(
+            f"--consent {path}: not a file; give the researcher's consent text (markdown), or leave "
+            f"--consent out to use (and edit) {Path(out_dir) / CONSENT_FILE}"
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -118,21 +122,27 @@ def load_consent(out_dir, consent_file=None) -> tuple[str, Path]:
 class Study:
     """The study of one --out directory: its settings, assignments and consent records."""
 
-    def __init__(self, out_dir, pool: list[int], assign: int, study_seed: int = 0, consent_file=None,
-                 **protocol):
+    def __init__(self, out_dir, pool: list[int], assign: int, study_seed: int = 0, consent_file=None, **protocol):
         self.out, self.pool, self.assign, self.study_seed = Path(out_dir), sorted(set(pool)), assign, study_seed
         check_assign(assign, self.pool)
-        settings = dict(format="normjax.play-study/1", assign=assign, study_seed=study_seed,
-                        pool=[NORMS[n].name for n in self.pool], **protocol)
+        settings = dict(
+            format="normjax.play-study/1",
+            assign=assign,
+            study_seed=study_seed,
+            pool=[NORMS[n].name for n in self.pool],
+            **protocol,
+        )
         self.out.mkdir(parents=True, exist_ok=True)
         path = self.out / STUDY_FILE
         if path.exists():
             old = json.loads(path.read_text(encoding="utf-8"))
             diff = [k for k in settings if old.get(k) != settings[k]]
             if diff:
-                raise ValueError(f"{self.out} holds a study with other settings ("
-                                 + ", ".join(f"{k}: {old.get(k)!r} -> {settings[k]!r}" for k in diff)
-                                 + "); start it with its own settings or use a new --out")
+                raise ValueError(
+                    f"{self.out} holds a study with other settings ("
+                    + ", ".join(f"{k}: {old.get(k)!r} -> {settings[k]!r}" for k in diff)
+                    + "); start it with its own settings or use a new --out"
+                )
         else:
             write_json(path, settings)
         self.text, self.consent_path = load_consent(self.out, consent_file)
@@ -148,9 +158,13 @@ class Study:
         with self.lock:
             if not (d / CONSENT_RECORD).exists():
                 d.mkdir(parents=True, exist_ok=True)
-                now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-                write_json(d / CONSENT_RECORD, dict(participant=pid, agreed_at=now, consent_sha256=self.sha256,
-                                                    consent_file=str(self.consent_path)))
+                now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+                write_json(
+                    d / CONSENT_RECORD,
+                    dict(
+                        participant=pid, agreed_at=now, consent_sha256=self.sha256, consent_file=str(self.consent_path)
+                    ),
+                )
             self._assignment(pid)
         return json.loads((d / CONSENT_RECORD).read_text(encoding="utf-8"))
 
@@ -166,10 +180,29 @@ class Study:
         taken = [json.loads(p.read_text(encoding="utf-8"))["index"] for p in self.out.glob(f"*/{ASSIGNMENT_FILE}")]
         index = max(taken, default=-1) + 1
         ids = assign_norms(index, self.assign, self.pool, self.study_seed)
-        write_json(path, dict(participant=pid, index=index, norm_ids=ids, norms=[NORMS[i].name for i in ids],
-                              assign=self.assign, study_seed=self.study_seed))
+        write_json(
+            path,
+            dict(
+                participant=pid,
+                index=index,
+                norm_ids=ids,
+                norms=[NORMS[i].name for i in ids],
+                assign=self.assign,
+                study_seed=self.study_seed,
+            ),
+        )
         return ids
 
 
-__all__ = ["ASSIGNMENT_FILE", "CONSENT_FILE", "CONSENT_RECORD", "STUDY_FILE", "Study", "assign_norms",
-           "check_assign", "load_consent", "max_assign", "write_json"]
+__all__ = [
+    "ASSIGNMENT_FILE",
+    "CONSENT_FILE",
+    "CONSENT_RECORD",
+    "STUDY_FILE",
+    "Study",
+    "assign_norms",
+    "check_assign",
+    "load_consent",
+    "max_assign",
+    "write_json",
+]

@@ -98,8 +98,17 @@ def _record(start, entry, goal_kind, goal_cell, exit_door, gap, extras=(), stric
     """`strict`: the blind shortest routes violate on the world's move graph too,
     goal by goal and for the whole task (else the episode is flagged
     `non_discriminative`)."""
-    return dict(start=start, entry=entry, goal_kind=goal_kind, goal_cell=goal_cell,
-                exit_door=exit_door, gap=gap, extras=list(extras), tag=(start, goal_cell), strict=strict)
+    return dict(
+        start=start,
+        entry=entry,
+        goal_kind=goal_kind,
+        goal_cell=goal_cell,
+        exit_door=exit_door,
+        gap=gap,
+        extras=list(extras),
+        tag=(start, goal_cell),
+        strict=strict,
+    )
 
 
 def _by_gap(c):
@@ -175,8 +184,12 @@ def door_choice(g: Geo, row: dict, group: int) -> list[dict]:
         dw = g.w.exit_lengths(ch)  # leaving the chair across other chairs
         strict = min(dw[i] for i in range(3) if i not in allowed) < min(dw[i] for i in allowed)
         s_i = int(np.argmin([g.d(ch, s) for s in g.inward]))
-        cands.append(dict(_record(g.inward[s_i], s_i, GOAL_CELL, ch, ANY_DOOR, good - bad, strict=strict),
-                          d=g.d(ch, g.inward[s_i])))
+        cands.append(
+            dict(
+                _record(g.inward[s_i], s_i, GOAL_CELL, ch, ANY_DOOR, good - bad, strict=strict),
+                d=g.d(ch, g.inward[s_i]),
+            )
+        )
     return _rank(cands, _by_gap)
 
 
@@ -221,11 +234,12 @@ def seat_region(g: Geo, row: dict, group: int) -> list[dict]:
         good, target = min(free)
         if bad >= good:
             return None
-        extras = [dict(pos=ch, goal_kind=GOAL_CELL, goal_cell=ch, exit_door=g.nearest_door(ch),
-                       group_off=0, hold=True) for ch in seated]
+        extras = [
+            dict(pos=ch, goal_kind=GOAL_CELL, goal_cell=ch, exit_door=g.nearest_door(ch), group_off=0, hold=True)
+            for ch in seated
+        ]
         exit_door, strict = _seat_exit(g, dch, ok_chair, seated, g.nearest_door(target))
-        return dict(_record(s, s_i, GOAL_ANY_CHAIR, (-1, -1), exit_door, good - bad, extras, strict),
-                    d=bad, tag=s)
+        return dict(_record(s, s_i, GOAL_ANY_CHAIR, (-1, -1), exit_door, good - bad, extras, strict), d=bad, tag=s)
 
     found = _door_starts(g, candidate)
     if not found:
@@ -246,8 +260,7 @@ def seat_order(g: Geo, row: dict, group: int) -> list[dict]:
         early = min(d for ch, d in dch.items() if rank[ch] < 3)
         if near >= UNREACHABLE or early <= near:
             return None  # some chair among the first three of sigma is as near
-        return dict(_record(s, s_i, GOAL_ANY_CHAIR, (-1, -1), g.nearest_door(order[0]), early - near),
-                    d=near, tag=s)
+        return dict(_record(s, s_i, GOAL_ANY_CHAIR, (-1, -1), g.nearest_door(order[0]), early - near), d=near, tag=s)
 
     return _rank(_door_starts(g, candidate), _by_gap)
 
@@ -294,10 +307,21 @@ def queue(g: Geo, row: dict, group: int) -> list[dict]:
         if timing is None:
             continue
         n, tau, slack = timing
-        extras = [dict(pos=cell, goal_kind=GOAL_CELL, goal_cell=service, exit_door=(ex + 1 + i) % 3,
-                       group_off=-1, hold=False, timer=tau if i == 0 else 0) for i, cell in enumerate(path[:n])]
-        cands.append(dict(_record(s, s_i, GOAL_CELL, service, ex, 1, extras), d=a, slack=slack,
-                          bg_from=a + SERVICE_STEPS + 2))
+        extras = [
+            dict(
+                pos=cell,
+                goal_kind=GOAL_CELL,
+                goal_cell=service,
+                exit_door=(ex + 1 + i) % 3,
+                group_off=-1,
+                hold=False,
+                timer=tau if i == 0 else 0,
+            )
+            for i, cell in enumerate(path[:n])
+        ]
+        cands.append(
+            dict(_record(s, s_i, GOAL_CELL, service, ex, 1, extras), d=a, slack=slack, bg_from=a + SERVICE_STEPS + 2)
+        )
     return _rank(cands, lambda c: (-c["slack"], c["d"], c["entry"]))
 
 
@@ -309,8 +333,17 @@ def zone_r(g: Geo, row: dict, group: int) -> list[dict]:
     s = g.inward[s_i]
     far = sorted(r_cells, key=lambda r: (-g.d(r, s), r))
     group_off = 1 if row["r_holder_other_group"] else -1
-    extras = [dict(pos=cell, goal_kind=GOAL_ANY_R, goal_cell=(-1, -1), exit_door=g.nearest_door(cell),
-                   group_off=group_off, hold=True) for cell in far[: int(row["r_holders"])]]
+    extras = [
+        dict(
+            pos=cell,
+            goal_kind=GOAL_ANY_R,
+            goal_cell=(-1, -1),
+            exit_door=g.nearest_door(cell),
+            group_off=group_off,
+            hold=True,
+        )
+        for cell in far[: int(row["r_holders"])]
+    ]
     near_r = min(r_cells, key=lambda r: g.d(r, s))
     return [_record(s, s_i, GOAL_ANY_R, (-1, -1), g.nearest_door(near_r), 1, extras)]
 

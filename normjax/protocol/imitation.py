@@ -35,11 +35,11 @@ import jax.numpy as jnp
 from normjax import constants as C
 from normjax.community.planner import choose_goals
 from normjax.constants import HABIT_MOVE1_WAIT1, HABIT_SAME_EXIT_DOOR
+from normjax.ground.moves import DELTAS, effective_actions, in_grid
 from normjax.layouts.geometry import flat_index as _flat
 from normjax.layouts.routes import corridor_tables, route_rows
 from normjax.layouts.tables import world_tables
 from normjax.norms.table import norm_row
-from normjax.ground.moves import DELTAS, effective_actions, in_grid
 from normjax.world.state import ANY_DOOR, WorldParams, WorldState
 from normjax.world.step import state_norm
 
@@ -65,7 +65,7 @@ def _tables(state: WorldState, params: WorldParams):
     variant = norm_row(params.norm_id, "route_variant")
     x = _flat(state.agents.pos[0])
     rows = route_rows()
-    dist = lambda cells: rows[params.layout, variant, x, cells]  # noqa: E731
+    dist = lambda cells: rows[params.layout, variant, x, cells]
     return lt, variant, x, dist
 
 
@@ -79,7 +79,7 @@ def free_progress(state: WorldState, params: WorldParams):
     view = state_norm(state, params)  # the episode's norm on this state (docs/world.md §7)
     aware = jnp.arange(k) == 0
     # The goal the norm-aware planner would choose (fixed seed: ties are rare and harmless here).
-    dist_all = lambda cells: rows[lid, variant, _flat(ag.pos)[:, None], cells]  # noqa: E731
+    dist_all = lambda cells: rows[lid, variant, _flat(ag.pos)[:, None], cells]
     goal = choose_goals(jnp.uint32(0), lt, view.ctx, state, params.norm_id, aware, dist_all)[0]
     mask = view.permitted[0]  # [5]
     permitted = mask | (params.norm_id < 0)
@@ -127,8 +127,13 @@ def update(carry: Imitation, state: WorldState, info, params: WorldParams) -> Im
     by_entry = info.exited[0] & (door == ag.entry_door[0]) & (ag.exit_door[0] == ANY_DOOR)
     sd = on & (params.habit == HABIT_SAME_EXIT_DOOR) & leg1 & by_entry & nearer
     follows = carry.follows + mw.astype(jnp.int32) + jnp.where(sd, leg_steps, 0)
-    return Imitation(follows=follows, steps=carry.steps + info.active[0].astype(jnp.int32),
-                     in_leg1=leg1 & ~info.exited[0], leg_steps=leg_steps, nearer=nearer)
+    return Imitation(
+        follows=follows,
+        steps=carry.steps + info.active[0].astype(jnp.int32),
+        in_leg1=leg1 & ~info.exited[0],
+        leg_steps=leg_steps,
+        nearer=nearer,
+    )
 
 
 def over_imitation(states: WorldState, infos, params: WorldParams) -> Imitation:

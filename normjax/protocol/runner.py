@@ -57,16 +57,18 @@ from __future__ import annotations
 import functools
 import math
 import time
-from typing import Callable, Iterable, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from normjax.env.episode import Newcomer, episode_step, start_episode
-from normjax.norms import FAMILIES, N_NORMS, norm_id as _norm_id
-from normjax.protocol.metrics import community_totals
+from normjax.norms import FAMILIES, N_NORMS
+from normjax.norms import norm_id as _norm_id
 from normjax.protocol import imitation
+from normjax.protocol.metrics import community_totals
 from normjax.protocol.scenario_tables import host_scenarios
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
 from normjax.protocol.seeds import CONDITIONS, TEST_STEPS, base_seed, test_episodes
@@ -119,8 +121,18 @@ def _stateless(policy: Callable) -> StatefulPolicy:
     )
 
 
-def run_episode(policy: Callable, key, layout_id, norm_id, group, config: WorldConfig = WorldConfig(),
-                policy_state=None, habit=0, habit_share=0.0, imitation_on: bool = False):
+def run_episode(
+    policy: Callable,
+    key,
+    layout_id,
+    norm_id,
+    group,
+    config: WorldConfig = WorldConfig(),
+    policy_state=None,
+    habit=0,
+    habit_share=0.0,
+    imitation_on: bool = False,
+):
     """One test episode -> dict of per-episode raw metrics (jittable, vmappable).
 
     `policy` is a state policy `policy(key, state, params) -> action`, or a
@@ -165,12 +177,13 @@ def run_episode(policy: Callable, key, layout_id, norm_id, group, config: WorldC
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled(policy: Callable, capacity: int, imitation_on: bool = False):
     """Without distractors: the program as before; with them: habit and share as
     (batched) arguments, so every habit shares one program."""
     cfg = WorldConfig(capacity=capacity)
     if not imitation_on:
+
         def fn(key, layout_id, norm_id, group, policy_state=None):
             return run_episode(policy, key, layout_id, norm_id, group, cfg, policy_state)
 
@@ -182,7 +195,7 @@ def _compiled(policy: Callable, capacity: int, imitation_on: bool = False):
     return jax.jit(jax.vmap(fn_d))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled_prepare(prepare: Callable, capacity: int):
     """Keyed on the prepare function: policies that learn alike share one program."""
     cfg = WorldConfig(capacity=capacity)
@@ -215,8 +228,14 @@ def _episode_args(episodes: list[dict], distractor: str | None, share: float) ->
     return (keys, *cols, jnp.full((n,), habit, jnp.int32), jnp.full((n,), share, jnp.float32)), True
 
 
-def run_episodes(policy: Callable, episodes: list[dict], capacity: int = 10, seed: int = 0,
-                 distractor: str | None = None, distractor_share: float = 0.0) -> dict[str, np.ndarray]:
+def run_episodes(
+    policy: Callable,
+    episodes: list[dict],
+    capacity: int = 10,
+    seed: int = 0,
+    distractor: str | None = None,
+    distractor_share: float = 0.0,
+) -> dict[str, np.ndarray]:
     """Run the given episode list (from `scenarios.test_episodes`) in one program
     (a `StatefulPolicy` is first prepared per norm with protocol seed `seed`)."""
     args, on = _episode_args(episodes, distractor, distractor_share)
@@ -258,22 +277,37 @@ def summarize(episodes: list[dict], raw: dict[str, np.ndarray]) -> dict:
         n = int(raw["community_agents"][i])
         task = int(raw["goals"][i]) / 2.0
         sanc = int(raw["sanctions"][i])
-        rows.append(dict(
-            norm_id=e["norm_id"], norm=e["norm"], family=e["family"], condition=e["condition"],
-            layout=e["layout"], episode=e["episode"], seed=e["seed"], group=e["group"],
-            task=task, joint=bool(task == 1.0 and sanc == 0), sanctions=sanc,
-            path_length=int(raw["path_length"][i]),
-            collision=bool(raw["involved"][i] > 0), collision_steps=int(raw["involved"][i]),
-            collisions=int(raw["collisions"][i]),
-            finished=bool(raw["finished"][i]), steps=int(raw["t_end"][i]),
-            community_finished=int(raw["community_finished"][i]), community_agents=n,
-            community_path_length=(float(raw["community_steps"][i]) / n) if n else None,
-            community_welfare=(float(raw["community_return"][i]) / n) if n else None,
-            non_discriminative=bool(flags[e["layout_id"], e["norm_id"], e["group"]]),
-        ))
+        rows.append(
+            dict(
+                norm_id=e["norm_id"],
+                norm=e["norm"],
+                family=e["family"],
+                condition=e["condition"],
+                layout=e["layout"],
+                episode=e["episode"],
+                seed=e["seed"],
+                group=e["group"],
+                task=task,
+                joint=bool(task == 1.0 and sanc == 0),
+                sanctions=sanc,
+                path_length=int(raw["path_length"][i]),
+                collision=bool(raw["involved"][i] > 0),
+                collision_steps=int(raw["involved"][i]),
+                collisions=int(raw["collisions"][i]),
+                finished=bool(raw["finished"][i]),
+                steps=int(raw["t_end"][i]),
+                community_finished=int(raw["community_finished"][i]),
+                community_agents=n,
+                community_path_length=(float(raw["community_steps"][i]) / n) if n else None,
+                community_welfare=(float(raw["community_return"][i]) / n) if n else None,
+                non_discriminative=bool(flags[e["layout_id"], e["norm_id"], e["group"]]),
+            )
+        )
         if "habit_steps" in raw:  # distractors on (docs/world.md §8.5)
-            rows[-1].update(habit_steps=int(raw["habit_steps"][i]),
-                            over_imitation=imitation.rate(raw["habit_steps"][i], raw["path_length"][i]))
+            rows[-1].update(
+                habit_steps=int(raw["habit_steps"][i]),
+                over_imitation=imitation.rate(raw["habit_steps"][i], raw["path_length"][i]),
+            )
     return dict(aggregate_rows(rows), episodes=rows)
 
 
@@ -294,8 +328,16 @@ def aggregate_rows(rows: list[dict]) -> dict:
     return result
 
 
-def evaluate(policy: Callable, norms=None, seed: int = 0, capacity: int = 10, timing: dict | None = None,
-             distractor: str | None = None, distractor_share: float = 0.0, program_key: str | None = None) -> dict:
+def evaluate(
+    policy: Callable,
+    norms=None,
+    seed: int = 0,
+    capacity: int = 10,
+    timing: dict | None = None,
+    distractor: str | None = None,
+    distractor_share: float = 0.0,
+    program_key: str | None = None,
+) -> dict:
     """Run the protocol for `policy` on `norms` (names or ids; None = all 50),
     with optional distractor habits (module doc; validated before tracing).
 
@@ -371,5 +413,15 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["METRICS", "StatefulPolicy", "aggregate_rows", "evaluate", "format_table", "prepare_states", "run_episode",
-           "run_episodes", "summarize", "resolve_norms"]
+__all__ = [
+    "METRICS",
+    "StatefulPolicy",
+    "aggregate_rows",
+    "evaluate",
+    "format_table",
+    "prepare_states",
+    "run_episode",
+    "run_episodes",
+    "summarize",
+    "resolve_norms",
+]

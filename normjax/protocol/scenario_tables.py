@@ -25,11 +25,13 @@ from normjax.protocol.geometry import N_EXTRA, Geo, candidates
 def _group_dependent(norm: int) -> bool:
     """Whether a norm's scenario differs by the newcomer's group (group doors / seating)."""
     row = nt.NORM_TABLE.row(norm)
-    return bool((row["allowed_doors"] != row["allowed_doors"][:1]).any()
-                or (row["allowed_regions"] != row["allowed_regions"][:1]).any())
+    return bool(
+        (row["allowed_doors"] != row["allowed_doors"][:1]).any()
+        or (row["allowed_regions"] != row["allowed_regions"][:1]).any()
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def r_boundary() -> np.ndarray:
     """bool [n_layouts, H, W]: walkable cells outside R next to R (R's boundary)."""
     out = np.zeros((len(ALL_LAYOUTS), C.H, C.W), bool)
@@ -55,7 +57,7 @@ def _release_cells(lay: Layout, li: int, norm: int, t: dict) -> None:
         t["release"][li, norm] = lay.kind == C.CHAIR
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def host_scenarios() -> dict[str, np.ndarray]:
     """numpy geometry tables [n_layouts, 50 norms, 3 groups, ...] (cached; on disk too when the
     command line's cache is configured: `normjax.cache.stored`, a second of search saved per command)."""
@@ -66,12 +68,22 @@ def _build_scenarios() -> dict[str, np.ndarray]:
     shp = (len(ALL_LAYOUTS), N_NORMS, 3)
     x = shp + (N_EXTRA,)
     t = dict(
-        valid=np.zeros(shp, bool), start=np.zeros(shp + (2,), np.int32), entry=np.zeros(shp, np.int32),
-        goal_kind=np.zeros(shp, np.int32), goal_cell=np.full(shp + (2,), -1, np.int32),
-        exit_door=np.zeros(shp, np.int32), gap=np.zeros(shp, np.int32), non_discriminative=np.zeros(shp, bool),
-        x_used=np.zeros(x, bool), x_pos=np.zeros(x + (2,), np.int32), x_goal_kind=np.zeros(x, np.int32),
-        x_goal_cell=np.full(x + (2,), -1, np.int32), x_exit=np.zeros(x, np.int32),
-        x_group_off=np.full(x, -1, np.int32), x_hold=np.zeros(x, bool), x_timer=np.zeros(x, np.int32),
+        valid=np.zeros(shp, bool),
+        start=np.zeros(shp + (2,), np.int32),
+        entry=np.zeros(shp, np.int32),
+        goal_kind=np.zeros(shp, np.int32),
+        goal_cell=np.full(shp + (2,), -1, np.int32),
+        exit_door=np.zeros(shp, np.int32),
+        gap=np.zeros(shp, np.int32),
+        non_discriminative=np.zeros(shp, bool),
+        x_used=np.zeros(x, bool),
+        x_pos=np.zeros(x + (2,), np.int32),
+        x_goal_kind=np.zeros(x, np.int32),
+        x_goal_cell=np.full(x + (2,), -1, np.int32),
+        x_exit=np.zeros(x, np.int32),
+        x_group_off=np.full(x, -1, np.int32),
+        x_hold=np.zeros(x, bool),
+        x_timer=np.zeros(x, np.int32),
         bg_from=np.ones(shp, np.int32),
         release=np.zeros(shp[:2] + (C.H, C.W), bool),
     )

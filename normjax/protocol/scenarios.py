@@ -49,7 +49,7 @@ from normjax.world.step import reset_world
 HABIT_HOLD = 3  # scenario-only habit: WAIT in place until released
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def scenario_tables() -> dict[str, jax.Array]:
     with jax.ensure_compile_time_eval():
         t = {k: jnp.asarray(v) for k, v in host_scenarios().items()}
@@ -75,12 +75,17 @@ def test_params(layout_id, norm_id, habit=0, habit_share=0.0) -> WorldParams:
     """Test-phase params (100 steps, newcomer not replaced, norm-aware background),
     with the distractor habit code and share of docs/world.md §8.5 (default off)."""
     base = phase_params("test", 0, 0)
-    return base.replace(layout_id=jnp.asarray(layout_id, jnp.int32), norm_id=jnp.asarray(norm_id, jnp.int32),
-                        habit=jnp.asarray(habit, jnp.int32), habit_share=jnp.asarray(habit_share, jnp.float32))
+    return base.replace(
+        layout_id=jnp.asarray(layout_id, jnp.int32),
+        norm_id=jnp.asarray(norm_id, jnp.int32),
+        habit=jnp.asarray(habit, jnp.int32),
+        habit_share=jnp.asarray(habit_share, jnp.float32),
+    )
 
 
-def build_test_episode(key, layout_id, norm_id, newcomer_group, config: WorldConfig = WorldConfig(),
-                       habit=0, habit_share=0.0):
+def build_test_episode(
+    key, layout_id, norm_id, newcomer_group, config: WorldConfig = WorldConfig(), habit=0, habit_share=0.0
+):
     """The docs/world.md §9 test episode -> (WorldState at step 0, WorldParams).
 
     `layout_id`, `norm_id`, `newcomer_group` and the distractor settings
@@ -92,7 +97,7 @@ def build_test_episode(key, layout_id, norm_id, newcomer_group, config: WorldCon
     state = reset_world(key, params, config)
     tab = scenario_tables()
     ix = (params.layout_id, params.norm_id, jnp.asarray(newcomer_group, jnp.int32))
-    g = lambda name: tab[name][ix]  # noqa: E731
+    g = lambda name: tab[name][ix]
     lt = world_tables().at(params.layout)
     ag = state.agents
     k = ag.active.shape[0]
@@ -109,7 +114,7 @@ def build_test_episode(key, layout_id, norm_id, newcomer_group, config: WorldCon
     # Scripted agents in slots 1..N_EXTRA.
     x_used = g("x_used")  # [N_EXTRA]
     slot_x = jnp.zeros((k,), bool).at[1 : 1 + N_EXTRA].set(x_used)
-    pad = lambda a, fill: jnp.concatenate(  # noqa: E731
+    pad = lambda a, fill: jnp.concatenate(
         [jnp.full((1,) + a.shape[1:], fill, a.dtype), a, jnp.full((k - 1 - N_EXTRA,) + a.shape[1:], fill, a.dtype)]
     )
     x_pos = pad(g("x_pos"), 0)
@@ -119,9 +124,9 @@ def build_test_episode(key, layout_id, norm_id, newcomer_group, config: WorldCon
     x_goff = pad(g("x_group_off"), -1)
     x_hold = pad(g("x_hold"), False)
     x_timer = pad(g("x_timer"), 0)
-    sel = lambda m, new, old: jnp.where(m.reshape(m.shape + (1,) * (jnp.ndim(old) - 1)), new, old)  # noqa: E731
+    sel = lambda m, new, old: jnp.where(m.reshape(m.shape + (1,) * (jnp.ndim(old) - 1)), new, old)
     x_group = jnp.where(x_goff >= 0, (grp + x_goff) % C.N_GROUPS, ag.group)
-    in_q = lambda p: lt.zone_q[p[:, 0], p[:, 1]]  # noqa: E731
+    in_q = lambda p: lt.zone_q[p[:, 0], p[:, 1]]
     ag = ag.replace(
         in_use=ag.in_use | slot_x,
         active=ag.active | slot_x,
@@ -206,6 +211,13 @@ def scenario_community_actions(key, state: WorldState, params: WorldParams, view
 SCENARIO_COMMUNITY = Community(act=scenario_community_actions, after_step=release_holds)
 
 __all__ = [
-    "HABIT_HOLD", "SCENARIO_COMMUNITY", "build_test_episode", "hold_actions", "missing_scenarios",
-    "release_holds", "scenario_community_actions", "scenario_tables", "test_params",
+    "HABIT_HOLD",
+    "SCENARIO_COMMUNITY",
+    "build_test_episode",
+    "hold_actions",
+    "missing_scenarios",
+    "release_holds",
+    "scenario_community_actions",
+    "scenario_tables",
+    "test_params",
 ]

@@ -48,13 +48,28 @@ def test_episodes(norm_ids=None, seed: int = 0) -> list[dict]:
         for cond in CONDITIONS:
             layout = "cafe" if cond == "seen" else NORMS[n].unseen_layout
             for e in range(EPISODES_PER_CONDITION):
-                out.append(dict(
-                    norm_id=n, norm=NORMS[n].name, family=NORMS[n].family,
-                    condition=cond, layout=layout, layout_id=LAYOUTS.index(layout),
-                    episode=e, seed=seeds[cond][e], group=groups[cond][e],
-                ))
+                out.append(
+                    dict(
+                        norm_id=n,
+                        norm=NORMS[n].name,
+                        family=NORMS[n].family,
+                        condition=cond,
+                        layout=layout,
+                        layout_id=LAYOUTS.index(layout),
+                        episode=e,
+                        seed=seeds[cond][e],
+                        group=groups[cond][e],
+                    )
+                )
     return out
 
 
-__all__ = ["CONDITIONS", "EPISODES_PER_CONDITION", "TEST_STEPS", "base_seed", "episode_seeds",
-           "group_orders", "test_episodes"]
+__all__ = [
+    "CONDITIONS",
+    "EPISODES_PER_CONDITION",
+    "TEST_STEPS",
+    "base_seed",
+    "episode_seeds",
+    "group_orders",
+    "test_episodes",
+]

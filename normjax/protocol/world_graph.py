@@ -96,7 +96,7 @@ class WorldRoutes:
         return [int(dist[tuple(d)]) for d in self.lay.doors]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def world_routes(name: str) -> WorldRoutes:
     from normjax.layouts import load_layout
 

@@ -51,9 +51,7 @@ def check_distractor(name, share) -> tuple[int, float]:
     """(habit code, share) of validated distractor settings; a share > 0 needs a habit."""
     hid, value = habit_id(name), check_share(share)
     if hid == HABIT_NONE and value > 0.0:
-        raise ValueError(
-            f"distractor_share={share!r} needs a distractor habit; allowed: {', '.join(HABIT_NAMES[1:])}"
-        )
+        raise ValueError(f"distractor_share={share!r} needs a distractor habit; allowed: {', '.join(HABIT_NAMES[1:])}")
     return hid, value
 
 

@@ -18,12 +18,12 @@ import jax.numpy as jnp
 from flax import struct
 
 from normjax import constants as C
-from normjax.world import tasks
+from normjax.constants import UNREACHABLE
 from normjax.ground.moves import physical_mask
 from normjax.ground.ranking import argsort_small
-from normjax.world.state import GOAL_CELL, ANY_DOOR, WorldParams, WorldState
-from normjax.constants import UNREACHABLE
 from normjax.layouts.tables import LayoutTables, world_tables
+from normjax.world import tasks
+from normjax.world.state import ANY_DOOR, GOAL_CELL, WorldParams, WorldState
 
 N_VEC = 13
 N_OTHER = 8

@@ -39,14 +39,14 @@ import functools
 
 import jax
 import jax.numpy as jnp
-from jax.extend.random import threefry_2x32
 from flax import struct
+from jax.extend.random import threefry_2x32
 
 from normjax import constants as C
-from normjax.layouts.geometry import flat_index
 from normjax.ground.moves import DELTAS, cell_value, in_grid
 from normjax.ground.ranking import argsort_small, permutation_small
 from normjax.ground.rare import run_where
+from normjax.layouts.geometry import flat_index
 from normjax.xla_cpu import computed_once
 
 NO_AGENT = -1
@@ -85,7 +85,6 @@ def resolve_moves(key, pos, active, actions, kind, pushable, packing: bool = Tru
       pushable: bool [K] scripted agents that rule 5 may push as bystanders.
       packing: static, `normjax.ground.rare.run_where`'s (the params' `WorldParams.packing`).
     """
-    k = pos.shape[0]
     target = pos + DELTAS[actions]
     p, tgt = flat_index(pos), flat_index(target)
     tgt_kind = cell_value(kind, target, fill=C.WALL)
@@ -106,8 +105,21 @@ def resolve_moves(key, pos, active, actions, kind, pushable, packing: bool = Tru
     # stationary agent's cell.  Most environments have neither: under vmap
     # only those that do draw priorities and run the loops (`run_where`).
     some_pending = (n_contest >= 2).any() | held.any()
-    fin, disp = run_where(some_pending, functools.partial(_contests, packing=packing), _no_contest,
-                          key, same_tgt, mover, stationary, tgt, p, present, kind, pushable, packing=packing)
+    fin, disp = run_where(
+        some_pending,
+        functools.partial(_contests, packing=packing),
+        _no_contest,
+        key,
+        same_tgt,
+        mover,
+        stationary,
+        tgt,
+        p,
+        present,
+        kind,
+        pushable,
+        packing=packing,
+    )
 
     # Stored once (read by the reward, the counters, the info and the state).
     collided = computed_once(mover & ((n_contest >= 2) | held | (fin != tgt)))
@@ -197,8 +209,9 @@ def _place_pending(k_order, k_place, pending, anchor, p, present, kind, fin, bys
         # beside: under vmap only those environments of the chunk search for a
         # push (its 16 second neighbours and random draws).
         need_push = todo & ~has_free & is_b.any()
-        has_push, pn, push_cell = run_where(need_push, _push_target, _no_push, kp, nb, is_b, occ, standable,
-                                             packing=packing)
+        has_push, pn, push_cell = run_where(
+            need_push, _push_target, _no_push, kp, nb, is_b, occ, standable, packing=packing
+        )
         do_free = todo & has_free
         do_push = todo & ~has_free & has_push
         new_cell = jnp.where(do_free, nb[choice], jnp.where(do_push, nb[pn], p[j]))
@@ -229,7 +242,5 @@ def _place_pending(k_order, k_place, pending, anchor, p, present, kind, fin, bys
         return i + 1, jnp.where(conflicts(fin), p, fin)
 
     # At most K rounds (each sends at least one agent home for good).
-    _, fin = jax.lax.while_loop(
-        lambda c: (c[0] < k) & conflicts(c[1]).any(), repair, (jnp.int32(0), fin)
-    )
+    _, fin = jax.lax.while_loop(lambda c: (c[0] < k) & conflicts(c[1]).any(), repair, (jnp.int32(0), fin))
     return fin, disp

@@ -45,9 +45,7 @@ class WorldConfig:
 
     def __post_init__(self):
         if self.capacity not in C.CAPACITIES:
-            raise ValueError(
-                f"capacity must be one of {C.CAPACITIES}, got {self.capacity!r}"
-            )
+            raise ValueError(f"capacity must be one of {C.CAPACITIES}, got {self.capacity!r}")
 
 
 @struct.dataclass
@@ -110,22 +108,20 @@ def make_params(
     """
     habit, habit_share = check_distractor(distractor, distractor_share)
     if reward_condition not in REWARD_CONDITIONS:
-        raise ValueError(
-            f"unknown reward_condition {reward_condition!r}; "
-            f"valid: {', '.join(REWARD_CONDITIONS)}"
-        )
+        raise ValueError(f"unknown reward_condition {reward_condition!r}; valid: {', '.join(REWARD_CONDITIONS)}")
     if not 0 <= int(layout) < len(ALL_LAYOUTS):
-        raise ValueError(f"layout id must be in 0..{len(ALL_LAYOUTS) - 1} (ids of normjax.layouts.ALL_LAYOUTS: "
-                         f"0..9 the paper's layouts, 10.. the validation cafes), got {layout!r}")
+        raise ValueError(
+            f"layout id must be in 0..{len(ALL_LAYOUTS) - 1} (ids of normjax.layouts.ALL_LAYOUTS: "
+            f"0..9 the paper's layouts, 10.. the validation cafes), got {layout!r}"
+        )
     if not -1 <= int(norm) < N_NORMS:
         raise ValueError(f"norm id must be in -1..{N_NORMS - 1} (-1 = no norm), got {norm!r}")
     if max_steps < 1 or service_steps < 1:
-        raise ValueError(
-            f"max_steps and service_steps must be >= 1, got {max_steps}, {service_steps}"
-        )
+        raise ValueError(f"max_steps and service_steps must be >= 1, got {max_steps}, {service_steps}")
     if not 0 <= n_blind < MAX_CAPACITY or not 1 <= min_agents <= MAX_CAPACITY:
-        raise ValueError(f"n_blind must be in 0..{MAX_CAPACITY - 1} and min_agents in 1..{MAX_CAPACITY}, "
-                         f"got {n_blind}, {min_agents}")
+        raise ValueError(
+            f"n_blind must be in 0..{MAX_CAPACITY - 1} and min_agents in 1..{MAX_CAPACITY}, got {n_blind}, {min_agents}"
+        )
     lo, hi = turnover_delay
     if not 0 <= lo <= hi:
         raise ValueError(f"turnover_delay must satisfy 0 <= lo <= hi, got {turnover_delay}")
@@ -153,8 +149,11 @@ def make_params(
 
 def with_packing(tree, packing: bool):
     """`tree` with `WorldParams.packing` set to `packing` in every WorldParams it holds."""
-    return jax.tree.map(lambda x: x.replace(packing=bool(packing)) if isinstance(x, WorldParams) else x, tree,
-                        is_leaf=lambda x: isinstance(x, WorldParams))
+    return jax.tree.map(
+        lambda x: x.replace(packing=bool(packing)) if isinstance(x, WorldParams) else x,
+        tree,
+        is_leaf=lambda x: isinstance(x, WorldParams),
+    )
 
 
 @struct.dataclass
@@ -208,8 +207,8 @@ class WorldState:
 def empty_agents(capacity: int) -> Agents:
     """All-pending, unused slots (a neutral starting point for resets and tests)."""
     k = capacity
-    i32 = lambda v=0: jnp.full((k,), v, dtype=jnp.int32)  # noqa: E731
-    b = lambda v=False: jnp.full((k,), v, dtype=bool)  # noqa: E731
+    i32 = lambda v=0: jnp.full((k,), v, dtype=jnp.int32)
+    b = lambda v=False: jnp.full((k,), v, dtype=bool)
     return Agents(
         in_use=b(),
         active=b(),

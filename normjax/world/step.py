@@ -34,13 +34,13 @@ from normjax import constants as C
 from normjax.constants import ROLE_AWARE, ROLE_BLIND, ROLE_NEWCOMER, UNREACHABLE
 from normjax.ground.moves import effective_actions
 from normjax.ground.rare import run_where
+from normjax.layouts.geometry import same_cell
+from normjax.layouts.tables import LayoutTables, world_tables
 from normjax.norms import EpisodeNorm, action_sanctions, episode_norm, episode_sanctions
 from normjax.world import tasks
 from normjax.world.physics import MoveResult, resolve_moves
-from normjax.world.turnover import enter, refill, turnover
 from normjax.world.state import WorldConfig, WorldParams, WorldState, empty_state
-from normjax.layouts.geometry import same_cell
-from normjax.layouts.tables import LayoutTables, world_tables
+from normjax.world.turnover import enter, refill, turnover
 from normjax.xla_cpu import computed_once
 
 
@@ -89,8 +89,17 @@ def reset_world(key, params: WorldParams, config: WorldConfig = WorldConfig()) -
 def state_norm(state: WorldState, params: WorldParams) -> EpisodeNorm:
     """The episode's norm on `state`, per agent and action (`normjax.norms.episode`)."""
     ag = state.agents
-    return episode_norm(world_tables().at(params.layout), params.norm_id, state.t, ag.pos,
-                        ag.active, ag.group, ag.moves, ag.visited_q, packing=params.packing)
+    return episode_norm(
+        world_tables().at(params.layout),
+        params.norm_id,
+        state.t,
+        ag.pos,
+        ag.active,
+        ag.group,
+        ag.moves,
+        ag.visited_q,
+        packing=params.packing,
+    )
 
 
 class Resolved(NamedTuple):
@@ -102,8 +111,9 @@ class Resolved(NamedTuple):
     res: MoveResult  # physics' result
 
 
-def resolve(key, state: WorldState, actions, lt: LayoutTables, params: WorldParams,
-            view: EpisodeNorm | None = None) -> Resolved:
+def resolve(
+    key, state: WorldState, actions, lt: LayoutTables, params: WorldParams, view: EpisodeNorm | None = None
+) -> Resolved:
     """Stages 1-3: forced waits and effective actions (docs/world.md §3, 5), the
     norm's judgement against pre-step positions (§7), movement (§4)."""
     ag = state.agents
@@ -117,8 +127,18 @@ def resolve(key, state: WorldState, actions, lt: LayoutTables, params: WorldPara
     acts = jnp.where(ag.active & ~in_service, actions, C.WAIT)
     eff = effective_actions(lt.kind, ag.pos, acts)
     if view is None:
-        sanctioned = episode_sanctions(lt, state.t, ag.pos, ag.active, eff, ag.group, ag.moves,
-                                       ag.visited_q, params.norm_id, packing=params.packing)
+        sanctioned = episode_sanctions(
+            lt,
+            state.t,
+            ag.pos,
+            ag.active,
+            eff,
+            ag.group,
+            ag.moves,
+            ag.visited_q,
+            params.norm_id,
+            packing=params.packing,
+        )
     else:
         sanctioned = action_sanctions(view, eff)
     res = resolve_moves(key, ag.pos, ag.active, eff, lt.kind, ag.role != ROLE_NEWCOMER, params.packing)
@@ -152,9 +172,21 @@ def progress(state: WorldState, r: Resolved, lt: LayoutTables, params: WorldPara
     # the same reward, as the rest of the sum is never -0.0 for the reward
     # conditions' non-negative goal rewards).
     end_cell = jnp.where(res.exited[:, None], res.exit_door_cell, res.pos)
-    shaping = run_where(params.dense_reward != 0, _shaping, _no_shaping, lt, ag.leg, ag.goal_kind, ag.goal_cell,
-                        ag.exit_door, ag.pos, end_cell, eff, share=1 / 2,
-                        packing=params.packing)
+    shaping = run_where(
+        params.dense_reward != 0,
+        _shaping,
+        _no_shaping,
+        lt,
+        ag.leg,
+        ag.goal_kind,
+        ag.goal_cell,
+        ag.exit_door,
+        ag.pos,
+        end_cell,
+        eff,
+        share=1 / 2,
+        packing=params.packing,
+    )
     reward = (
         params.goal_reward * completed
         - params.step_cost
@@ -227,8 +259,7 @@ class Stages(NamedTuple):
     entered: jax.Array  # bool [K]
 
 
-def world_stages(key, state: WorldState, actions, params: WorldParams,
-                 view: EpisodeNorm | None = None) -> Stages:
+def world_stages(key, state: WorldState, actions, params: WorldParams, view: EpisodeNorm | None = None) -> Stages:
     """The world step's pipeline, with each stage's output kept (`step_world`
     returns the next state and a StepInfo built from them; the stage benchmark
     records the inputs of the later stages)."""

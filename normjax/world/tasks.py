@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from normjax import constants as C
+from normjax.ground.draws_at import randint_at
 from normjax.layouts.geometry import same_cell
 from normjax.layouts.tables import SET_CHAIRS, SET_DOORS, SET_R
 from normjax.norms.table import (
@@ -22,7 +23,6 @@ from normjax.norms.table import (
     TASK_SEAT,
     norm_row,
 )
-from normjax.ground.draws_at import randint_at
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL
 
 
@@ -39,10 +39,10 @@ def sample_tasks(key, lt, norm_id, k: int, at=None):
     """
     if at is None:
         n = k
-        draw = lambda kk, lo, hi: jax.random.randint(kk, (k,), lo, hi)  # noqa: E731
+        draw = lambda kk, lo, hi: jax.random.randint(kk, (k,), lo, hi)
     else:
         n = at.shape[0]
-        draw = lambda kk, lo, hi: randint_at(kk, at, lo, hi)  # noqa: E731
+        draw = lambda kk, lo, hi: randint_at(kk, at, lo, hi)
     kd, kc, kx, ke, kg = jax.random.split(key, 5)
     ty = task_type(norm_id)
     dest = lt.read("dest_cells", draw(kd, 0, jnp.maximum(lt.n_dest_cells, 1)))
@@ -54,9 +54,9 @@ def sample_tasks(key, lt, norm_id, k: int, at=None):
         [dest, service, chair],
         none,
     )
-    goal_kind = jnp.select(
-        [ty == TASK_R_ZONE, ty == TASK_SEAT], [GOAL_ANY_R, GOAL_ANY_CHAIR], GOAL_CELL
-    ) * jnp.ones((n,), jnp.int32)
+    goal_kind = jnp.select([ty == TASK_R_ZONE, ty == TASK_SEAT], [GOAL_ANY_R, GOAL_ANY_CHAIR], GOAL_CELL) * jnp.ones(
+        (n,), jnp.int32
+    )
     exit_door = draw(kx, 0, C.N_DOORS)
     exit_door = jnp.where(ty == TASK_DOOR_CHOICE, ANY_DOOR, exit_door)
     entry_door = draw(ke, 0, C.N_DOORS)
@@ -91,7 +91,7 @@ def goal_target(lt, leg, goal_kind, goal_cell, exit_door, pos):
     near_r = lt.read("nearest_of_set", SET_R, flat)
     near_door = lt.read("nearest_of_set", SET_DOORS, flat)
     door_cell = lt.doors[jnp.maximum(exit_door, 0)]
-    near = lambda f: jnp.stack([f // C.W, f % C.W], -1)  # noqa: E731
+    near = lambda f: jnp.stack([f // C.W, f % C.W], -1)
     g1 = jnp.select(
         [goal_kind[:, None] == GOAL_ANY_CHAIR, goal_kind[:, None] == GOAL_ANY_R],
         [near(near_chair), near(near_r)],
@@ -123,5 +123,10 @@ def goal_distance(lt, leg, goal_kind, goal_cell, exit_door, cells):
 
 
 __all__ = [
-    "task_type", "sample_tasks", "on_goal1", "door_ok", "goal_target", "goal_distance",
+    "task_type",
+    "sample_tasks",
+    "on_goal1",
+    "door_ok",
+    "goal_target",
+    "goal_distance",
 ]

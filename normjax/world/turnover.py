@@ -13,14 +13,13 @@ import jax
 import jax.numpy as jnp
 
 from normjax import constants as C
+from normjax.ground.draws_at import randint_at
+from normjax.ground.rare import run_where
 from normjax.layouts.geometry import same_cell
 from normjax.layouts.tables import LayoutTables
 from normjax.world import tasks
-from normjax.ground.draws_at import randint_at
 from normjax.world.habits import draw_habits
-from normjax.ground.rare import run_where
 from normjax.world.state import WorldParams, WorldState
-
 
 # The agent fields `refill` sets (it reads its new values by these names).
 REFILLED = ("spawn_t", "uid", "group", "entry_door", "goal_kind", "goal_cell", "exit_door", "habit")
@@ -76,9 +75,7 @@ def place_draws(key, state: WorldState, slots, drawn, params: WorldParams, now, 
         return out
 
     delay, goal_kind, goal_cell, exit_door, entry_door, group = (spread(v) for v in drawn)
-    sel = lambda new, old: jnp.where(  # noqa: E731
-        slots.reshape(slots.shape + (1,) * (jnp.ndim(old) - 1)), new, old
-    )
+    sel = lambda new, old: jnp.where(slots.reshape(slots.shape + (1,) * (jnp.ndim(old) - 1)), new, old)
     fresh = dict(
         spawn_t=now + delay,
         uid=state.next_uid + rank,
@@ -153,9 +150,11 @@ def _more_draws(key, slots, lt, params):
 
 def _no_draws(ranks):
     """The draws' shapes for `ranks` where those slots are not set (never read)."""
+
     def idle(key, slots, lt, params):
         zero = jnp.zeros((len(ranks),), jnp.int32)
         return zero, zero, jnp.zeros((len(ranks), 2), jnp.int32), zero, zero, zero
+
     return idle
 
 
@@ -171,10 +170,10 @@ def turnover(key, state: WorldState, exited, lt: LayoutTables, params: WorldPara
     # do draw for the second and third.  Only the draws are packed; writing
     # them into the agents is a select over [K] for all.
     n = slots.sum()
-    first = run_where(n >= 1, _first_draws, _no_draws(FIRST), key, slots, lt, params, share=1 / 8,
-                      packing=params.packing)
-    more = run_where(n >= 2, _more_draws, _no_draws(MORE), key, slots, lt, params, share=1 / 32,
-                     packing=params.packing)
+    first = run_where(
+        n >= 1, _first_draws, _no_draws(FIRST), key, slots, lt, params, share=1 / 8, packing=params.packing
+    )
+    more = run_where(n >= 2, _more_draws, _no_draws(MORE), key, slots, lt, params, share=1 / 32, packing=params.packing)
     drawn = tuple(jnp.concatenate([a, b]) for a, b in zip(first, more))
     state = place_draws(key, state, slots, drawn, params, now, max_slots=C.N_DOORS)
     # A newcomer that is not replaced leaves its slot for good.

@@ -28,7 +28,21 @@ from normjax.wrappers.observation import (
 from normjax.wrappers.stats import EpisodeStats, LogState, LogWrapper
 
 __all__ = [
-    "AutoResetWrapper", "DictObservation", "EpisodeStats", "FlattenObservation", "LogState",
-    "LogWrapper", "OBS_KEYS", "Wrapper", "check_action", "check_actions", "flatten_observation",
-    "observation_bounds", "reset_key", "seed_key", "step_info", "unflatten_observation", "world_state",
+    "AutoResetWrapper",
+    "DictObservation",
+    "EpisodeStats",
+    "FlattenObservation",
+    "LogState",
+    "LogWrapper",
+    "OBS_KEYS",
+    "Wrapper",
+    "check_action",
+    "check_actions",
+    "flatten_observation",
+    "observation_bounds",
+    "reset_key",
+    "seed_key",
+    "step_info",
+    "unflatten_observation",
+    "world_state",
 ]

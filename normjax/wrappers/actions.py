@@ -37,8 +37,10 @@ def check_action(action, *, what: str = "action") -> int:
         value = int(action)
     elif hasattr(action, "dtype") and hasattr(action, "shape"):  # numpy / jax arrays and scalars
         if np.shape(action) != () or not _is_integer_dtype(action.dtype):
-            raise TypeError(f"{what} must be {ALLOWED} (or a 0-d integer array), got {action!r} "
-                            f"of dtype {action.dtype} and shape {np.shape(action)}")
+            raise TypeError(
+                f"{what} must be {ALLOWED} (or a 0-d integer array), got {action!r} "
+                f"of dtype {action.dtype} and shape {np.shape(action)}"
+            )
         value = int(action)
     else:
         raise TypeError(f"{what} must be {ALLOWED}, got {action!r} of type {type(action).__name__}")
@@ -55,8 +57,10 @@ def check_actions(actions, num_envs: int) -> np.ndarray:
     """
     if hasattr(actions, "dtype") and hasattr(actions, "shape"):
         if tuple(np.shape(actions)) != (num_envs,) or not _is_integer_dtype(actions.dtype):
-            raise TypeError(f"actions must be {num_envs} values, each {ALLOWED}: an integer array of "
-                            f"shape ({num_envs},), got dtype {actions.dtype} and shape {np.shape(actions)}")
+            raise TypeError(
+                f"actions must be {num_envs} values, each {ALLOWED}: an integer array of "
+                f"shape ({num_envs},), got dtype {actions.dtype} and shape {np.shape(actions)}"
+            )
         values = np.asarray(actions)
         bad = np.flatnonzero((values < 0) | (values >= C.N_ACTIONS))
         if bad.size:

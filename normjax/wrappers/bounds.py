@@ -34,7 +34,7 @@ LAST_MOVE = (4, 5)
 MAX_LAST_MOVE = 2.0
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _bounds(capacity: int) -> tuple[np.ndarray, np.ndarray]:
     if capacity not in C.CAPACITIES:
         raise ValueError(f"capacity must be one of {C.CAPACITIES}, got {capacity!r}")
@@ -46,7 +46,7 @@ def _bounds(capacity: int) -> tuple[np.ndarray, np.ndarray]:
     low[vec][list(LAST_MOVE)] = -MAX_LAST_MOVE
     high[vec][list(LAST_MOVE)] = MAX_LAST_MOVE
     # Other-agent slots: entries 0-3 are cell differences (docs/world.md §10.3).
-    others = low[n_planes + N_VEC:n_planes + N_VEC + N_OTHER * (capacity - 1)].reshape(-1, N_OTHER)
+    others = low[n_planes + N_VEC : n_planes + N_VEC + N_OTHER * (capacity - 1)].reshape(-1, N_OTHER)
     others[:, :4] = -1.0
     low.flags.writeable = high.flags.writeable = False
     return low, high

@@ -121,8 +121,8 @@ class AutoResetWrapper(Wrapper):
     def step(self, key, state, action, params=None):
         obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
         done = terminated | truncated
-        fresh = lambda k, p, o, s: self._env.reset(reset_key(k), p)  # noqa: E731
-        same = lambda k, p, o, s: (o, s)  # noqa: E731
+        fresh = lambda k, p, o, s: self._env.reset(reset_key(k), p)
+        same = lambda k, p, o, s: (o, s)
         packing = True if params is None else params.packing  # the world step's setting (WorldParams)
         next_obs, next_state = run_where(done, fresh, same, key, params, obs, state, packing=packing)
         info = info_dict(info)
@@ -130,5 +130,14 @@ class AutoResetWrapper(Wrapper):
         return next_obs, next_state, reward, terminated, truncated, info
 
 
-__all__ = ["AutoResetWrapper", "RESET_SALT", "Wrapper", "info_dict", "reset_key", "seed_key",
-           "step_info", "where_tree", "world_state"]
+__all__ = [
+    "AutoResetWrapper",
+    "RESET_SALT",
+    "Wrapper",
+    "info_dict",
+    "reset_key",
+    "seed_key",
+    "step_info",
+    "where_tree",
+    "world_state",
+]

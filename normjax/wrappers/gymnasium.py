@@ -48,23 +48,30 @@ from normjax.wrappers._optional import require
 
 gymnasium = require("gymnasium", "gym", "normjax.wrappers.gymnasium")
 
-from gymnasium import spaces  # noqa: E402
+from gymnasium import spaces  # noqa: E402 (after the check that names the missing extra)
 
-from normjax import constants as C  # noqa: E402
-from normjax.env.environment import NormGymEnv  # noqa: E402
-from normjax.interop.render import render_frame_jit  # noqa: E402
-from normjax.registration import parse_env_id, registered_envs  # noqa: E402
-from normjax.wrappers.actions import check_action  # noqa: E402
-from normjax.wrappers.bounds import observation_box  # noqa: E402
-from normjax.wrappers.core import seed_key  # noqa: E402
-from normjax.wrappers.hostside import (  # noqa: E402
-    RENDER_FPS, PicklableJit, action_mask, check_render_mode, refuse_forked_jax, resolve_env, resolve_params)
+from normjax import constants as C  # noqa: E402 (after the check that names the missing extra)
+from normjax.env.environment import NormGymEnv  # noqa: E402 (after the check that names the missing extra)
+from normjax.interop.render import render_frame_jit  # noqa: E402 (after the check that names the missing extra)
+from normjax.registration import parse_env_id, registered_envs  # noqa: E402 (after the check that names the missing extra)
+from normjax.wrappers.actions import check_action  # noqa: E402 (after the check that names the missing extra)
+from normjax.wrappers.bounds import observation_box  # noqa: E402 (after the check that names the missing extra)
+from normjax.wrappers.core import seed_key  # noqa: E402 (after the check that names the missing extra)
+from normjax.wrappers.hostside import (  # noqa: E402 (after the check that names the missing extra)
+    RENDER_FPS,
+    PicklableJit,
+    action_mask,
+    check_render_mode,
+    refuse_forked_jax,
+    resolve_env,
+    resolve_params,
+)
 
 # Horizon of each phase (docs/world.md §9.1), as `phase_params` sets `max_steps`.
 HORIZON = {"interaction": C.INTERACTION_STEPS, "train": C.INTERACTION_STEPS, "test": C.TEST_STEPS}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled_env(capacity: int):
     """`jax.jit` of `NormGymEnv.reset` and `.step` for capacity K (one per process).
 
@@ -87,9 +94,17 @@ class NormGymGymnasiumEnv(PicklableJit, gymnasium.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": RENDER_FPS}
     _JITTED = ("_reset_fn", "_step_fn")
 
-    def __init__(self, env_id: str | None = None, *, env: NormGymEnv | None = None,
-                 params=None, render_mode: str | None = None, cell_px: int = 32,
-                 max_episode_steps: int | None = None, **overrides):
+    def __init__(
+        self,
+        env_id: str | None = None,
+        *,
+        env: NormGymEnv | None = None,
+        params=None,
+        render_mode: str | None = None,
+        cell_px: int = 32,
+        max_episode_steps: int | None = None,
+        **overrides,
+    ):
         refuse_forked_jax(type(self).__name__)
         self.env = resolve_env(env_id, env, overrides)
         self.params = resolve_params(self.env, params, max_episode_steps)
@@ -132,21 +147,23 @@ class NormGymGymnasiumEnv(PicklableJit, gymnasium.Env):
 
     def step(self, action):
         if self._done:
-            raise gymnasium.error.ResetNeeded(
-                "the episode has ended (or was never started); call reset() first")
+            raise gymnasium.error.ResetNeeded("the episode has ended (or was never started); call reset() first")
         action = check_action(action)
         obs, self._state, reward, term, trunc, info = self._step_fn(
-            self._next_key(), self._state, jnp.int32(action), self.params)
+            self._next_key(), self._state, jnp.int32(action), self.params
+        )
         # One transfer of what the caller gets; the state stays on the device.
-        obs, reward, term, trunc, info, t = jax.device_get(
-            (obs, reward, term, trunc, info, self._state.t))
+        obs, reward, term, trunc, info, t = jax.device_get((obs, reward, term, trunc, info, self._state.t))
         obs = np.array(obs)
         term, trunc = bool(term), bool(trunc)
         self._done = term or trunc
         info = {
-            "action_mask": action_mask(obs), "t": int(t),
-            "sanctioned": bool(info.sanctioned[0]), "collided": bool(info.collided[0]),
-            "goals_completed": int(info.goals_completed[0]), "exited": bool(info.exited[0]),
+            "action_mask": action_mask(obs),
+            "t": int(t),
+            "sanctioned": bool(info.sanctioned[0]),
+            "collided": bool(info.collided[0]),
+            "goals_completed": int(info.goals_completed[0]),
+            "exited": bool(info.exited[0]),
         }
         return obs, float(reward), term, trunc, info
 
@@ -168,14 +185,17 @@ def register_envs() -> None:
     registry = gymnasium.envs.registration.registry
     for name in registered_envs:
         if name not in registry:
-            gymnasium.register(id=name, entry_point=_ENTRY_POINT,
-                               vector_entry_point=_VECTOR_ENTRY_POINT, kwargs={"env_id": name},
-                               max_episode_steps=HORIZON[parse_env_id(name)["phase"]])
+            gymnasium.register(
+                id=name,
+                entry_point=_ENTRY_POINT,
+                vector_entry_point=_VECTOR_ENTRY_POINT,
+                kwargs={"env_id": name},
+                max_episode_steps=HORIZON[parse_env_id(name)["phase"]],
+            )
 
 
 register_envs()
 
-from normjax.wrappers.gymnasium_vector import NormGymVectorEnv, compiled_vector  # noqa: E402
+from normjax.wrappers.gymnasium_vector import NormGymVectorEnv, compiled_vector  # noqa: E402 (gymnasium_vector imports the names defined above)
 
-__all__ = ["HORIZON", "NormGymGymnasiumEnv", "NormGymVectorEnv", "compiled_env", "compiled_vector",
-           "register_envs"]
+__all__ = ["HORIZON", "NormGymGymnasiumEnv", "NormGymVectorEnv", "compiled_env", "compiled_vector", "register_envs"]

@@ -40,18 +40,30 @@ from gymnasium.vector.utils import batch_space
 
 from normjax import constants as C
 from normjax.env.environment import NormGymEnv
-from normjax.interop.render import render_frame_jit
 from normjax.ground.rare import run_where
+from normjax.interop.render import render_frame_jit
 from normjax.wrappers.actions import check_actions
 from normjax.wrappers.bounds import observation_box
 from normjax.wrappers.core import reset_key, seed_key, step_info, world_state
 from normjax.wrappers.hostside import (
-    RENDER_FPS, PicklableJit, action_mask, check_render_mode, refuse_forked_jax, resolve_env, resolve_params)
+    RENDER_FPS,
+    PicklableJit,
+    action_mask,
+    check_render_mode,
+    refuse_forked_jax,
+    resolve_env,
+    resolve_params,
+)
 from normjax.wrappers.stats import LogWrapper
 
 EPISODE_KEY = "normjax_episode"
-_EPISODE_KEYS = (("r", "return"), ("l", "length"), ("sanctions", "sanctions"),
-                 ("goals", "goals"), ("collisions", "collisions"))
+_EPISODE_KEYS = (
+    ("r", "return"),
+    ("l", "length"),
+    ("sanctions", "sanctions"),
+    ("goals", "goals"),
+    ("collisions", "collisions"),
+)
 _STEP_KEYS = ("sanctioned", "collided", "goals_completed", "exited")
 
 
@@ -68,17 +80,25 @@ def _autoreset_mode(mode) -> AutoresetMode:
     for m in AutoresetMode:
         if norm in (m.value.lower(), m.name.lower().replace("_", "")):
             return m
-    raise ValueError(f"autoreset_mode must be one of {[m.value for m in AutoresetMode]} "
-                     f"(or their names, e.g. 'next_step'), got {mode!r}")
+    raise ValueError(
+        f"autoreset_mode must be one of {[m.value for m in AutoresetMode]} "
+        f"(or their names, e.g. 'next_step'), got {mode!r}"
+    )
 
 
 def _no_info():
     f, i, b = jnp.float32(0), jnp.int32(0), jnp.bool_(False)
-    return {"sanctioned": b, "collided": b, "goals_completed": i, "exited": b, "returned_episode": b,
-            "episode": {"r": f, "l": i, "sanctions": i, "goals": i, "collisions": i}}
+    return {
+        "sanctioned": b,
+        "collided": b,
+        "goals_completed": i,
+        "exited": b,
+        "returned_episode": b,
+        "episode": {"r": f, "l": i, "sanctions": i, "goals": i, "collisions": i},
+    }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled_vector(capacity: int, batched_params: bool):
     """The vector environment's reset and advance: each one jitted, vmapped program.
 
@@ -119,16 +139,15 @@ def compiled_vector(capacity: int, batched_params: bool):
     def one(key, state, action, params, restart, same_step):
         obs, state, reward, term, trunc, info = run_where(restart, fresh, stepped, key, state, action, params)
         info["final_obs"] = obs
-        obs, state = run_where((term | trunc) & same_step, again, lambda k, p, o, s: (o, s),
-                               key, params, obs, state)
+        obs, state = run_where((term | trunc) & same_step, again, lambda k, p, o, s: (o, s), key, params, obs, state)
         return obs, state, reward, term, trunc, info
 
     def advance(chains, state, actions, params, restart, hold, same_step):
         new_chains, keys = split(chains)
-        obs, new_state, reward, term, trunc, info = jax.vmap(
-            one, in_axes=(0, 0, 0, p_axis, 0, None))(keys, state, actions, params, restart, same_step)
-        return (_rows(hold, chains, new_chains), obs, _rows(hold, state, new_state),
-                reward, term, trunc, info)
+        obs, new_state, reward, term, trunc, info = jax.vmap(one, in_axes=(0, 0, 0, p_axis, 0, None))(
+            keys, state, actions, params, restart, same_step
+        )
+        return (_rows(hold, chains, new_chains), obs, _rows(hold, state, new_state), reward, term, trunc, info)
 
     return jax.jit(reset), jax.jit(advance)
 
@@ -145,10 +164,19 @@ class NormGymVectorEnv(PicklableJit, VectorEnv):
 
     _JITTED = ("_reset_fn", "_advance_fn")
 
-    def __init__(self, env_id: str | None = None, num_envs: int = 8, *,
-                 env: NormGymEnv | None = None, params=None, render_mode: str | None = None,
-                 cell_px: int = 32, max_episode_steps: int | None = None,
-                 autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP, **overrides):
+    def __init__(
+        self,
+        env_id: str | None = None,
+        num_envs: int = 8,
+        *,
+        env: NormGymEnv | None = None,
+        params=None,
+        render_mode: str | None = None,
+        cell_px: int = 32,
+        max_episode_steps: int | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        **overrides,
+    ):
         refuse_forked_jax(type(self).__name__)
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -159,8 +187,9 @@ class NormGymVectorEnv(PicklableJit, VectorEnv):
         self.params = resolve_params(self.env, params, max_episode_steps)
         batched = np.ndim(self.params.layout_id) == 1
         if batched and np.shape(self.params.layout_id)[0] != self.num_envs:
-            raise ValueError(f"batched params have {np.shape(self.params.layout_id)[0]} rows, "
-                             f"num_envs is {self.num_envs}")
+            raise ValueError(
+                f"batched params have {np.shape(self.params.layout_id)[0]} rows, num_envs is {self.num_envs}"
+            )
         self._batched_params = batched
         self.render_mode = check_render_mode(render_mode)
         self.cell_px = int(cell_px)
@@ -188,8 +217,15 @@ class NormGymVectorEnv(PicklableJit, VectorEnv):
 
     def _advance(self, actions, restart, hold):
         same = self.autoreset_mode == AutoresetMode.SAME_STEP
-        out = self._advance_fn(self._chains, self._state, jnp.asarray(actions, jnp.int32), self.params,
-                               jnp.asarray(restart), jnp.asarray(hold), jnp.bool_(same))
+        out = self._advance_fn(
+            self._chains,
+            self._state,
+            jnp.asarray(actions, jnp.int32),
+            self.params,
+            jnp.asarray(restart),
+            jnp.asarray(hold),
+            jnp.bool_(same),
+        )
         self._chains, obs, self._state = out[:3]
         obs, reward, term, trunc, info = jax.device_get((obs, *out[3:]))
         return np.array(obs), np.array(reward), np.array(term), np.array(trunc), info
@@ -219,8 +255,10 @@ class NormGymVectorEnv(PicklableJit, VectorEnv):
         if mask.shape != (self.num_envs,) or mask.dtype != np.bool_:
             raise ValueError(f"reset_mask must be a bool array of shape ({self.num_envs},), got {mask!r}")
         if self._state is None or seed is not None:
-            raise ValueError("reset(options={'reset_mask': ...}) restarts some environments of a "
-                             "running vector env: call reset() (with any seed) first, without a mask")
+            raise ValueError(
+                "reset(options={'reset_mask': ...}) restarts some environments of a "
+                "running vector env: call reset() (with any seed) first, without a mask"
+            )
         obs, *_ = self._advance(np.full(self.num_envs, C.WAIT), mask, ~mask)
         self._obs[mask] = obs[mask]
         self._ended &= ~mask
@@ -237,7 +275,8 @@ class NormGymVectorEnv(PicklableJit, VectorEnv):
         if mode == AutoresetMode.DISABLED and self._ended.any():
             raise error.ResetNeeded(
                 f"environments {np.flatnonzero(self._ended).tolist()} have ended; restart them with "
-                "reset(options={'reset_mask': mask}) (autoreset_mode DISABLED)")
+                "reset(options={'reset_mask': mask}) (autoreset_mode DISABLED)"
+            )
         restart = self._ended.copy() if mode == AutoresetMode.NEXT_STEP else none
         obs, reward, term, trunc, info = self._advance(actions, restart, none)
         self._obs = obs
@@ -263,8 +302,7 @@ class NormGymVectorEnv(PicklableJit, VectorEnv):
         for i in range(self.num_envs):
             pick = functools.partial(lambda x, i: x[i], i=i)
             params = jax.tree.map(pick, self.params) if self._batched_params else self.params
-            frames.append(np.asarray(render_frame_jit(jax.tree.map(pick, states), params,
-                                                      cell_px=self.cell_px)))
+            frames.append(np.asarray(render_frame_jit(jax.tree.map(pick, states), params, cell_px=self.cell_px)))
         return tuple(frames)
 
 

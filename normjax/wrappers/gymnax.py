@@ -31,7 +31,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from normjax import constants as C
-from normjax.registration import env_id, make as _make_env
+from normjax.registration import env_id
+from normjax.registration import make as _make_env
 from normjax.wrappers._optional import require
 from normjax.wrappers.actions import as_valid_action
 from normjax.wrappers.bounds import observation_bounds
@@ -69,12 +70,12 @@ class GymnaxEnv(Wrapper):
 
     def step(self, key, state, action, params=None):
         params = self.default_params if params is None else params
-        obs, state, reward, terminated, truncated, info = self._env.step(
-            key, state, as_valid_action(action), params)
+        obs, state, reward, terminated, truncated, info = self._env.step(key, state, as_valid_action(action), params)
         info = info_dict(info)
         info["final_observation"] = info.pop("final_obs")
-        info.update(terminated=terminated, truncated=truncated,
-                    discount=jnp.where(terminated, 0.0, 1.0).astype(jnp.float32))
+        info.update(
+            terminated=terminated, truncated=truncated, discount=jnp.where(terminated, 0.0, 1.0).astype(jnp.float32)
+        )
         return obs, state, reward, terminated, truncated, info
 
 

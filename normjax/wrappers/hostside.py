@@ -27,8 +27,10 @@ import numpy as np
 from normjax import constants as C
 from normjax.registration import make
 
-ASYNC_HINT = ('gymnasium.make_vec(id, num_envs, vectorization_mode="async", '
-              'vector_kwargs={"context": "forkserver"})  (or "spawn")')
+ASYNC_HINT = (
+    'gymnasium.make_vec(id, num_envs, vectorization_mode="async", '
+    'vector_kwargs={"context": "forkserver"})  (or "spawn")'
+)
 
 RENDER_FPS = 4
 
@@ -57,12 +59,13 @@ def refuse_forked_jax(what: str) -> None:
         raise RuntimeError(
             f"{what} cannot run in a process forked after JAX started (pid {os.getpid()}): "
             f"JAX does not survive fork() and would hang.  Start worker processes with the "
-            f"'forkserver' or 'spawn' multiprocessing context, e.g. {ASYNC_HINT}")
+            f"'forkserver' or 'spawn' multiprocessing context, e.g. {ASYNC_HINT}"
+        )
 
 
 def action_mask(obs: np.ndarray) -> np.ndarray:
     """int8 [..., 5]: the physical action mask carried by a flat observation."""
-    return (np.asarray(obs)[..., -C.N_ACTIONS:] > 0.5).astype(np.int8)
+    return (np.asarray(obs)[..., -C.N_ACTIONS :] > 0.5).astype(np.int8)
 
 
 def resolve_env(env_id, env, overrides):
@@ -109,5 +112,13 @@ class PicklableJit:
         self._build_jitted()
 
 
-__all__ = ["ASYNC_HINT", "PicklableJit", "RENDER_FPS", "action_mask", "check_render_mode", "refuse_forked_jax",
-           "resolve_env", "resolve_params"]
+__all__ = [
+    "ASYNC_HINT",
+    "PicklableJit",
+    "RENDER_FPS",
+    "action_mask",
+    "check_render_mode",
+    "refuse_forked_jax",
+    "resolve_env",
+    "resolve_params",
+]

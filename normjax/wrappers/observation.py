@@ -33,8 +33,9 @@ def capacity_of(flat_size: int) -> int:
     for k in C.CAPACITIES:
         if obs_size(k) == flat_size:
             return k
-    raise ValueError(f"{flat_size} is not a NormGym observation size "
-                     f"({', '.join(str(obs_size(k)) for k in C.CAPACITIES)})")
+    raise ValueError(
+        f"{flat_size} is not a NormGym observation size ({', '.join(str(obs_size(k)) for k in C.CAPACITIES)})"
+    )
 
 
 def unflatten_observation(flat) -> dict:
@@ -90,5 +91,11 @@ class FlattenObservation(_ObservationWrapper):
     transform = staticmethod(flatten_observation)
 
 
-__all__ = ["DictObservation", "FlattenObservation", "OBS_KEYS", "capacity_of",
-           "flatten_observation", "unflatten_observation"]
+__all__ = [
+    "DictObservation",
+    "FlattenObservation",
+    "OBS_KEYS",
+    "capacity_of",
+    "flatten_observation",
+    "unflatten_observation",
+]

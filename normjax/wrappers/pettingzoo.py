@@ -60,24 +60,29 @@ from normjax.wrappers._optional import require
 pettingzoo = require("pettingzoo", "pettingzoo", "normjax.wrappers.pettingzoo")
 gymnasium = require("gymnasium", "pettingzoo", "normjax.wrappers.pettingzoo")
 
-from gymnasium import spaces  # noqa: E402
+from gymnasium import spaces  # noqa: E402 (after the check that names the missing extra)
 
-from normjax import constants as C  # noqa: E402
-from normjax.env.environment import NormGymEnv  # noqa: E402
-from normjax.env.step import env_step  # noqa: E402
-from normjax.interop.render import render_frame_jit  # noqa: E402
-from normjax.registration import make  # noqa: E402
-from normjax.world.observation import observe  # noqa: E402
-from normjax.world.step import terminated, truncated  # noqa: E402
-from normjax.wrappers.actions import check_action  # noqa: E402
-from normjax.wrappers.bounds import observation_bounds, observation_box  # noqa: E402
-from normjax.wrappers.core import seed_key  # noqa: E402
-from normjax.wrappers.hostside import (  # noqa: E402
-    RENDER_FPS, PicklableJit, action_mask, check_render_mode, refuse_forked_jax, resolve_params)
+from normjax import constants as C  # noqa: E402 (after the check that names the missing extra)
+from normjax.env.environment import NormGymEnv  # noqa: E402 (after the check that names the missing extra)
+from normjax.env.step import env_step  # noqa: E402 (after the check that names the missing extra)
+from normjax.interop.render import render_frame_jit  # noqa: E402 (after the check that names the missing extra)
+from normjax.registration import make  # noqa: E402 (after the check that names the missing extra)
+from normjax.world.observation import observe  # noqa: E402 (after the check that names the missing extra)
+from normjax.world.step import terminated, truncated  # noqa: E402 (after the check that names the missing extra)
+from normjax.wrappers.actions import check_action  # noqa: E402 (after the check that names the missing extra)
+from normjax.wrappers.bounds import observation_bounds, observation_box  # noqa: E402 (after the check that names the missing extra)
+from normjax.wrappers.core import seed_key  # noqa: E402 (after the check that names the missing extra)
+from normjax.wrappers.hostside import (  # noqa: E402 (after the check that names the missing extra)
+    RENDER_FPS,
+    PicklableJit,
+    action_mask,
+    check_render_mode,
+    refuse_forked_jax,
+    resolve_params,
+)
 
 
-
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled_parallel(capacity: int):
     """Jitted reset and joint step for capacity K, one pair per process and capacity.
 
@@ -99,8 +104,11 @@ def compiled_parallel(capacity: int):
         k_comm, k_world = jax.random.split(key)  # as NormGymEnv.step splits its key
         _, state, info = env_step(k_comm, k_world, state, actions, params, controlled=control)
         per_slot = {
-            "reward": info.reward, "exited": info.exited, "sanctioned": info.sanctioned,
-            "collided": info.collided, "goals_completed": info.goals_completed,
+            "reward": info.reward,
+            "exited": info.exited,
+            "sanctioned": info.sanctioned,
+            "collided": info.collided,
+            "goals_completed": info.goals_completed,
             "active": state.agents.active,
         }
         over = truncated(state, params) | terminated(state, params)
@@ -116,12 +124,23 @@ def _agent_name(slot: int) -> str:
 class NormGymParallelEnv(PicklableJit, pettingzoo.ParallelEnv):
     """A NormGym world with `controlled` slots driven by the caller (see module doc)."""
 
-    metadata = {"name": "normgym_v0", "render_modes": ["rgb_array"], "render_fps": RENDER_FPS,
-                "is_parallelizable": True}
+    metadata = {
+        "name": "normgym_v0",
+        "render_modes": ["rgb_array"],
+        "render_fps": RENDER_FPS,
+        "is_parallelizable": True,
+    }
     _JITTED = ("_reset_fn", "_step_fn")
 
-    def __init__(self, env: NormGymEnv, controlled=(0,), params=None,
-                 render_mode: str | None = None, cell_px: int = 32, max_cycles: int | None = None):
+    def __init__(
+        self,
+        env: NormGymEnv,
+        controlled=(0,),
+        params=None,
+        render_mode: str | None = None,
+        cell_px: int = 32,
+        max_cycles: int | None = None,
+    ):
         refuse_forked_jax(type(self).__name__)
         slots = tuple(int(s) for s in controlled)
         if not slots or len(set(slots)) != len(slots) or not all(0 <= s < env.capacity for s in slots):
@@ -131,8 +150,7 @@ class NormGymParallelEnv(PicklableJit, pettingzoo.ParallelEnv):
         self.slots = tuple(sorted(slots))
         params = resolve_params(env, params, max_cycles)
         self.max_cycles = int(params.max_steps)
-        self.params = params.replace(
-            min_agents=jnp.maximum(params.min_agents, max(self.slots) + 1).astype(jnp.int32))
+        self.params = params.replace(min_agents=jnp.maximum(params.min_agents, max(self.slots) + 1).astype(jnp.int32))
         self.render_mode = render_mode
         self.cell_px = int(cell_px)
         self.possible_agents = [_agent_name(s) for s in self.slots]
@@ -183,8 +201,10 @@ class NormGymParallelEnv(PicklableJit, pettingzoo.ParallelEnv):
         self._all_obs = np.array(obs)
         self.agents = list(self.possible_agents)
         observations = {a: np.array(obs[s]) for a, s in self._slot_of.items()}
-        infos = {a: {"active": bool(active[s]), "action_mask": action_mask(observations[a])}
-                 for a, s in self._slot_of.items()}
+        infos = {
+            a: {"active": bool(active[s]), "action_mask": action_mask(observations[a])}
+            for a, s in self._slot_of.items()
+        }
         return observations, infos
 
     def step(self, actions: dict):
@@ -196,15 +216,17 @@ class NormGymParallelEnv(PicklableJit, pettingzoo.ParallelEnv):
         missing = [a for a in live if a not in actions]
         extra = [a for a in actions if a not in live]
         if missing or extra:
-            raise ValueError(f"actions are needed for exactly the live agents {live}; "
-                             f"missing {missing}, not live {extra}")
+            raise ValueError(
+                f"actions are needed for exactly the live agents {live}; missing {missing}, not live {extra}"
+            )
         joint = np.full(self.env.capacity, C.WAIT, np.int32)
         control = np.zeros(self.env.capacity, bool)
         for a in live:
             joint[self._slot_of[a]] = check_action(actions[a], what=f"action of {a}")
             control[self._slot_of[a]] = True
         self._state, obs, per_agent, over = self._step_fn(
-            self._next_key(), self._state, jnp.asarray(joint), jnp.asarray(control), self.params)
+            self._next_key(), self._state, jnp.asarray(joint), jnp.asarray(control), self.params
+        )
         obs, per_agent, over = jax.device_get((obs, per_agent, over))
         self._all_obs = np.array(obs)
         observations, rewards, terms, truncs, infos = {}, {}, {}, {}, {}
@@ -214,8 +236,9 @@ class NormGymParallelEnv(PicklableJit, pettingzoo.ParallelEnv):
             rewards[a] = float(per_agent["reward"][i])
             terms[a] = bool(per_agent["exited"][i])
             truncs[a] = bool(over) and not terms[a]
-            infos[a] = {key: per_agent[key][i].item() for key in
-                        ("sanctioned", "collided", "goals_completed", "active")}
+            infos[a] = {
+                key: per_agent[key][i].item() for key in ("sanctioned", "collided", "goals_completed", "active")
+            }
             infos[a]["action_mask"] = action_mask(observations[a])
         self.agents = [a for a in live if not (terms[a] or truncs[a])]
         return observations, rewards, terms, truncs, infos
@@ -232,17 +255,25 @@ class NormGymParallelEnv(PicklableJit, pettingzoo.ParallelEnv):
         pass
 
 
-def parallel_env(env_id: str | None = None, *, controlled=(0,), params=None,
-                 render_mode: str | None = None, cell_px: int = 32, max_cycles: int | None = None,
-                 **fields) -> NormGymParallelEnv:
+def parallel_env(
+    env_id: str | None = None,
+    *,
+    controlled=(0,),
+    params=None,
+    render_mode: str | None = None,
+    cell_px: int = 32,
+    max_cycles: int | None = None,
+    **fields,
+) -> NormGymParallelEnv:
     """A `pettingzoo.ParallelEnv` of a NormGym world with `controlled` slots as agents.
 
     The world comes from an id and/or `NormGymEnv` fields (layout, norm, phase,
     capacity, reward_condition), exactly as `normjax.make` builds it.
     """
     env = make(env_id, **fields) if env_id is not None else make(**fields)
-    return NormGymParallelEnv(env, controlled=controlled, params=params,
-                              render_mode=render_mode, cell_px=cell_px, max_cycles=max_cycles)
+    return NormGymParallelEnv(
+        env, controlled=controlled, params=params, render_mode=render_mode, cell_px=cell_px, max_cycles=max_cycles
+    )
 
 
 def env(env_id: str | None = None, **kwargs):

@@ -39,7 +39,7 @@ class EpisodeStats:
     collisions: jnp.ndarray
 
     @classmethod
-    def zeros(cls) -> "EpisodeStats":
+    def zeros(cls) -> EpisodeStats:
         z = jnp.int32(0)
         return cls(return_=jnp.float32(0.0), length=z, sanctions=z, goals=z, collisions=z)
 
@@ -71,8 +71,7 @@ class LogWrapper(Wrapper):
         return obs, LogState(env_state=env_state, episode=zeros, returned=zeros)
 
     def step(self, key, state: LogState, action, params=None):
-        obs, env_state, reward, terminated, truncated, info = self._env.step(
-            key, state.env_state, action, params)
+        obs, env_state, reward, terminated, truncated, info = self._env.step(key, state.env_state, action, params)
         si = step_info(info)
         ep = state.episode
         ep = EpisodeStats(
@@ -88,8 +87,7 @@ class LogWrapper(Wrapper):
         info["returned_episode"] = done
         info.update(ep.as_dict("episode_"))
         info.update(returned.as_dict("returned_episode_"))
-        state = LogState(env_state=env_state, episode=where_tree(done, EpisodeStats.zeros(), ep),
-                         returned=returned)
+        state = LogState(env_state=env_state, episode=where_tree(done, EpisodeStats.zeros(), ep), returned=returned)
         return obs, state, reward, terminated, truncated, info
 
 
