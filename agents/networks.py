@@ -47,8 +47,8 @@ def conv3x3_same(x, kernel, bias):
     `conv_general_dilated` became a grouped convolution that XLA:CPU ran many times
     slower), and the patches are built with C contiguous numbers per copy: stacked as
     [..., 9, C] and contracted over two axes, XLA:CPU transposed them to [..., C, 9]
-    first, a copy with a stride of 9 that took half of DQN-CNN's update (docs/speed.md,
-    round 14).
+    first, a copy with a stride of 9 that took half of DQN-CNN's update
+    (docs/history/speed.md, round 14).
     """
     h, w = x.shape[-3], x.shape[-2]
     pad = [(0, 0)] * (x.ndim - 3) + [(1, 1), (1, 1), (0, 0)]

@@ -12,6 +12,10 @@ import jax
 
 # NORMJAX_BENCH_RESULTS redirects the result files (the device suite writes to its $OUT).
 RESULTS = Path(os.environ.get("NORMJAX_BENCH_RESULTS") or Path(__file__).resolve().parent / "results")
+# The records of past A/B decisions (benchmarks/experiments/) keep their results apart.
+EXPERIMENT_RESULTS = Path(
+    os.environ.get("NORMJAX_BENCH_RESULTS") or Path(__file__).resolve().parent / "experiments" / "results"
+)
 
 
 def machine() -> dict:
@@ -72,6 +76,11 @@ def time_compiled(fn, *args, repeats: int = 3):
     compiled, compile_s = compile_timed(fn, *args)
     best, out = best_of(compiled, *args, repeats=repeats)
     return compile_s, best, out
+
+
+def save_experiment(name: str, payload: dict) -> Path:
+    """`save` into EXPERIMENT_RESULTS (read at call time, so a test can redirect it)."""
+    return save(name, payload, EXPERIMENT_RESULTS)
 
 
 def save(name: str, payload: dict, results: Path | None = None) -> Path:

@@ -46,9 +46,9 @@ time with two steps per loop body: the difference is XLA's count for one more st
 (`*_per_step_marginal`; `--no-step-cost` skips it).  The
 compiled HLO text is searched for `while`, `gather` and `fusion` instructions.
 
-    python benchmarks/compare.py                                  # batches 1024 4096, 100 steps
-    python benchmarks/compare.py --only normjax --skip-train      # without the optional packages
-    python benchmarks/compare.py --batches 256 --steps 20
+    python -m benchmarks.compare                                  # batches 1024 4096, 100 steps
+    python -m benchmarks.compare --only normjax --skip-train      # without the optional packages
+    python -m benchmarks.compare --batches 256 --steps 20
 
 Results: benchmarks/results/compare.json and compare.png.  The comparison packages
 are the optional extra `pip install -e ".[bench]"`; without them their rows are skipped.
@@ -82,16 +82,14 @@ if _host_devices_from_argv(sys.argv) > 1 and "jax" not in sys.modules:
         + str(_host_devices_from_argv(sys.argv))
     ).strip()
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
+import jax  # noqa: E402 (after XLA_FLAGS is set)
+import jax.numpy as jnp  # noqa: E402 (after XLA_FLAGS is set)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.common import RESULTS, block, compile_timed, save  # noqa: E402
-from benchmarks.common import xla_cost as cost  # noqa: E402
-from benchmarks.compare_programs import Program, gymnax_programs, normjax_programs, xland_programs  # noqa: E402
-from benchmarks.compare_report import plot, print_table, ratios, versions  # noqa: E402
-from normjax.world.state import with_packing  # noqa: E402
+from benchmarks.common import RESULTS, block, compile_timed, save  # noqa: E402 (after XLA_FLAGS is set)
+from benchmarks.common import xla_cost as cost  # noqa: E402 (after XLA_FLAGS is set)
+from benchmarks.compare_programs import Program, gymnax_programs, normjax_programs, xland_programs  # noqa: E402 (after XLA_FLAGS is set)
+from benchmarks.compare_report import plot, print_table, ratios, versions  # noqa: E402 (after XLA_FLAGS is set)
+from normjax.world.state import with_packing  # noqa: E402 (after XLA_FLAGS is set)
 
 BENCH_HINT = 'pip install -e ".[bench]"'
 GROUPS = ("normjax", "xminigrid", "gymnax")

@@ -9,7 +9,7 @@ populations' means, the mean of the paired differences (B - A), its standard err
 across runs, and the across-run standard deviation of A, and says whether the mean
 difference lies within two standard errors of zero:
 
-    python benchmarks/compare_runs.py results/cpu_paper_mlp_1m/sparse_penalty/part0 \\
+    python -m benchmarks.compare_runs results/cpu_paper_mlp_1m/sparse_penalty/part0 \\
         runs/cpu_paper_mlp_1m_factorised/sparse_penalty/part0
 
 Results: benchmarks/results/compare_runs.json (or --name).
@@ -18,12 +18,9 @@ Results: benchmarks/results/compare_runs.json (or --name).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import save
 from normjax.interop.export import read_jsonl

@@ -10,9 +10,9 @@ busy one the same code varied by 40% between processes, so compare A with A
 first (`cpu_ab.py X X`) when in doubt.
 
     git worktree add --detach /tmp/base <commit>
-    python benchmarks/cpu_ab.py /tmp/base .            # B/A - 1 in percent
-    python benchmarks/cpu_ab.py /tmp/base . --static   # the single-layout path
-    python benchmarks/cpu_ab.py /tmp/base . --world    # the world step alone
+    python -m benchmarks.cpu_ab /tmp/base .            # B/A - 1 in percent
+    python -m benchmarks.cpu_ab /tmp/base . --static   # the single-layout path
+    python -m benchmarks.cpu_ab /tmp/base . --world    # the world step alone
 
 Each run is a fresh process that imports normjax from the checkout it times.
 Results: benchmarks/results/cpu_ab.json (cpu_ab_static.json with --static,
@@ -27,15 +27,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks.common import save
 
-from benchmarks.common import save  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 # One timing in a fresh process, run from the checkout under test.
 ONE_RUN = """
 import sys, time
-sys.path.insert(0, {repo!r})
 import jax
 import normjax
 assert normjax.__file__.startswith({repo!r}), normjax.__file__

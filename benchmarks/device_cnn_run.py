@@ -9,7 +9,7 @@ tests, figures), and trains it with `normjax train` on the paper's hyperparamete
 validation point).  No checkpoints are written.  Afterwards the run's logs, final
 tests and figures are packed into one .tar.gz and the budget into a small JSON:
 
-    python benchmarks/device_cnn_run.py --throughput benchmarks/results/train_throughput.json \\
+    python -m benchmarks.device_cnn_run --throughput benchmarks/results/train_throughput.json \\
         --run-dir /tmp/cnn_run --tar cnn_run.tar.gz --budget-json cnn_budget.json
 
 Budget: total_steps = rate x (target - overhead) / runs, rounded down to a multiple of

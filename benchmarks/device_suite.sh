@@ -132,13 +132,13 @@ open(os.path.join(os.environ["NORMJAX_BENCH_RESULTS"], "machine.json"), "w").wri
 EOF
 
 TRAIN=(--chunks "$CHUNKS" --norms "$NORMS")
-part train_cnn 180 "$PY" benchmarks/train_throughput.py --archs cnn "${TRAIN[@]}"
+part train_cnn 180 "$PY" -m benchmarks.train_throughput --archs cnn "${TRAIN[@]}"
 
 # The DQN-CNN run: sized from the rate just measured (skipped when there is none).
 if grep -q '"arch": "cnn"' "$RES/train_throughput.json" 2>/dev/null; then
   lim=$(limit_for $(( CNN_TARGET_S + 120 )))
   target=$(( CNN_TARGET_S < lim - 30 ? CNN_TARGET_S : lim - 30 ))
-  part cnn_run $(( CNN_TARGET_S + 120 )) "$PY" benchmarks/device_cnn_run.py \
+  part cnn_run $(( CNN_TARGET_S + 120 )) "$PY" -m benchmarks.device_cnn_run \
     --throughput "$RES/train_throughput.json" --norms "$NORMS" --run-dir "$WORK/cnn_run" \
     --tar "$OUT/cnn_run.tar.gz" --budget-json "$OUT/cnn_budget.json" --timeout $(( lim - 20 )) \
     --target "$target" "${CNN_ARGS[@]}"
@@ -146,14 +146,14 @@ else
   echo "=== cnn_run: SKIPPED (no DQN-CNN throughput measured)"; record cnn_run skipped null 0 0; pack
 fi
 
-part compare 240 "$PY" benchmarks/compare.py "${COMPARE[@]}" --results "$RES"
-part train_mlp 180 "$PY" benchmarks/train_throughput.py --archs mlp --breakdown "${TRAIN[@]}"
-part train_mlp_ab 120 "$PY" benchmarks/train_throughput.py --ab-rounds 3 "${TRAIN[@]}"
-part train_cnn_parts 150 "$PY" benchmarks/train_throughput.py --archs cnn --breakdown-only "${TRAIN[@]}"
+part compare 240 "$PY" -m benchmarks.compare "${COMPARE[@]}" --results "$RES"
+part train_mlp 180 "$PY" -m benchmarks.train_throughput --archs mlp --breakdown "${TRAIN[@]}"
+part train_mlp_ab 120 "$PY" -m benchmarks.train_throughput --ab-rounds 3 "${TRAIN[@]}"
+part train_cnn_parts 150 "$PY" -m benchmarks.train_throughput --archs cnn --breakdown-only "${TRAIN[@]}"
 # Each architecture's member of the paper grid: 50 norms x 3 (as many runs as its 3 reward conditions).
-part grid 200 "$PY" benchmarks/train_throughput.py --archs mlp cnn "${TRAIN[@]}" --seeds "$SEEDS"
-part world 120 "$PY" benchmarks/world_throughput.py "${WORLD[@]}"
-part env 120 "$PY" benchmarks/env_throughput.py "${ENV[@]}"
+part grid 200 "$PY" -m benchmarks.train_throughput --archs mlp cnn "${TRAIN[@]}" --seeds "$SEEDS"
+part world 120 "$PY" -m benchmarks.world_throughput "${WORLD[@]}"
+part env 120 "$PY" -m benchmarks.env_throughput "${ENV[@]}"
 
 pack
 echo "=== done in ${SECONDS}s; parts:"

@@ -15,8 +15,8 @@ the batch (env i gets norm i % 50).  Each timed call is a jit(vmap) of
 `--steps` steps scanned from a fresh reset; the reset is outside the timed
 region.  Compile time is excluded from throughput and reported separately.
 
-    python benchmarks/env_throughput.py --batches 1 64 1024 4096
-    python benchmarks/env_throughput.py --protocol      # also time normjax.protocol.evaluate
+    python -m benchmarks.env_throughput --batches 1 64 1024 4096
+    python -m benchmarks.env_throughput --protocol      # also time normjax.protocol.evaluate
 
 Results: benchmarks/results/env_throughput.json and env_throughput.png.
 
@@ -28,14 +28,10 @@ episodes, each a fixed 100-step scan) is timed for the norm-aware planner
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import RESULTS, block, save, time_compiled
 from normjax import constants as C

@@ -14,8 +14,8 @@ compilation (or loading from the persistent cache), simulation and writing:
   --episode 0 --policy oracle`) twice with a fresh cache directory: the first
   run compiles and writes the cache, the second loads it.
 
-    python benchmarks/export_throughput.py            # about 3-5 minutes on 2 cores
-    python benchmarks/export_throughput.py --norms forbidden_zone_q bend_right_1   # quicker
+    python -m benchmarks.export_throughput            # about 3-5 minutes on 2 cores
+    python -m benchmarks.export_throughput --norms forbidden_zone_q bend_right_1   # quicker
 
 Results: benchmarks/results/export_throughput.json.
 """
@@ -32,10 +32,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks.common import save
 
-from benchmarks.common import save  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 PHASES = ("interaction", "seen", "unseen")
 SINGLE = ["--norm", "bend_right_1", "--phase", "seen", "--episode", "0", "--policy", "oracle"]

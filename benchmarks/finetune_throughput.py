@@ -15,8 +15,8 @@ apart:
   (every step of every episode with its judgment labels and the newcomer's
   tie set and reasons).
 
-    python benchmarks/finetune_throughput.py            # about 2-3 minutes on 2 cores
-    python benchmarks/finetune_throughput.py --n 100    # quicker
+    python -m benchmarks.finetune_throughput            # about 2-3 minutes on 2 cores
+    python -m benchmarks.finetune_throughput --n 100    # quicker
 
 Results: benchmarks/results/finetune_throughput.json.
 """
@@ -24,11 +24,7 @@ Results: benchmarks/results/finetune_throughput.json.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import save
 from normjax.finetune.dataset import build, split_norms

@@ -1,6 +1,6 @@
 """A fault-injected `llm-eval` run against the same run without faults (127.0.0.1 only).
 
-The scripted model of tests/fake_openai.py (a norm-blind navigator that reads
+The scripted model of normjax/testing/fake_openai.py (a norm-blind navigator that reads
 its prompt) answers every chat request after a model latency (``--latency``
 seconds, +-50%, fixed by the prompt).  The same small run (``--norms``,
 ``--interaction-steps``; text-only) is made three times, after a warm-up run
@@ -38,8 +38,8 @@ Exit status 1 if an equality check fails (the timing target is reported, not
 enforced).  ``--lockstep`` also times clean and faulty runs with every
 episode waiting for the whole step (the former schedule), for comparison.
 
-    python benchmarks/llm_faults.py                  # about a minute after compiling
-    python benchmarks/llm_faults.py --lockstep
+    python -m benchmarks.llm_faults                  # about a minute after compiling
+    python -m benchmarks.llm_faults --lockstep
 """
 
 from __future__ import annotations
@@ -53,57 +53,17 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks.common import save
-from normjax import constants as C
 from normjax.llm.agents import LLMAgent
-from normjax.llm.client import ChatClient, ChatResult, ClientConfig
+from normjax.llm.client import ChatClient, ClientConfig
 from normjax.llm.runner import run_protocol_async
 from normjax.llm.transcripts import TranscriptStore
-from normjax.llm.turns import Decision
-from tests.fake_openai import FakeOpenAI, fault, navigator, navigator_text, with_faults, with_latency
+from normjax.testing.fake_openai import FakeOpenAI, fault, navigator, with_faults, with_latency
+from normjax.testing.fault_replay import Replay, errored_decisions, transcript_differences
 
 # Per-episode result fields that count requests rather than describe the episode.
 REQUEST_FIELDS = ("requests", "retries", "tokens_in", "tokens_out")
 SETTINGS = dict(model="scripted-navigator", text_only=True)
-
-
-class InProcessNavigator:
-    """The scripted model without a server: `ChatClient.chat`'s reply at once."""
-
-    async def chat(self, messages):
-        return ChatResult(text=navigator_text({"messages": messages}))
-
-
-class Replay:
-    """The scripted model in process, with the errored decisions of a run (episode, t -> transcript
-    record) errored again with the same message, belief and confidence."""
-
-    wants_frames, wants_intents = False, True
-
-    def __init__(self, errored: dict):
-        self.errored, self.inner = errored, LLMAgent(InProcessNavigator(), text_only=True)
-
-    async def act(self, turns, ctx):
-        out = []
-        for turn in turns:
-            rec = self.errored.get((turn.episode, turn.t))
-            if rec is None:
-                out += await self.inner.act([turn], ctx)
-                continue
-            messages = [{"role": m["role"], "content": m["content"]} for m in self.inner.messages(turn)]
-            out.append(
-                Decision(
-                    action=C.WAIT,
-                    error=rec["error"],
-                    messages=messages,
-                    belief=rec.get("belief"),
-                    confidence=rec.get("confidence"),
-                    failed_request=rec["error"].startswith("request failed"),
-                )
-            )
-        return out
 
 
 async def _with_client(url: str, args, out, lockstep: bool) -> dict:
@@ -137,51 +97,10 @@ def served_run(script, args, out, lockstep: bool = False) -> tuple[dict, float, 
         return result, time.perf_counter() - t0, list(srv.log)
 
 
-def errored_decisions(out) -> dict:
-    store = TranscriptStore(out)
-    return {
-        (name, rec["t"]): rec["llm"]
-        for name in store.episodes()
-        for rec in store.read(name)[1:]
-        if rec["llm"] and rec["llm"].get("queried") and rec["llm"]["error"] is not None
-    }
-
-
 def _rows(result: dict) -> dict:
     rows = {f"{r['norm']}/{r['condition']}_{r['episode']}": r for r in result["episodes"]}
     rows.update({f"{r['norm']}/interaction": r for r in result["interaction"]})
     return {k: {f: v for f, v in r.items() if f not in REQUEST_FIELDS} for k, r in rows.items()}
-
-
-STEP_FIELDS = (
-    "queried",
-    "forced_wait",
-    "action",
-    "executed",
-    "sanctioned",
-    "error",
-    "messages",
-    "belief",
-    "confidence",
-)
-
-
-def transcript_differences(a, b) -> list[str]:
-    """Steps where two runs' transcripts differ (world, newcomer, prompt, error, belief)."""
-    sa, sb = TranscriptStore(a), TranscriptStore(b)
-    if sa.episodes() != sb.episodes():
-        return [f"episodes differ: {sa.episodes()} vs {sb.episodes()}"]
-    out = []
-    for name in sa.episodes():
-        ra, rb = sa.read(name)[1:], sb.read(name)[1:]
-        if len(ra) != len(rb):
-            out.append(f"{name}: {len(ra)} vs {len(rb)} steps")
-            continue
-        for x, y in zip(ra, rb):
-            lx, ly = x["llm"] or {}, y["llm"] or {}
-            if x["agents"] != y["agents"] or any(lx.get(f) != ly.get(f) for f in STEP_FIELDS):
-                out.append(f"{name} t={x['t']}")
-    return out
 
 
 def _per_norm(out, measure) -> dict:
@@ -215,7 +134,7 @@ def schedule_floor(decisions: dict, args, draws: int = 400, seed: int = 0) -> di
 
     Each episode is a chain of requests: its turn cannot be asked before its previous reply is
     in.  Per attempt the server's latency is uniform in latency x (1 +- 0.5) and the fault is
-    drawn at the rates of tests/fake_openai.py; a retried attempt costs what the client's rules
+    drawn at the rates of normjax/testing/fake_openai.py; a retried attempt costs what the client's rules
     make it cost (`ChatClient._delay`: back-off, Retry-After as a minimum, the timeout), and a
     malformed reply is an errored decision, after which the newcomer waits and needs one more
     decision.  With the clean run's decision counts per episode, the expected wall time of a
@@ -228,7 +147,7 @@ def schedule_floor(decisions: dict, args, draws: int = 400, seed: int = 0) -> di
 
     import numpy as np
 
-    from tests.fake_openai import FAULT_RATES
+    from normjax.testing.fake_openai import FAULT_RATES
 
     random.seed(seed)  # `_delay`'s jitter
     rng = np.random.default_rng(seed)

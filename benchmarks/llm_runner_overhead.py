@@ -36,10 +36,10 @@ threads, XLA's included) and ``overhead_cpu_ms_per_step`` the same without
 the agent's call: less sensitive to other jobs on a shared machine than the
 wall-clock numbers.
 
-    python benchmarks/llm_runner_overhead.py                 # runner, transcripts, llm_text; 50 norms
-    python benchmarks/llm_runner_overhead.py --norms 5 --modes llm_frames
-    python benchmarks/llm_runner_overhead.py --modes runner --norms 10
-    python benchmarks/llm_runner_overhead.py --norms 10 --modes prompts
+    python -m benchmarks.llm_runner_overhead                 # runner, transcripts, llm_text; 50 norms
+    python -m benchmarks.llm_runner_overhead --norms 5 --modes llm_frames
+    python -m benchmarks.llm_runner_overhead --modes runner --norms 10
+    python -m benchmarks.llm_runner_overhead --norms 10 --modes prompts
 
 Results: benchmarks/results/llm_runner_overhead.json, one row per mode (with its
 number of norms, the device-only step time and the load average); a run
@@ -59,8 +59,6 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import RESULTS, block, save
 from normjax.llm import batch

@@ -20,7 +20,7 @@ to env_step, and XLA's cost
 analysis of ONE compiled vmapped step (bytes accessed and FLOPs per env-step;
 while-loop bodies are counted once, so these are lower bounds where loops run).
 
-    python benchmarks/observer_cost.py --batch 1024 --steps 20
+    python -m benchmarks.observer_cost --batch 1024 --steps 20
 
 Results: benchmarks/results/observer_cost.json.
 """
@@ -29,15 +29,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import block, compile_timed, save
 from normjax import constants as C

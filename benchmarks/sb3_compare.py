@@ -36,21 +36,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import sys
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from agents.networks import functional
+from normjax.agents.networks import functional
 from benchmarks.common import save
-from train import evaluate as ev
-from train.config import DQNConfig
-from train.dqn import make_train
+from normjax.train import evaluate as ev
+from normjax.train.config import DQNConfig
+from normjax.train.dqn import make_train
 
 NORMS = ("forbidden_zone_q", "clockwise_circulation", "bend_right_1")
 HYPER = dict(

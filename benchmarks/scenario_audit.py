@@ -2,17 +2,17 @@
 shortest route comply by accident?
 
 For every static-norm test episode (norms 0-13, 22, 42-47) the independent checker
-of tests/scenario_checker.py searches the world's move graph (chairs crossable,
+of normjax/testing/scenario_checker.py searches the world's move graph (chairs crossable,
 doors only as route ends) for the shortest task with and without the norm, goal by
 goal and for the whole task.  For the other (dynamic) norms it runs the `blind_any`
 newcomer (random shortest route on the rules' graph, re-planned every step) with
 `--seeds` tie-break seeds per episode inside the real world step and community
-(tests/dynamic_check.py) and reports the fraction of runs that comply (task done,
+(normjax/testing/dynamic_check.py) and reports the fraction of runs that comply (task done,
 no sanction).  The script prints per-norm tables and writes them as JSON (default
 benchmarks/results/scenario_audit.json); it exits 1 when an episode complies that
 the protocol does not flag as `non_discriminative`.
 
-    python benchmarks/scenario_audit.py [--seeds 32] [--norms ID ...] [--out FILE]
+    python -m benchmarks.scenario_audit [--seeds 32] [--norms ID ...] [--out FILE]
 """
 
 from __future__ import annotations
@@ -22,12 +22,11 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks.common import RESULTS, machine
+from normjax.protocol.scenario_tables import host_scenarios
+from normjax.testing.scenario_checker import STATIC_NORMS, check_protocol
 
-from benchmarks.common import RESULTS, machine  # noqa: E402
-from normjax.protocol.scenario_tables import host_scenarios  # noqa: E402
-from tests.scenario_checker import STATIC_NORMS, check_protocol  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def flagged(rows: list[dict]) -> list[bool]:
@@ -70,7 +69,7 @@ def per_norm(rows: list[dict]) -> list[dict]:
 def dynamic(norm_ids, n_seeds: int) -> dict:
     """blind_any runs of the dynamic norms' episodes, per episode and per norm."""
     from normjax.protocol.seeds import test_episodes
-    from tests.dynamic_check import blind_any_runs
+    from normjax.testing.dynamic_check import blind_any_runs
 
     rows = blind_any_runs(test_episodes(norm_ids), n_seeds)
     for r, f in zip(rows, flagged(rows)):

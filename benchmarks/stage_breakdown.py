@@ -32,8 +32,8 @@ the `[bench]` extra is installed, XLand-MiniGrid's Empty-8x8 and R1-9x9
 takes.  Bytes per env-step mean little alone; beside a small reference environment
 counted the same way on the same install, they say how far apart the steps are.
 
-    python benchmarks/stage_breakdown.py --batch 1024 --steps 20
-    python benchmarks/stage_breakdown.py --references-only   # only the one-step counts
+    python -m benchmarks.stage_breakdown --batch 1024 --steps 20
+    python -m benchmarks.stage_breakdown --references-only   # only the one-step counts
 
 Results: benchmarks/results/stage_breakdown.json.
 """
@@ -43,15 +43,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
-from pathlib import Path
+import time
 
 import jax
 import jax.numpy as jnp
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import time
 
 from benchmarks.common import RESULTS, best_of, block, compile_timed, save
 from normjax import constants as C

@@ -7,10 +7,10 @@ transition includes the scripted community, the world step with norms, the
 newcomer's observation, epsilon-greedy action selection, replay writes, and
 one gradient update per 4 transitions (docs/world.md §10).
 
-    python benchmarks/train_throughput.py                 # mlp and cnn, 50 runs
-    python benchmarks/train_throughput.py --archs mlp --chunks 200
-    python benchmarks/train_throughput.py --archs mlp --breakdown   # + env-only and update-only
-    python benchmarks/train_throughput.py --archs cnn --breakdown-only  # only those, added to the saved row
+    python -m benchmarks.train_throughput                 # mlp and cnn, 50 runs
+    python -m benchmarks.train_throughput --archs mlp --chunks 200
+    python -m benchmarks.train_throughput --archs mlp --breakdown   # + env-only and update-only
+    python -m benchmarks.train_throughput --archs cnn --breakdown-only  # only those, added to the saved row
 
 `--breakdown` times the two halves of a chunk on their own: acting and
 stepping the environment (community, world, observation, epsilon-greedy
@@ -27,21 +27,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from benchmarks.common import RESULTS, save
-from train import replay as rp
-from train.config import FIRST_LAYERS, DQNConfig
-from train.dqn import make_train, per_device
-from train.run import population_mesh, shard
+from normjax.train import replay as rp
+from normjax.train.config import FIRST_LAYERS, DQNConfig
+from normjax.train.dqn import make_train, per_device
+from normjax.train.run import population_mesh, shard
 
 
 def _setup(arch: str, buffer_size: int, runs_norms: int, seeds: int = 1, first_layer: str = "factorised"):

@@ -16,8 +16,8 @@ keys and hashes every state, step record and observation, in two groups:
 
 It prints one SHA-256 per group; run it on two checkouts and compare:
 
-    python benchmarks/trajectory_hash.py            # this checkout
-    git worktree add --detach /tmp/base HEAD~1 && (cd /tmp/base && python benchmarks/trajectory_hash.py)
+    python -m benchmarks.trajectory_hash            # this checkout
+    git worktree add --detach /tmp/base HEAD~1 && (cd /tmp/base && python -m benchmarks.trajectory_hash)
 
 The hashes depend on the platform's arithmetic only through float rewards and
 noise (the same machine and jax version give the same hashes).
@@ -27,14 +27,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from normjax.env import env_step, phase_params
 from normjax.layouts.parse import ALL_LAYOUTS

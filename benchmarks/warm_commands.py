@@ -6,13 +6,13 @@ fills the cache, the second (warm) should load whole programs instead of tracing
 and compiling them again.  The times include Python start-up, imports, host-side
 preparation, compilation or loading, the run itself and writing the output.
 
-    python benchmarks/warm_commands.py                 # all commands, a few minutes on 2 cores
-    python benchmarks/warm_commands.py --only evaluate # one (the other commands' rows in the file are kept)
+    python -m benchmarks.warm_commands                 # all commands, a few minutes on 2 cores
+    python -m benchmarks.warm_commands --only evaluate # one (the other commands' rows in the file are kept)
 
 `llm-eval` runs against a local fake OpenAI-compatible endpoint started here (the
-scripted shortest-path model of tests/fake_openai.py; no network), one norm with a
+scripted shortest-path model of normjax/testing/fake_openai.py; no network), one norm with a
 20-step interaction phase and the six test episodes, frames on.  `play` starts the
-real server and plays one participant over HTTP (tests/play_driver.py: start, then
+real server and plays one participant over HTTP (normjax/testing/play_driver.py: start, then
 per turn the frame and the step, the same scripted moves read from the prompt); its
 time runs from the server's launch to the finished session.  Both print how they got
 their programs (``programs:`` line), and the row says whether the warm run wrote the
@@ -30,16 +30,14 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks.common import RESULTS, save
+from benchmarks.export_throughput import _env, load, normjax
 
-from benchmarks.common import RESULTS, save  # noqa: E402
-from benchmarks.export_throughput import _env, load, normjax  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TARGET_WARM_S = 5.0
 
@@ -75,7 +73,7 @@ COMMANDS = {
         "--out",
         "OUT/run",
     ],
-    # --port is added by tests/play_driver.py; one participant, "bench", plays the whole session.
+    # --port is added by normjax/testing/play_driver.py; one participant, "bench", plays the whole session.
     "play": ["play", "--norms", "forbidden_zone_q", "--interaction-steps", "20", "--out", "OUT/study"],
 }
 
@@ -103,7 +101,7 @@ def _split(name: str, out: Path, stdout: str) -> dict:
 def _play(out: Path, cache: Path) -> tuple[float, str]:
     """`normjax play` in a fresh process, one scripted participant over HTTP -> (wall seconds from the
     server's launch to the finished session, the server's stdout)."""
-    from tests.play_driver import PlayServer, play
+    from normjax.testing.play_driver import PlayServer, play
 
     t0 = time.perf_counter()
     with PlayServer(_args("play", out)[1:] + ["--cache-dir", str(cache)], out / "logs", env=_env()) as srv:
@@ -129,13 +127,13 @@ def bench(name: str, tmp: Path) -> dict:
         (cold_s, cold_out), (warm_s, warm_out) = (_play(d, cache) for d in dirs)
         command += " (one participant played over HTTP: start, then frame and step per turn)"
     elif name == "llm-eval":
-        from tests.fake_openai import FakeOpenAI, Reply, navigator_text
+        from normjax.testing.fake_openai import FakeOpenAI, Reply, navigator_text
 
         with FakeOpenAI(lambda p, a: Reply(navigator_text(p))) as srv:
             (cold_s, cold_out), (warm_s, warm_out) = (
                 normjax(*[a.replace("URL", srv.base_url) for a in _args(name, d)], "--cache-dir", cache) for d in dirs
             )
-        command = command.replace("URL", "FAKE") + " (FAKE: a local scripted endpoint, tests/fake_openai.py)"
+        command = command.replace("URL", "FAKE") + " (FAKE: a local scripted endpoint, normjax/testing/fake_openai.py)"
     else:
         cold_s, cold_out = normjax(*_args(name, dirs[0]), "--cache-dir", cache)
         warm_s, warm_out = normjax(*_args(name, dirs[1]), "--cache-dir", cache)

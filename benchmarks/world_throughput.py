@@ -6,20 +6,16 @@ K = 10 at several batch sizes, plus the cost of the all-50 permissibility mask
 alone.  Compile time is excluded from throughput and reported separately.
 Results go to benchmarks/results/world_throughput.json and a plot .png.
 
-    python benchmarks/world_throughput.py            # default batches
-    python benchmarks/world_throughput.py --batches 1 64 --steps 50
+    python -m benchmarks.world_throughput            # default batches
+    python -m benchmarks.world_throughput --batches 1 64 --steps 50
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import RESULTS, save, time_compiled
 from normjax import constants as C

@@ -113,20 +113,20 @@ def cmd_train(args) -> int:
         raise ValueError(f"--checkpoint-every={args.checkpoint_every} is invalid; allowed: a positive integer")
     dist = (args.coordinator, args.num_processes, args.process_id)
     if args.distributed:
-        from train.multihost import initialize
+        from normjax.train.multihost import initialize
 
         initialize(*dist)  # before anything starts a JAX backend (importing train.config does)
     elif any(v is not None for v in dist):
         raise ValueError("--coordinator, --num-processes and --process-id need --distributed")
-    from train.config import load_config
+    from normjax.train.config import load_config
 
     overrides = list(args.overrides)
     if args.distractor is not None or args.distractor_share is not None:  # flags win over the config
         overrides += [f"{k}={v}" for k, v in _distractor(args).items()]
     config = load_config(args.config, overrides)  # validated before anything compiles
-    from train.multihost import is_primary
-    from train.report import report
-    from train.run import train_capacities
+    from normjax.train.multihost import is_primary
+    from normjax.train.report import report
+    from normjax.train.run import train_capacities
 
     # One population (and run directory) per capacity K: <out> itself, or <out>/K6, K8, K10.
     out = Path(args.out) if args.out else Path("runs") / config.name
@@ -153,19 +153,19 @@ def _print_programs() -> None:
 
 def cmd_report(args) -> int:
     if args.markdown:
-        from train.tables import pooled_tables
+        from normjax.train.tables import pooled_tables
 
         print(pooled_tables(args.run_dir))
         return 0
-    from train.report import report
+    from normjax.train.report import report
 
     print(report(args.run_dir, args.figures))
     return 0
 
 
 def cmd_final_test(args) -> int:
-    from train.report import report
-    from train.run import final_tests_from_params
+    from normjax.train.report import report
+    from normjax.train.run import final_tests_from_params
 
     for run_dir in args.run_dir:
         final_tests_from_params(run_dir)

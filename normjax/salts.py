@@ -1,7 +1,7 @@
 """Every salt and key tag of normjax's random streams, in one registry.
 
 Two streams drawn from the same seed or key with the same salt would draw the
-same numbers; keeping them here (and `tests/test_salts.py` checking that they
+same numbers; keeping them here (and `tests/world/test_salts.py` checking that they
 differ) prevents that.  Values are fixed: changing one changes trajectories.
 
 Hash salts, `normjax.ground.hashrand.hash_at` / `hash_uniform(seed, ..., salt)`:

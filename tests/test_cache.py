@@ -340,7 +340,7 @@ def test_train_programs_go_through_the_cache_only_with_a_directory(tmp_path, mon
     import jax.numpy as jnp
 
     from normjax import cache
-    from train.programs import cached
+    from normjax.train.programs import cached
 
     f = jax.jit(lambda x: x * 2 + 1)
     monkeypatch.setattr(cache, "_exe_dir", None)

@@ -4,8 +4,8 @@ Default tier: `programs.run` stores a program once, hits it in memory on the nex
 call, loads it whole after the memo is cleared (a new process), and keys it by the
 static arguments and the shapes; `normjax.cache._key`'s memo gives exactly the key
 computed without it.  Slow tier: the real commands twice in fresh processes with one
-fresh --cache-dir (llm-eval against the fake endpoint of tests/fake_openai.py, play
-driven over HTTP by tests/play_driver.py): the second run loads every program whole and
+fresh --cache-dir (llm-eval against the fake endpoint of normjax/testing/fake_openai.py, play
+driven over HTTP by normjax/testing/play_driver.py): the second run loads every program whole and
 writes the same files; llm-eval also equals a run without the cache (the jitted path).
 """
 
@@ -173,7 +173,7 @@ def _programs(stdout: str) -> tuple[int, int]:
 
 @pytest.mark.slow
 def test_llm_eval_twice_loads_its_programs_whole(tmp_path):
-    from tests.fake_openai import FakeOpenAI, Reply, navigator_text
+    from normjax.testing.fake_openai import FakeOpenAI, Reply, navigator_text
 
     cache_dir = tmp_path / "cache"
     runs = {}
@@ -222,7 +222,7 @@ def test_llm_eval_twice_loads_its_programs_whole(tmp_path):
 @pytest.mark.slow
 def test_play_twice_loads_its_programs_whole(tmp_path):
     pytest.importorskip("flask", reason="needs the [play] extra (Flask)")
-    from tests.play_driver import PlayServer, play
+    from normjax.testing.play_driver import PlayServer, play
 
     got = {}
     for name in ("cold", "warm"):

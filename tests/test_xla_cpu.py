@@ -63,7 +63,7 @@ def test_rolled_threefry_env_keeps_the_default_in_the_cli():
 
 
 # Slow tier: it checks the command's code generation, which the default tier does not use
-# (tests/conftest.py): at LLVM level 0 the identity reduction is executed, and XLA:CPU's
+# (normjax/testing/pytest_plugin.py): at LLVM level 0 the identity reduction is executed, and XLA:CPU's
 # flush-to-zero turns the denormal 1e-45 into 0; at XLA's default level it is removed.
 @pytest.mark.slow
 def test_computed_once_is_the_identity_and_ends_a_fusion():
@@ -104,19 +104,20 @@ def test_computed_once_is_the_identity_and_ends_a_fusion():
 
 @pytest.mark.benchmark  # two processes of benchmarks/trajectory_hash.py
 def test_the_default_tiers_compile_level_gives_the_same_trajectories():
-    """The default tier compiles at LLVM level 0 (tests/conftest.py), the `normjax` command at
+    """The default tier compiles at LLVM level 0 (normjax/testing/pytest_plugin.py), the `normjax` command at
     XLA's default: every state, step record and observation of full-step rollouts (traced
     layouts and norms, the single-layout path, the world step alone) hashes the same."""
-    from tests.conftest import FAST_COMPILE_FLAG
+    from normjax.testing.pytest_plugin import FAST_COMPILE_FLAG
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "trajectory_hash.py"
+    repo = Path(__file__).resolve().parents[1]
     hashes = {}
     for flags in ("", FAST_COMPILE_FLAG):
         env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
         if flags:
             env["XLA_FLAGS"] = flags
         res = subprocess.run(
-            [sys.executable, str(script), "--envs", "24", "--steps", "60"],
+            [sys.executable, "-m", "benchmarks.trajectory_hash", "--envs", "24", "--steps", "60"],
+            cwd=repo,
             capture_output=True,
             text=True,
             env=env,

@@ -12,7 +12,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from agents.networks import ARCHITECTURES
+from normjax.agents.networks import ARCHITECTURES
 from normjax.constants import CAPACITIES, HABIT_NAMES
 from normjax.layouts import ALL_LAYOUTS, LAYOUTS, VALIDATION_LAYOUTS
 from normjax.norms import NORMS, get_norm

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from agents.networks import action_mask, epsilon_greedy, functional, masked_argmax, masked_max
+from normjax.agents.networks import action_mask, epsilon_greedy, functional, masked_argmax, masked_max
 from normjax import constants as C
 from normjax.env.environment import NormGymEnv
 from normjax.env.episode import StepKeys, episode_step, fixed_action, start_episode
@@ -36,10 +36,10 @@ from normjax.layouts.tables import layout_id
 from normjax.world.observation import obs_size, observe
 from normjax.world.state import WorldParams, make_params
 from normjax.world.step import terminated, truncated
-from train import replay as rp
-from train.config import DQNConfig
-from train.first_layer import training_net
-from train.sharding import per_device
+from normjax.train import replay as rp
+from normjax.train.config import DQNConfig
+from normjax.train.first_layer import training_net
+from normjax.train.sharding import per_device
 
 
 @struct.dataclass
@@ -172,7 +172,7 @@ def make_train(config: DQNConfig):
         eps = epsilon_at(config, runner.step)
         action = epsilon_greedy(k_act, q, action_mask(runner.obs), eps).astype(jnp.int32)
         p = spec.params
-        # The episode API's step with this run's keys (they predate step_keys); nothing freezes in training.
+        # The episode API's step with this run's own keys (recorded runs reproduce); nothing freezes in training.
         episode, info = episode_step(
             StepKeys(k_comm, k_act, k_world), start_episode(runner.env_state), p, fixed_action(action)
         )

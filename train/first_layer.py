@@ -48,11 +48,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from agents.networks import N_PLANE, functional
+from normjax.agents.networks import N_PLANE, functional
 from normjax import constants as C
 from normjax.layouts.tables import layout_id, world_tables
 from normjax.world.observation import N_CODES, layout_plane
-from train.config import FIRST_LAYERS, DQNConfig
+from normjax.train.config import FIRST_LAYERS, DQNConfig
 
 N_CELLS = C.H * C.W
 

@@ -69,6 +69,6 @@ def load_final_params(run_dir, pop, abstract_per_member) -> tuple:
 
 def run_config(run_dir):
     """The DQNConfig a run directory was trained with."""
-    from train.config import make_config
+    from normjax.train.config import make_config
 
     return make_config(json.loads((Path(run_dir) / "config.json").read_text()))

@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 
 from normjax.cache import Program, persistent
-from train.multihost import is_multiprocess
+from normjax.train.multihost import is_multiprocess
 
-SOURCES = ("normjax", "train", "agents")  # the networks live in agents
+SOURCES = ("normjax", "normjax.train", "normjax.agents")  # the networks live in agents/
 
 
 def stores_programs() -> bool:

@@ -20,8 +20,8 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from agents.networks import ARCHITECTURES
-from train import curves as cv
+from normjax.agents.networks import ARCHITECTURES
+from normjax.train import curves as cv
 
 FAMILIES = ("access", "procedure", "coordination", "allocation")
 

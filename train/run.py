@@ -38,15 +38,15 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from normjax.norms import NORMS
 from normjax.world.observation import obs_size
 from normjax.xla_cpu import configured
-from train import evaluate as ev
-from train import probes as pb
-from train import replay as rp
-from train.config import DQNConfig
-from train.dqn import make_population
-from train.first_layer import replay_width, resumed_first_layer
-from train.multihost import is_multiprocess, is_primary, local_value, to_global, to_host
-from train.params import load_final_params, run_config, save_final_params
-from train.programs import cached, stores_programs
+from normjax.train import evaluate as ev
+from normjax.train import probes as pb
+from normjax.train import replay as rp
+from normjax.train.config import DQNConfig
+from normjax.train.dqn import make_population
+from normjax.train.first_layer import replay_width, resumed_first_layer
+from normjax.train.multihost import is_multiprocess, is_primary, local_value, to_global, to_host
+from normjax.train.params import load_final_params, run_config, save_final_params
+from normjax.train.programs import cached, stores_programs
 
 VALIDATION_SEEDS = (101, 102, 103, 104)  # 4 x 3 seen episodes = 12 per norm and layout
 ALL = "all"  # the `layout` of the validation row that pools a run's layouts

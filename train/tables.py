@@ -17,7 +17,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from train.report import FAMILIES, PAPER
+from normjax.train.report import FAMILIES, PAPER
 
 
 def _episodes(run_dirs) -> dict:

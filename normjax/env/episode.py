@@ -18,8 +18,8 @@ training episodes the newcomer is replaced, so nothing is ever frozen.
 Consumers: the protocol (`normjax.protocol.runner.run_episode`), the exporter
 (`normjax.interop.export`), the observer's interaction phase
 (`normjax.observer.interaction.learn`) and the DQN probe set
-(`train.probes`, which passes its own `StepKeys`: its stored probe sets
-predate this module), the DQN trainer (`train.dqn`, its own `StepKeys` too, so
+(`train.probes`, which passes its own `StepKeys` so that stored probe sets
+reproduce), the DQN trainer (`train.dqn`, its own `StepKeys` too, so
 recorded training runs reproduce), and the LLM batch runner (`normjax.llm.batch`, with the
 host's action as a `fixed_action` newcomer).
 
@@ -27,7 +27,7 @@ host's action as a `fixed_action` newcomer).
 key: the caller chooses the action, so the env splits its key in two,
 ``k_comm, k_world = split(key)``, and uses the default community.  It equals
 `episode_step(StepKeys(k_comm, k_comm, k_world), start_episode(state), params,
-fixed_action(action))` (tested, tests/test_env_jit.py); a protocol step
+fixed_action(action))` (tested, tests/env/test_env_jit.py); a protocol step
 with key k is `episode_step(k, ...)` with the scenario community.
 """
 

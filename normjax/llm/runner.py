@@ -129,7 +129,7 @@ async def run_protocol_async(
     mode, ...) are stored in ``run.json`` and checked on resume (`allow_mixed_endpoint`:
     `normjax.llm.transcripts.check_run`).  `distractor` / `distractor_share`: see the
     module docstring (default off).  `lockstep`: every episode of a stage waits for the
-    whole step's replies (the former schedule; same results for the same replies).
+    whole step's replies (same results for the same replies; a simpler schedule to reason about).
     """
     ids = resolve_norms(norms)
     if not ids:

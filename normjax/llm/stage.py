@@ -10,7 +10,7 @@ next step's view and packing) for every row that is ready, with a mask that
 holds the rest: one compiled program of a fixed batch shape, each row with
 the key of its own step, so a row's trajectory never depends on which others
 stepped with it.  A synchronous agent is called once for all turns, and with
-``lockstep`` every row waits for the whole step (the former schedule).
+``lockstep`` every row waits for the whole step.
 Memory entries, sanction counts and finished-episode metrics come from the
 same packed arrays; the
 full states and step infos are transferred only when transcripts are written

@@ -7,7 +7,7 @@ step.  Here a host-side table gives each cell's index on each path of each
 layout, so the same three fields (`queue_src`, `queue_held`, `queue_tail`,
 docs/world.md §7.3) come from one `[16, K]` gather and a `[16, K, 7]` one-hot.
 `fast_context` returns `context(...)` with these fields replaced (XLA drops
-the unused original computation).  tests/test_observer.py checks the fields
+the unused original computation).  tests/observer/test_observer.py checks the fields
 equal `context`'s on random rollouts of every layout.
 """
 

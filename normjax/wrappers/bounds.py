@@ -14,7 +14,7 @@ from the features' definitions:
   3), up to two cells from where it started (e.g. (0, 2) straight on, (1, 1) to a
   side); a pushed stationary agent moves one cell; entry and exit change nothing.
 
-`tests/test_conformance.py` samples observations of every capacity (including
+`tests/wrappers/test_conformance.py` samples observations of every capacity (including
 scenes where every agent moves at random, so pushes are frequent) and checks them
 against these bounds, and that the last-move entries do reach 2.
 """

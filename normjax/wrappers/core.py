@@ -21,7 +21,7 @@ from normjax.world.step import StepInfo
 
 # Salt of the auto-reset key: `jax.random.fold_in(step_key, RESET_SALT)`.  The step
 # key itself goes to the wrapped step untouched, so an auto-reset environment steps
-# exactly like the bare one until an episode ends (tests/test_gymnasium.py replays the
+# exactly like the bare one until an episode ends (tests/wrappers/test_gymnasium.py replays the
 # vector env with the bare env), and the reset draws from a key derived by hashing,
 # not one of the step's own splits.
 RESET_SALT = salts.AUTO_RESET  # normjax.salts

@@ -1,0 +1,1 @@
+"""Records of past A/B decisions: each script measured one design choice (its docstring says which and what was decided); docs/history/speed.md cites their results in benchmarks/experiments/results/. Run from the repository root: python -m benchmarks.experiments.NAME."""

@@ -1,0 +1,8 @@
+"""Test doubles shared by the tests and the benchmarks, importable from the installed package.
+
+`fake_openai`: a scripted OpenAI-compatible server (fault and latency injection);
+`fault_replay`: replaying a faulty LLM run's errored decisions; `scenario_checker`: an
+independent check (own map reader, own norm rules) that no static-norm test episode can be
+passed by accident; `dynamic_check`: norm-blind newcomers run on the dynamic norms' episodes;
+`play_driver`: a `normjax play` server driven over HTTP. Nothing in normjax imports this package.
+"""
