@@ -62,14 +62,23 @@ def test_rolled_threefry_env_keeps_the_default_in_the_cli():
     assert out["cli"][:3] == out["plain"] and out["cli"][3] is False
 
 
-# Slow tier: it checks the command's code generation, which the default tier does not use
-# (normjax/testing/pytest_plugin.py): at LLVM level 0 the identity reduction is executed, and XLA:CPU's
-# flush-to-zero turns the denormal 1e-45 into 0; at XLA's default level it is removed.
+# The command's code generation, which the tests do not use (normjax/testing/pytest_plugin.py):
+# at LLVM level 0 the identity reduction is executed, and XLA:CPU's flush-to-zero turns the
+# denormal 1e-45 into 0; at XLA's default level it is removed. So it runs in a fresh process
+# at XLA's default level.
 @pytest.mark.slow
 def test_computed_once_is_the_identity_and_ends_a_fusion():
     """Values (incl. NaN, infinities, -0.0, extreme ints, bools) pass unchanged,
     under jit and vmap; in the compiled program the random bits are hashed in
     their own fusion, not inside the consumer that reads each one K times."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    code = "from tests.test_xla_cpu import check_computed_once_at_the_default_level as f; f()"
+    repo = Path(__file__).resolve().parents[1]
+    res = subprocess.run([sys.executable, "-c", code], cwd=repo, env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+
+
+def check_computed_once_at_the_default_level():
     import jax
     import jax.numpy as jnp
 

@@ -22,18 +22,20 @@ from normjax.xla_cpu import configure
 NEEDS_SLOW_TIER = ("training", "distributed", "notebook", "benchmark", "full_protocol", "browser")
 
 
-# The default tier compiles far more than it runs, and LLVM's optimisation is most of an
-# XLA:CPU compile: its programs are built at LLVM level 0 (the same HLO; full-step
-# trajectories hash the same, tests/test_xla_cpu.py's slow test; 10 min 35 s -> 8 min 18 s
-# on 2026-12-06).  One difference: an identity operation that level 3 removes is executed,
-# and XLA:CPU flushes a denormal input to 0 (test_computed_once_is_the_identity... is in the
-# slow tier for that).  The slow tier keeps XLA's default, as the `normjax` command does.
+# The tests compile far more than they run, and LLVM's optimisation is most of an XLA:CPU
+# compile: both tiers build their programs at LLVM level 0 (the same HLO; full-step
+# trajectories hash the same, tests/test_xla_cpu.py's slow test), and since the level is part
+# of a program's cache key, the slow tier then loads from the shared cache every program the
+# default tier compiled.  One difference: an identity operation that level 3 removes is
+# executed, and XLA:CPU flushes a denormal input to 0 (test_computed_once_is_the_identity...
+# checks the command's level in a process of its own).  The `normjax` command keeps XLA's
+# default.  Subprocesses the tests start inherit the flag; an XLA_FLAGS that names a level wins.
 FAST_COMPILE_FLAG = "--xla_backend_optimization_level=0"
 
 
 def pytest_configure(config):
     flags = os.environ.get("XLA_FLAGS", "")
-    if (config.getoption("markexpr", "") or "").strip() == "not slow" and "xla_backend_optimization_level" not in flags:
+    if "xla_backend_optimization_level" not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} {FAST_COMPILE_FLAG}".strip()  # read when the CPU backend starts
     cache_dir = Path(os.environ.get("NORMJAX_TEST_CACHE", config.rootpath / ".jax_cache"))
     jax.config.update("jax_compilation_cache_dir", str(cache_dir))
@@ -42,6 +44,32 @@ def pytest_configure(config):
     atomic_cache_writes()
     # The programs the `normjax` command compiles (and no slower): normjax/xla_cpu.py.
     configure()
+
+
+_recorder = None  # normjax.testing.timing.Recorder when NORMJAX_TEST_TIMING names a folder
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    yield from _timed(item, "setup")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    yield from _timed(item, "call")
+
+
+def _timed(item, when):
+    global _recorder
+    if _recorder is None and os.environ.get("NORMJAX_TEST_TIMING"):
+        from normjax.testing.timing import recorder_from_env
+
+        _recorder = recorder_from_env()
+    if _recorder is not None:
+        _recorder.start(item.nodeid, when)
+    yield
+    if _recorder is not None:
+        _recorder.stop()
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
