@@ -437,3 +437,29 @@ def cmd_llm_beliefs(args) -> int:
     print(format_summary(result))
     print(f"wrote {out / 'beliefs.json'} and {', '.join(result['figures'])}")
     return 0
+
+
+def cmd_table(args) -> int:
+    """Exit 2 (with what differs) when the results ran different protocols and --allow-mixed is not given."""
+    from normjax.results.table import table_text
+
+    if args.resamples < 100:
+        raise ValueError(f"--resamples {args.resamples}: at least 100 (the default is 2000)")
+    text = table_text(
+        args.results,
+        by=args.by or "table1",
+        fmt=args.fmt,
+        paper=args.paper,
+        compare=[tuple(c) for c in args.compare],
+        holm=args.holm,
+        allow_mixed=args.allow_mixed,
+        figures_dir=args.figures,
+        seed=args.seed,
+        n_resamples=args.resamples,
+    )
+    print(text)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    return 0
+

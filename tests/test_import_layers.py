@@ -32,7 +32,7 @@ LAYERS = (
         "normjax.cache",
         "normjax.compile_afresh",
     ),
-    ("normjax.layouts",),
+    ("normjax.layouts", "normjax.results"),  # results: Table 1 readers and statistics, numpy only
     ("normjax.ground",),  # numeric and geometric utilities: moves, run_where, hashed draws, ranking
     ("normjax.norms",),
     ("normjax.world",),

@@ -1,0 +1,8 @@
+"""`normjax table`: one Table 1 over every result kind normjax writes, with honest uncertainty.
+
+`readers` (evaluate JSON, DQN runs, llm-eval runs, play studies -> `records.Result`),
+`stats` (cluster bootstrap over norms, paired sign-flip test, Holm; numpy only),
+`cells` (a result's cells and paired comparisons), `render` (markdown, csv, LaTeX,
+JSON), `figures` (matplotlib), `paper` (the paper's published numbers), `table`
+(the command's body).  Nothing here imports JAX.  Method: docs/results.md.
+"""
