@@ -525,6 +525,7 @@ def build_parser() -> argparse.ArgumentParser:
     tb.add_argument(
         "--allow-mixed", action="store_true", help="tabulate results of different protocols, their rows marked *"
     )
+    tb.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="only these norms' episodes, in every row")
     tb.add_argument("--figures", default=None, metavar="DIR", help="also write the figures into DIR")
     tb.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the sign flips")
     tb.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples and sign flips per cell")

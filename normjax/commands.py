@@ -135,6 +135,10 @@ def cmd_train(args) -> int:
     )
     if is_primary():
         print(report(out))
+        if all("results" in r for r in results):  # the run among the reference rows (normjax.results)
+            from normjax.results.after_train import closing_table
+
+            print(closing_table(out))
         _print_programs()
     return 0 if all("results" in r or "stopped_at" in r for r in results) else 1
 
@@ -456,10 +460,10 @@ def cmd_table(args) -> int:
         figures_dir=args.figures,
         seed=args.seed,
         n_resamples=args.resamples,
+        norms=args.norms,
     )
     print(text)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text + "\n", encoding="utf-8")
     return 0
-

@@ -129,3 +129,19 @@ def test_holm_by_hand():
     got = holm([0.01, 0.04, 0.03, np.nan])
     # sorted 0.01, 0.03, 0.04 -> 3 x 0.01, 2 x 0.03, max(0.06, 1 x 0.04)
     assert got[:3] == pytest.approx([0.03, 0.06, 0.06]) and np.isnan(got[3])
+
+
+def test_a_difference_equal_in_every_norm_gets_the_rows_intervals_combined():
+    """Row a at 0% and row b at 100% in every norm: no bootstrap spread, yet not a certain -100."""
+    d = paired_difference(np.zeros(150), np.ones(150), NORM, STRATUM, np.random.default_rng(0))
+    bound = 0.025 ** (1 / 50)  # row b's lower bound, exact with the 50 norms as trials; row a's upper is 1 - bound
+    assert d["diff"] == -1.0 and d["low"] == -1.0 and d["high"] == pytest.approx((1 - bound) - bound)
+    assert d["p"] < 0.001
+
+
+def test_one_norm_per_family_is_resampled_across_families():
+    """A run on one norm per family (configs/cpu_default): lone strata are pooled, so the overall
+    interval has spread instead of collapsing to the point."""
+    y = np.array([1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0.0])
+    c = cell_interval(y, np.repeat([0, 1, 2, 3], 3), np.repeat([0, 1, 2, 3], 3), np.random.default_rng(0))
+    assert c["mean"] == pytest.approx(4 / 12) and c["low"] < c["mean"] < c["high"]

@@ -228,3 +228,20 @@ def test_committed_1m_dqn_mlp_rows_match_the_recorded_tables():
     assert round(cell[("unseen", "overall", "joint")]["mean"], 1) == 0.7
     assert cell[("seen", "overall", "joint")]["clusters"] == 50
     assert cell[("seen", "overall", "joint")]["low"] < 19.3 < cell[("seen", "overall", "joint")]["high"]
+
+
+def test_the_closing_table_of_train_sets_a_run_among_the_committed_rows(tmp_path):
+    from normjax.results.after_train import closing_table
+
+    text = closing_table(dqn_run(tmp_path))  # two norms: forbidden_zone_q, group_doors_cab
+    assert "on its 2 norm(s)" in text
+    for label in ("DQN-MLP sparse_penalty (cpu_test)", "oracle", "blind", "DQN-MLP sparse_penalty 1M"):
+        assert f"| {label} | seen |" in text
+    # one norm per family here: those cells resample the norm's episodes, not a lone norm
+    assert "| DQN-MLP dense 1M | seen | 33.3 [0.0, " in text
+    assert (
+        "DQN-MLP sparse_penalty (cpu_test): 20,000 transitions per run; the committed 1M DQN-MLP runs reached" in text
+    )
+    empty = tmp_path / "bare"
+    empty.mkdir()
+    assert "not here" in closing_table(dqn_run(tmp_path, "again"), repo=empty)

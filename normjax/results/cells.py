@@ -6,7 +6,8 @@ norm.  Family and overall cells resample norms (overall: within families);
 a one-norm cell resamples the level below the norm: its seeds or
 participants where there are several, else its episodes (`cell_clusters`).
 Every cell draws from its own generator, seeded by the table seed and the
-cell's name, so a row's intervals do not change when other rows are added.
+cell's place (condition, group, metric), not by the row: a row's intervals do
+not change when other rows are added or when it is relabelled.
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ def _scale(metric: str) -> float:
 
 
 def cell_clusters(result: Result, sel: np.ndarray, by: str) -> tuple[np.ndarray, np.ndarray | None, str]:
-    """(cluster of each selected episode, its stratum or None, what a cluster is)."""
+    """(cluster of each selected episode, its stratum or None, what a cluster is).
+
+    A family or overall cell holding one norm only is resampled like a one-norm cell."""
     norms = result.column("norm")[sel]
-    if by != "norm":
+    if by != "norm" and len(set(norms.tolist())) > 1:
         return norms, result.column("family")[sel], "norms"
     units = result.column("unit")[sel]
     if len(set(units.tolist())) > 1:
@@ -60,7 +63,7 @@ def result_cells(
             clusters, strata, unit = cell_clusters(result, sel, by)
             for metric in metrics:
                 values = result.column(metric)[sel]
-                rng = cell_rng(seed, result.label, cond, group, metric)
+                rng = cell_rng(seed, cond, group, metric)
                 c = stats.cell_interval(values, clusters, strata, rng, n_resamples, proportion=metric in PERCENT)
                 k = _scale(metric)
                 out.append(
@@ -112,8 +115,10 @@ def compare(a: Result, b: Result, metrics=SUCCESS, seed: int = 0, n_resamples: i
                 sel = (cond == c) & ((fam == group) | (group == "overall"))
                 if not sel.any():
                     continue
-                rng = cell_rng(seed, a.label, b.label, c, group, metric)
-                d = stats.paired_difference(va[sel], vb[sel], norm[sel], fam[sel], rng, n_resamples)
+                rng = cell_rng(seed, c, group, metric)
+                d = stats.paired_difference(
+                    va[sel], vb[sel], norm[sel], fam[sel], rng, n_resamples, proportion=metric in PERCENT
+                )
                 k = _scale(metric)
                 out.append(
                     dict(

@@ -188,7 +188,8 @@ def read(source: str) -> list[Result]:
     if label is not None:
         if len(results) > 1:
             raise ValueError(f"{source}: LABEL= names one result, but {path} holds {len(results)}")
-        results[0].label = label
+        old, results[0].label = results[0].label, label
+        results[0].notes = [n.replace(old, label) for n in results[0].notes]
     return results
 
 

@@ -124,7 +124,7 @@ def _p(p: float) -> str:
 def _protocol_value(result, key: str) -> str:
     value = result.fingerprint.get(key)
     if value is None:
-        return "none (does not learn in one)" if key == "interaction_steps" else "not recorded"
+        return "none (no interaction phase)" if key == "interaction_steps" else "not recorded"
     return str(value)
 
 

@@ -44,11 +44,21 @@ def build(
     allow_mixed: bool = False,
     seed: int = 0,
     n_resamples: int = RESAMPLES,
+    norms=None,
 ) -> dict:
-    """{results, cells, comparisons, marks, notes}: everything the renderers and figures need."""
+    """{results, cells, comparisons, marks, notes}: everything the renderers and figures need.
+
+    `norms`: keep only these norms' episodes in every result (e.g. to set a run on a few
+    norms beside full-protocol rows); a result left without episodes is an error."""
     if by not in VIEWS:
         raise ValueError(f"--by {by!r}: allowed {', '.join(VIEWS[1:])} (default: the Table 1 layout)")
     results = read_all(sources)
+    if norms is not None:
+        keep = set(norms)
+        for r in results:
+            r.records = [x for x in r.records if x["norm"] in keep]
+            if not r.records:
+                raise ValueError(f"{r.label}: none of the norms {sorted(keep)} in it")
     diff = incompatibilities(results)
     notes = [n for r in results for n in r.notes]
     marks = {}
@@ -84,10 +94,11 @@ def table_text(
     figures_dir=None,
     seed: int = 0,
     n_resamples: int = RESAMPLES,
+    norms=None,
 ) -> str:
     if fmt not in FORMATS:
         raise ValueError(f"--format {fmt!r}: allowed {', '.join(FORMATS)}")
-    t = build(sources, by, compare, holm, allow_mixed, seed, n_resamples)
+    t = build(sources, by, compare, holm, allow_mixed, seed, n_resamples, norms)
     labels = [r.label for r in t["results"]]
     if by == "table1":
         grids = [R.table1_grid(t["cells"], labels, t["marks"], paper), R.secondary_grid(t["cells"], labels, t["marks"])]
