@@ -60,7 +60,8 @@ def test_one_table_over_every_kind_of_result_and_the_refusal(tmp_path, capsys):
         for cond in ("seen", "unseen"):
             c = overall[(label, cond, "joint")]
             assert c["low"] <= c["mean"] <= c["high"], c
-    assert overall[("fake", "seen", "joint")]["clusters"] == 1  # one norm
+    one_norm = overall[("fake", "seen", "joint")]  # one norm: its three episodes are resampled
+    assert (one_norm["clusters"], one_norm["unit"]) == (3, "episodes")
 
     capsys.readouterr()
     assert main(["table", *sources, f"short={tmp_path / 'llm_short'}"]) == 2

@@ -139,14 +139,16 @@ def incompatibilities(results: list[Result]) -> list[str]:
 
 
 def odd_ones(results: list[Result]) -> set[str]:
-    """Labels whose fingerprint differs from the first result's on a field both recorded (`--allow-mixed` marks)."""
-    ref = results[0].fingerprint
+    """Labels (`--allow-mixed` marks them) whose recorded value of some fingerprint field differs
+    from the most common recorded value of that field (on a tie, the first row's)."""
     out = set()
-    for r in results[1:]:
-        for key in FINGERPRINT:
-            a, b = ref.get(key), r.fingerprint.get(key)
-            if a is not None and b is not None and a != b:
-                out.add(r.label)
+    for key in FINGERPRINT:
+        recorded = [(r.label, r.fingerprint.get(key)) for r in results if r.fingerprint.get(key) is not None]
+        values = [v for _, v in recorded]
+        if len(set(map(repr, values))) < 2:
+            continue
+        common = max(values, key=lambda v: (values.count(v), -values.index(v)))
+        out |= {label for label, v in recorded if v != common}
     return out
 
 

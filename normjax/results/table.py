@@ -67,10 +67,10 @@ def build(
             raise IncompatibleResults(
                 "these results ran different protocols and do not belong in one table:\n  "
                 + "\n  ".join(diff)
-                + "\n(--allow-mixed puts them together and marks the rows that differ from the first with *)"
+                + "\n(--allow-mixed puts them together and marks with * the rows that differ from the most common protocol)"
             )
         marks = {label: " *" for label in odd_ones(results)}
-        notes.append("* ran another protocol than the first row: " + "; ".join(diff))
+        notes.append("* ran another protocol than most rows: " + "; ".join(diff))
     metrics = SUCCESS + (SECONDARY if by == "table1" else ())
     cells = [
         c for r in results for c in C.result_cells(r, "norm" if by == "norm" else "family", metrics, seed, n_resamples)
