@@ -32,7 +32,7 @@ LAYERS = (
         "normjax.cache",
         "normjax.compile_afresh",
     ),
-    ("normjax.layouts", "normjax.results"),  # results: Table 1 readers and statistics, numpy only
+    ("normjax.layouts",),
     ("normjax.ground",),  # numeric and geometric utilities: moves, run_where, hashed draws, ranking
     ("normjax.norms",),
     ("normjax.world",),
@@ -41,7 +41,7 @@ LAYERS = (
     ("normjax.protocol", "normjax.registration"),
     ("normjax.interop", "normjax.observer", "normjax"),  # `normjax`: the package's own __init__ (make, lazy names)
     ("normjax.llm", "normjax.wrappers"),
-    ("normjax.finetune", "normjax.play"),
+    ("normjax.finetune", "normjax.play", "normjax.results"),  # results: normjax table (reads finetune-eval)
     ("normjax.cli", "normjax.commands", "normjax.finetune.command"),  # the command line
 )
 CLI_LAYER = len(LAYERS) - 1

@@ -213,9 +213,10 @@ def test_figures_are_written(tmp_path):
         assert (tmp_path / "figs" / name).stat().st_size > 1000 and name in text
 
 
-def test_finetune_metrics_are_refused_with_a_reason(tmp_path):
-    f = _write(tmp_path / "metrics.json", dict(tasks={"norm_selection": {"n": 3, "accuracy": 1.0}}, score=1.0))
-    with pytest.raises(ValueError, match="Table A5"):
+def test_a_finetune_eval_output_without_its_records_file_is_refused(tmp_path):
+    metrics = dict(data=str(tmp_path / "gone.jsonl"), tasks={"norm_selection": {"n": 3, "accuracy": 1.0}}, score=1.0)
+    f = _write(tmp_path / "ft" / "metrics.json", metrics)
+    with pytest.raises(ValueError, match="gone.jsonl"):
         read(str(f))
 
 

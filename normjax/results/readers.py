@@ -10,6 +10,8 @@
   ``population.json`` are the level below the norm;
 * an ``llm-eval`` run directory (``run.json`` + ``results.json`` with
   ``meta.model``);
+* a ``finetune-eval`` output (``metrics.json`` + ``replies.jsonl``): a Table A5
+  row (`normjax.results.table_a5`), not a Table 1 one;
 * a ``play`` study directory (participant folders ``<id>/run.json`` with
   ``policy: "human"``): every complete participant (a ``results.json`` with
   six test episodes per norm), participants as the level below the norm;
@@ -26,6 +28,7 @@ from pathlib import Path
 from normjax.cli_names import OBSERVER_NAMES
 from normjax.constants import INTERACTION_STEPS, TEST_STEPS
 from normjax.results.records import Result, merge, record
+from normjax.results.table_a5 import is_finetune_output, read_finetune
 
 DQN_TEST_SEED = 0  # train.run.write_final_tests: the canonical protocol, seed 0
 TESTS_PER_NORM = 6  # 3 seen + 3 unseen
@@ -154,18 +157,15 @@ def read_play(path: Path) -> Result:
     return Result(label, "play", [str(path)], next(iter(fps.values())), records, notes)
 
 
-def _read_path(path: Path) -> list[Result]:
+def _read_path(path: Path) -> list:
     if not path.exists():
         raise ValueError(f"{path}: no such file or directory")
+    if is_finetune_output(path):
+        return [read_finetune(path)]
     if path.is_file():
         data = _load(path)
         if isinstance(data, dict) and "episodes" in data and "policy" in (data.get("meta") or {}):
             return [read_evaluate(path, data)]
-        if isinstance(data, dict) and "tasks" in data and "score" in data:
-            raise ValueError(
-                f"{path}: a finetune-eval metrics file (Table A5 accuracies) has no test episodes; "
-                "normjax table reads Table 1 results"
-            )
         raise ValueError(f"{path}: not a normjax evaluate JSON file (episodes and meta.policy)")
     run_json = path / "run.json"
     if run_json.is_file():
@@ -184,18 +184,26 @@ def read(source: str) -> list[Result]:
     label, path = None, source
     if "=" in source and not Path(source).exists():
         label, path = source.split("=", 1)
-    results = merge(_read_path(Path(path)))
+    found = _read_path(Path(path))
+    results = merge([r for r in found if isinstance(r, Result)]) + [r for r in found if not isinstance(r, Result)]
     if label is not None:
         if len(results) > 1:
             raise ValueError(f"{source}: LABEL= names one result, but {path} holds {len(results)}")
         old, results[0].label = results[0].label, label
-        results[0].notes = [n.replace(old, label) for n in results[0].notes]
+        if isinstance(results[0], Result):
+            results[0].notes = [n.replace(old, label) for n in results[0].notes]
     return results
 
 
-def read_all(sources) -> list[Result]:
-    """Every source's results; results with the same label pooled (`records.merge`)."""
-    return merge([r for s in sources for r in read(s)])
+def read_all(sources) -> list:
+    """Every source's results; Table 1 results with the same label pooled (`records.merge`),
+    then the finetune-eval results (`normjax.results.table_a5`), whose labels must differ."""
+    found = [r for s in sources for r in read(s)]
+    a5 = [r for r in found if not isinstance(r, Result)]
+    labels = [r.label for r in a5]
+    if len(set(labels)) < len(labels):
+        raise ValueError(f"finetune-eval results with the same label: {labels}; give them their own (LABEL=PATH)")
+    return merge([r for r in found if isinstance(r, Result)]) + a5
 
 
 __all__ = ["read", "read_all", "read_dqn_run", "read_evaluate", "read_llm", "read_play"]

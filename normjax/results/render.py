@@ -193,7 +193,7 @@ def render(grids: list[dict], fmt: str, notes: list[str] = ()) -> str:
     raise ValueError(f"format {fmt!r}: allowed markdown, csv, latex, json")
 
 
-def to_json(results, cells, comparisons, marks, notes) -> str:
+def to_json(results, cells, comparisons, marks, notes, finetune=(), a5=()) -> str:
     payload = dict(
         rows=[
             dict(
@@ -210,6 +210,8 @@ def to_json(results, cells, comparisons, marks, notes) -> str:
         ],
         cells=cells,
         comparisons=comparisons,
+        finetune=[dict(label=r.label, sources=r.sources, records=len(r.hit)) for r in finetune],
+        finetune_cells=list(a5),
         notes=list(notes),
     )
     return json.dumps(_nan_to_none(payload), indent=1)  # NaN (a metric never defined) as null

@@ -15,8 +15,9 @@ from normjax.cli_names import TABLE_FORMATS, TABLE_VIEWS
 from normjax.results import cells as C
 from normjax.results import render as R
 from normjax.results.readers import read_all
-from normjax.results.records import SECONDARY, SUCCESS, incompatibilities, odd_ones
+from normjax.results.records import SECONDARY, SUCCESS, Result, incompatibilities, odd_ones
 from normjax.results.stats import RESAMPLES
+from normjax.results.table_a5 import a5_cells, a5_grid
 
 VIEWS = ("table1",) + TABLE_VIEWS
 FORMATS = TABLE_FORMATS
@@ -52,7 +53,9 @@ def build(
     norms beside full-protocol rows); a result left without episodes is an error."""
     if by not in VIEWS:
         raise ValueError(f"--by {by!r}: allowed {', '.join(VIEWS[1:])} (default: the Table 1 layout)")
-    results = read_all(sources)
+    found = read_all(sources)
+    results = [r for r in found if isinstance(r, Result)]
+    finetune = [r for r in found if not isinstance(r, Result)]
     if norms is not None:
         keep = set(norms)
         for r in results:
@@ -80,7 +83,10 @@ def build(
         comparisons += C.compare(_find(results, a), _find(results, b), SUCCESS, seed, n_resamples)
     if holm and comparisons:
         C.add_holm(comparisons)
-    return dict(results=results, cells=cells, comparisons=comparisons, marks=marks, notes=notes)
+    a5 = [c for r in finetune for c in a5_cells(r, seed, n_resamples)]
+    return dict(
+        results=results, cells=cells, comparisons=comparisons, marks=marks, notes=notes, finetune=finetune, a5=a5
+    )
 
 
 def table_text(
@@ -100,7 +106,10 @@ def table_text(
         raise ValueError(f"--format {fmt!r}: allowed {', '.join(FORMATS)}")
     t = build(sources, by, compare, holm, allow_mixed, seed, n_resamples, norms)
     labels = [r.label for r in t["results"]]
-    if by == "table1":
+    grids = []
+    if not labels:
+        pass
+    elif by == "table1":
         grids = [R.table1_grid(t["cells"], labels, t["marks"], paper), R.secondary_grid(t["cells"], labels, t["marks"])]
     elif by == "family":
         grids = [R.family_grid(t["cells"], labels, t["marks"], paper)]
@@ -108,14 +117,17 @@ def table_text(
         grids = [R.norm_grid(t["cells"], labels, t["marks"])]
     if t["comparisons"]:
         grids.append(R.compare_grid(t["comparisons"]))
-    grids.append(R.fingerprint_grid(t["results"], t["marks"]))
+    if labels:
+        grids.append(R.fingerprint_grid(t["results"], t["marks"]))
+    if t["finetune"]:
+        grids.append(a5_grid(t["finetune"], t["a5"]))
     notes = list(t["notes"])
-    if figures_dir is not None:
+    if figures_dir is not None and labels:
         from normjax.results.figures import write_figures
 
         notes += [f"wrote {p}" for p in write_figures(t, figures_dir)]
     if fmt == "json":
-        return R.to_json(t["results"], t["cells"], t["comparisons"], t["marks"], notes)
+        return R.to_json(t["results"], t["cells"], t["comparisons"], t["marks"], notes, t["finetune"], t["a5"])
     return R.render(grids, fmt, notes)
 
 
