@@ -246,3 +246,13 @@ def test_the_closing_table_of_train_sets_a_run_among_the_committed_rows(tmp_path
     empty = tmp_path / "bare"
     empty.mkdir()
     assert "not here" in closing_table(dqn_run(tmp_path, "again"), repo=empty)
+
+
+def test_bad_norms_and_paper_per_norm_are_refused(tmp_path):
+    f = str(evaluate_file(tmp_path, "oracle"))
+    with pytest.raises(ValueError, match="'no_such_norm'.*forbidden_zone_q"):
+        table_text([f], norms=["no_such_norm"])
+    with pytest.raises(ValueError, match="per-norm"):
+        table_text([f], by="norm", paper=True)
+    text = table_text([f], by="norm", norms=["group_doors_cab"])
+    assert "| oracle | group_doors_cab | 3 episodes |" in text and "forbidden_zone_q" not in text

@@ -57,7 +57,9 @@ def build(
     results = [r for r in found if isinstance(r, Result)]
     finetune = [r for r in found if not isinstance(r, Result)]
     if norms is not None:
-        keep = set(norms)
+        keep, known = set(norms), {n for r in results for n in r.norms}
+        if keep - known:
+            raise ValueError(f"--norms {sorted(keep - known)}: in no result; the results' norms: {sorted(known)}")
         for r in results:
             r.records = [x for x in r.records if x["norm"] in keep]
             if not r.records:
@@ -104,6 +106,10 @@ def table_text(
 ) -> str:
     if fmt not in FORMATS:
         raise ValueError(f"--format {fmt!r}: allowed {', '.join(FORMATS)}")
+    if paper and by == "norm":
+        raise ValueError(
+            "--paper with --by norm: the paper publishes no per-norm rows (use the Table 1 or family view)"
+        )
     t = build(sources, by, compare, holm, allow_mixed, seed, n_resamples, norms)
     labels = [r.label for r in t["results"]]
     grids = []
