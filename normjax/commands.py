@@ -199,6 +199,8 @@ def cmd_evaluate(args) -> int:
     result = evaluate(
         policy, norms=norms, seed=args.seed, capacity=args.capacity, timing=timing, program_key=key, **distractor
     )
+    from normjax.protocol.stamp import protocol_stamp
+
     result["meta"] = dict(
         policy=args.policy,
         seed=args.seed,
@@ -207,6 +209,7 @@ def cmd_evaluate(args) -> int:
         **extra,
         **distractor,
         **{k: round(v, 3) if isinstance(v, float) else v for k, v in timing.items()},
+        **protocol_stamp(),  # the scenario tables' hash and the code version (normjax table)
     )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

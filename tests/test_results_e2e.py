@@ -53,6 +53,8 @@ def test_one_table_over_every_kind_of_result_and_the_refusal(tmp_path, capsys):
         "fake",
         "human (1 participant)",
     ]
+    fps = {r["label"]: r["fingerprint"] for r in payload["rows"]}  # new results carry the scenario tables' hash
+    assert fps["fake"]["scenario_hash"] == fps["human (1 participant)"]["scenario_hash"] is not None
     kinds = {r["label"]: r["kind"] for r in payload["rows"]}
     assert kinds["fake"] == "llm" and kinds["human (1 participant)"] == "play" and kinds["bayes_map"] == "observer"
     overall = {(c["label"], c["condition"], c["metric"]): c for c in payload["cells"] if c["group"] == "overall"}

@@ -4,6 +4,7 @@ them, the refusal of mixed protocols, pooling, comparisons and formats (no JAX, 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,26 @@ def test_bad_norms_and_paper_per_norm_are_refused(tmp_path):
         table_text([f], by="norm", paper=True)
     text = table_text([f], by="norm", norms=["group_doors_cab"])
     assert "| oracle | group_doors_cab | 3 episodes |" in text and "forbidden_zone_q" not in text
+
+
+def test_another_scenario_table_is_refused_but_another_commit_is_not(tmp_path):
+    def stamped(name, scenario, code):
+        f = evaluate_file(tmp_path, name)
+        data = json.loads(f.read_text())
+        data["meta"].update(scenario_hash=scenario, code_version=code)
+        f.write_text(json.dumps(data))
+        return str(f)
+
+    a, b = stamped("oracle", "aaaa", "0.1.0+1"), stamped("blind", "aaaa", "0.1.0+2")
+    assert (
+        "| blind | evaluate | 2 | 1 | 0 | 10 | 100 | none (no interaction phase) | none | 0.0 | aaaa | 0.1.0+2 |"
+        in (table_text([a, b]))
+    )
+    with pytest.raises(IncompatibleResults, match="scenario_hash: oracle = 'aaaa', random = 'bbbb'"):
+        table_text([a, stamped("random", "bbbb", "0.1.0+1")])
+
+
+def test_the_stamp_names_the_package_version():
+    """normjax.protocol.stamp.VERSION (its module imports JAX; read as text here) = normjax.__version__."""
+    version = lambda path, name: re.search(rf'^{name} = "([^"]+)"', (ROOT / path).read_text(), re.M)[1]
+    assert version("normjax/protocol/stamp.py", "VERSION") == version("normjax/__init__.py", "__version__")

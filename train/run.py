@@ -36,6 +36,7 @@ import orbax.checkpoint as ocp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from normjax.norms import NORMS
+from normjax.protocol.stamp import protocol_stamp
 from normjax.world.observation import obs_size
 from normjax.xla_cpu import configured
 from train import evaluate as ev
@@ -437,6 +438,7 @@ def write_final_tests(pop, q_params_per_member, out: Path, train_s: float | None
         "n_runs": len(pop.rows),
         "results": summary,
         "episodes": episodes,
+        "protocol": protocol_stamp(),  # the scenario tables' hash and the code version (normjax table)
     }
     if is_primary():
         (out / "results.json").write_text(json.dumps(payload, indent=2))

@@ -101,7 +101,9 @@ def read_dqn_run(run: Path) -> list[Result]:
                     raise ValueError(f"{run}: results.json and population.json disagree on run {k}'s norm")
                 records.append(record(row, unit))
             meta = dict(
-                seed=DQN_TEST_SEED, **{k: config.get(k) for k in ("capacity", "distractor", "distractor_share")}
+                seed=DQN_TEST_SEED,
+                **{k: config.get(k) for k in ("capacity", "distractor", "distractor_share")},
+                **(data.get("protocol") or {}),  # scenario hash and code version, where recorded
             )
             fp = _fingerprint(meta, interaction=None)  # a DQN trains instead of interacting
             label = f"DQN-{arch.upper()} {cond} ({config.get('name', run.name)})"

@@ -10,9 +10,10 @@ community agent) are NaN.
 
 Two results belong in one table only if their protocols agree
 (`incompatibilities`): the protocol seed (which fixes the test episodes),
-the capacity K, the test-episode length, the distractor settings, and the
-interaction-phase length of results that learn from one; a field a result
-did not record (None) is not compared.
+the capacity K, the test-episode length, the distractor settings, the
+interaction-phase length of results that learn from one, and the scenario
+tables' hash (`normjax.protocol.stamp`); a field a result did not record
+(None) is not compared.  The code version is shown, not compared.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ SECONDARY = ("path_length", "collision", "community_path_length", "community_wel
 FIELDS = ("norm", "family", "condition", "episode", "seed", "unit") + SUCCESS + SECONDARY
 PERCENT = {"joint", "task", "collision"}  # shown x 100
 
-# A result's protocol: what must agree for two results to share a table (module doc).
+# A result's protocol: what must agree for two results to share a table (module doc), and the
+# code version, shown but not compared (results of two commits with the same scenarios compare).
 FINGERPRINT = (
     "protocol_seed",
     "capacity",
@@ -104,7 +106,7 @@ def merge(results: list[Result]) -> list[Result]:
             out.append(first)
             continue
         for other in group[1:]:
-            diff = [k for k in FINGERPRINT if first.fingerprint.get(k) != other.fingerprint.get(k)]
+            diff = [k for k in COMPARED if first.fingerprint.get(k) != other.fingerprint.get(k)]
             if other.kind != first.kind or diff:
                 raise ValueError(
                     f"results labelled {label!r} cannot be pooled: {first.sources[0]} and {other.sources[0]} "
@@ -127,10 +129,13 @@ def merge(results: list[Result]) -> list[Result]:
     return out
 
 
+COMPARED = tuple(k for k in FINGERPRINT if k != "code_version")
+
+
 def incompatibilities(results: list[Result]) -> list[str]:
-    """One line per fingerprint field on which the results disagree (empty: one table is fine)."""
+    """One line per compared fingerprint field on which the results disagree (empty: one table is fine)."""
     lines = []
-    for key in FINGERPRINT:
+    for key in COMPARED:
         values = {r.label: r.fingerprint.get(key) for r in results}
         recorded = {v for v in values.values() if v is not None}
         if len(recorded) > 1:
@@ -142,7 +147,7 @@ def odd_ones(results: list[Result]) -> set[str]:
     """Labels (`--allow-mixed` marks them) whose recorded value of some fingerprint field differs
     from the most common recorded value of that field (on a tie, the first row's)."""
     out = set()
-    for key in FINGERPRINT:
+    for key in COMPARED:
         recorded = [(r.label, r.fingerprint.get(key)) for r in results if r.fingerprint.get(key) is not None]
         values = [v for _, v in recorded]
         if len(set(map(repr, values))) < 2:
