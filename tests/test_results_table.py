@@ -57,9 +57,11 @@ def evaluate_file(tmp_path, policy="oracle", seed=0, **kw) -> Path:
     return _write(tmp_path / f"{policy}.json", dict(episodes=_rows(**kw), meta=meta))
 
 
-def dqn_run(tmp_path, name="part0", norms=NORMS, seeds=1) -> Path:
+def dqn_run(tmp_path, name="part0", norms=NORMS, seeds=1, capacity=10) -> Path:
     d = tmp_path / "dqn" / name
-    config = dict(name="cpu_test", arch="mlp", capacity=10, distractor="none", distractor_share=0.0, total_steps=20000)
+    config = dict(
+        name="cpu_test", arch="mlp", capacity=capacity, distractor="none", distractor_share=0.0, total_steps=20000
+    )
     _write(d / "config.json", config)
     population = [
         dict(norm_id=nid, reward_condition="sparse_penalty", seed=s, arch="mlp")
@@ -280,3 +282,12 @@ def test_the_stamp_names_the_package_version():
     """normjax.protocol.stamp.VERSION (its module imports JAX; read as text here) = normjax.__version__."""
     version = lambda path, name: re.search(rf'^{name} = "([^"]+)"', (ROOT / path).read_text(), re.M)[1]
     assert version("normjax/protocol/stamp.py", "VERSION") == version("normjax/__init__.py", "__version__")
+
+
+def test_runs_of_several_k_are_rows_of_their_own_and_refused_together(tmp_path):
+    dqn_run(tmp_path, "K6", capacity=6)
+    dqn_run(tmp_path, "K10", capacity=10)
+    labels = sorted(r.label for r in read(str(tmp_path / "dqn")))
+    assert labels == ["DQN-MLP sparse_penalty (cpu_test)", "DQN-MLP sparse_penalty (cpu_test, K=6)"]
+    with pytest.raises(IncompatibleResults, match="capacity"):
+        table_text([str(tmp_path / "dqn")])

@@ -106,7 +106,8 @@ def read_dqn_run(run: Path) -> list[Result]:
                 **(data.get("protocol") or {}),  # scenario hash and code version, where recorded
             )
             fp = _fingerprint(meta, interaction=None)  # a DQN trains instead of interacting
-            label = f"DQN-{arch.upper()} {cond} ({config.get('name', run.name)})"
+            k = config.get("capacity", 10)  # runs of several K (out/K6, K8, K10) are rows of their own
+            label = f"DQN-{arch.upper()} {cond} ({config.get('name', run.name)}{'' if k == 10 else f', K={k}'})"
             notes = [f"{label}: {config.get('total_steps', 0):,} transitions per run"]
             out.append(Result(label, "dqn", [str(run)], fp, records, notes))
     return out
