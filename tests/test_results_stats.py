@@ -145,3 +145,10 @@ def test_one_norm_per_family_is_resampled_across_families():
     y = np.array([1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0.0])
     c = cell_interval(y, np.repeat([0, 1, 2, 3], 3), np.repeat([0, 1, 2, 3], 3), np.random.default_rng(0))
     assert c["mean"] == pytest.approx(4 / 12) and c["low"] < c["mean"] < c["high"]
+
+
+def test_equal_clusters_between_0_and_1_fall_back_to_the_episodes():
+    """Two norms, each 1 of 3 episodes a success: no spread between norms, yet not a certain 33.3%."""
+    c = cell_interval(np.array([1, 0, 0, 0, 1, 0.0]), np.repeat([0, 1], 3), None, np.random.default_rng(0))
+    assert c["mean"] == pytest.approx(1 / 3) and c["low"] < c["mean"] < c["high"]
+    assert c["method"] == "episode bootstrap (clusters all equal)"

@@ -192,6 +192,11 @@ def cell_interval(
         return dict(out, mean=nan, low=nan, high=nan, method="none")
     st = None if strata is None else np.asarray(strata)[ok]
     r = table_intervals(values[ok][None], np.asarray(clusters)[ok], st, rng, n_resamples, level, proportion)
+    if proportion and r["low"][0] == r["high"][0] and np.ptp(values[ok]) > 0:
+        # every cluster has the same rate strictly between 0 and 1 (e.g. two norms at 1/3): the
+        # clusters show no spread, the episodes do; resample those rather than claim a point
+        r = table_intervals(values[ok][None], np.arange(int(ok.sum())), None, rng, n_resamples, level, proportion)
+        r["method"] = np.asarray(["episode bootstrap (clusters all equal)"], dtype=object)
     return dict(out, **{k: (v[0] if k == "method" else float(v[0])) for k, v in r.items()})
 
 
