@@ -42,8 +42,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from normjax.agents.networks import functional
 from benchmarks.common import save
+from normjax.agents.networks import functional
 from normjax.train import evaluate as ev
 from normjax.train.config import DQNConfig
 from normjax.train.dqn import make_train

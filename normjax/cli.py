@@ -16,6 +16,7 @@
     normjax play     --norms forbidden_zone_q --out runs/human
     normjax play     --assign 2 --study-seed 0 --out runs/study     (a study: consent page, 2 norms each)
     normjax play-export --out runs/study --compare oracle.json runs/llm/NAME
+    normjax table    results/cpu_paper_mlp_1m/sparse_penalty oracle.json runs/llm/NAME --paper
 
 Every command is a thin `cmd_*` function over the library (normjax.commands), and every command keeps a
 persistent JAX compilation cache (normjax.cache; default ~/.cache/normjax/jax, `--cache-dir
@@ -39,6 +40,8 @@ from normjax.cli_names import (
     EXPORT_PHASES,
     OBSERVER_NAMES,
     POLICY_NAMES,
+    TABLE_FORMATS,
+    TABLE_VIEWS,
     TOKEN_PARAMS,
 )
 from normjax.commands import (  # noqa: F401 (_norm_list re-exported)
@@ -55,6 +58,7 @@ from normjax.commands import (  # noqa: F401 (_norm_list re-exported)
     cmd_render,
     cmd_report,
     cmd_rollout,
+    cmd_table,
     cmd_train,
 )
 
@@ -492,6 +496,41 @@ def build_parser() -> argparse.ArgumentParser:
         help="model rows over all their norms (default: only the norms the participants played)",
     )
     px.set_defaults(fn=cmd_play_export)
+
+    tb = sub.add_parser(
+        "table",
+        parents=cache,
+        formatter_class=_DefaultsFormatter,
+        help="Table 1 with 95%% intervals over any results: evaluate, DQN runs, llm-eval, play (docs/results.md)",
+    )
+    tb.add_argument(
+        "results",
+        nargs="+",
+        metavar="[LABEL=]PATH",
+        help="evaluate JSON files, DQN run directories (or folders of runs: chunks are pooled), llm-eval run "
+        "directories, play study directories; one row per result, results with the same label pooled",
+    )
+    tb.add_argument("--by", choices=TABLE_VIEWS, default=None, help="rows per family or per norm (default: Table 1)")
+    tb.add_argument("--format", choices=TABLE_FORMATS, default="markdown", dest="fmt")
+    tb.add_argument("--paper", action="store_true", help="add the paper's published rows (Table 1)")
+    tb.add_argument(
+        "--compare",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("A", "B"),
+        help="paired difference A - B on their common episodes (row labels or 1-based positions); repeatable",
+    )
+    tb.add_argument("--holm", action="store_true", help="Holm-adjust the p-values of several --compare per cell")
+    tb.add_argument(
+        "--allow-mixed", action="store_true", help="tabulate results of different protocols, their rows marked *"
+    )
+    tb.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="only these norms' episodes, in every row")
+    tb.add_argument("--figures", default=None, metavar="DIR", help="also write the figures into DIR")
+    tb.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the sign flips")
+    tb.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples and sign flips per cell")
+    tb.add_argument("--out", default=None, metavar="FILE", help="also write the table to FILE")
+    tb.set_defaults(fn=cmd_table)
     return ap
 
 

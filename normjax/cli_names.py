@@ -16,3 +16,6 @@ FAMILIES = ("access", "procedure", "coordination", "allocation")
 HARVEST_POLICIES = ("oracle", "blind", "mixture")
 # The family's training norms or its held-out norms (paper Table A4; normjax.finetune.dataset).
 FINETUNE_SPLITS = ("train", "heldout")
+# `normjax table` (normjax.results): its views besides the Table 1 layout, and its output formats.
+TABLE_VIEWS = ("family", "norm")
+TABLE_FORMATS = ("markdown", "csv", "latex", "json")

@@ -135,6 +135,10 @@ def cmd_train(args) -> int:
     )
     if is_primary():
         print(report(out))
+        if all("results" in r for r in results):  # the run among the reference rows (normjax.results)
+            from normjax.results.after_train import closing_table
+
+            print(closing_table(out))
         _print_programs()
     return 0 if all("results" in r or "stopped_at" in r for r in results) else 1
 
@@ -195,6 +199,8 @@ def cmd_evaluate(args) -> int:
     result = evaluate(
         policy, norms=norms, seed=args.seed, capacity=args.capacity, timing=timing, program_key=key, **distractor
     )
+    from normjax.protocol.stamp import protocol_stamp
+
     result["meta"] = dict(
         policy=args.policy,
         seed=args.seed,
@@ -203,6 +209,7 @@ def cmd_evaluate(args) -> int:
         **extra,
         **distractor,
         **{k: round(v, 3) if isinstance(v, float) else v for k, v in timing.items()},
+        **protocol_stamp(),  # the scenario tables' hash and the code version (normjax table)
     )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -436,4 +443,30 @@ def cmd_llm_beliefs(args) -> int:
     )
     print(format_summary(result))
     print(f"wrote {out / 'beliefs.json'} and {', '.join(result['figures'])}")
+    return 0
+
+
+def cmd_table(args) -> int:
+    """Exit 2 (with what differs) when the results ran different protocols and --allow-mixed is not given."""
+    from normjax.results.table import table_text
+
+    if args.resamples < 100:
+        raise ValueError(f"--resamples {args.resamples}: at least 100 (the default is 2000)")
+    text = table_text(
+        args.results,
+        by=args.by or "table1",
+        fmt=args.fmt,
+        paper=args.paper,
+        compare=[tuple(c) for c in args.compare],
+        holm=args.holm,
+        allow_mixed=args.allow_mixed,
+        figures_dir=args.figures,
+        seed=args.seed,
+        n_resamples=args.resamples,
+        norms=args.norms,
+    )
+    print(text)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
     return 0

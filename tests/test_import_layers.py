@@ -42,11 +42,19 @@ LAYERS = (
     ("normjax.protocol", "normjax.registration"),
     ("normjax.interop", "normjax.observer", "normjax"),  # `normjax`: the package's own __init__ (make, lazy names)
     ("normjax.llm", "normjax.wrappers"),
-    ("normjax.finetune", "normjax.play", "normjax.testing"),  # testing: the tests' shared doubles, imported by no unit
+    (
+        "normjax.finetune",
+        "normjax.play",
+        "normjax.results",
+        "normjax.testing",
+    ),  # results: normjax table (reads finetune-eval); testing: the tests' shared doubles, imported by no unit
     ("normjax.cli", "normjax.commands", "normjax.finetune.command"),  # the command line
 )
 CLI_LAYER = len(LAYERS) - 1
-OUTSIDE = ("normjax.train", "normjax.agents")  # the trainer (train/, agents/ in the repository): only the CLI layer imports it
+OUTSIDE = (
+    "normjax.train",
+    "normjax.agents",
+)  # the trainer (train/, agents/ in the repository): only the CLI layer imports it
 LAYER_OF = {unit: i for i, units in enumerate(LAYERS) for unit in units}
 
 

@@ -28,18 +28,18 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from normjax.agents.networks import action_mask, epsilon_greedy, functional, masked_argmax, masked_max
 from normjax import constants as C
+from normjax.agents.networks import action_mask, epsilon_greedy, functional, masked_argmax, masked_max
 from normjax.env.environment import NormGymEnv
 from normjax.env.episode import StepKeys, episode_step, fixed_action, start_episode
 from normjax.layouts.tables import layout_id
-from normjax.world.observation import obs_size, observe
-from normjax.world.state import WorldParams, make_params
-from normjax.world.step import terminated, truncated
 from normjax.train import replay as rp
 from normjax.train.config import DQNConfig
 from normjax.train.first_layer import training_net
 from normjax.train.sharding import per_device
+from normjax.world.observation import obs_size, observe
+from normjax.world.state import WorldParams, make_params
+from normjax.world.step import terminated, truncated
 
 
 @struct.dataclass

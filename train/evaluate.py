@@ -18,9 +18,9 @@ from normjax.env import obs_policy
 from normjax.layouts.tables import layout_id
 from normjax.protocol.runner import run_episode, summarize
 from normjax.protocol.scenarios import test_episodes
+from normjax.train.programs import cached
 from normjax.world.habits import check_distractor
 from normjax.world.state import WorldConfig
-from normjax.train.programs import cached
 
 
 def episodes_for(norm_ids, seeds=(0,), conditions=("seen", "unseen")) -> list[list[dict]]:

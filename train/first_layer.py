@@ -48,11 +48,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from normjax.agents.networks import N_PLANE, functional
 from normjax import constants as C
+from normjax.agents.networks import N_PLANE, functional
 from normjax.layouts.tables import layout_id, world_tables
-from normjax.world.observation import N_CODES, layout_plane
 from normjax.train.config import FIRST_LAYERS, DQNConfig
+from normjax.world.observation import N_CODES, layout_plane
 
 N_CELLS = C.H * C.W
 

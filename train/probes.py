@@ -27,14 +27,14 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from normjax.agents.networks import action_mask, masked_max
 from normjax import constants as C
 from normjax import salts
+from normjax.agents.networks import action_mask, masked_max
 from normjax.env.episode import StepKeys, episode_step, fixed_action, start_episode
+from normjax.train.programs import cached
 from normjax.world.observation import observe
 from normjax.world.state import WorldConfig
 from normjax.world.step import reset_world, truncated
-from normjax.train.programs import cached
 
 PROBE_TAG = salts.PROBE_EPISODES  # "PROB": separates probe episodes from the integer-seeded training ones
 FIELDS = ("obs", "action", "reward", "next_obs", "terminated")

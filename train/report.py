@@ -21,49 +21,13 @@ from collections import defaultdict
 from pathlib import Path
 
 from normjax.agents.networks import ARCHITECTURES
+from normjax.results.paper import APPENDIX_DQN
 from normjax.train import curves as cv
 
 FAMILIES = ("access", "procedure", "coordination", "allocation")
 
-# Paper, Tables A6-A9 (joint, task) in percent, seen / unseen.
-PAPER = {
-    ("mlp", "sparse_penalty"): {
-        "seen": {
-            "overall": (8.0, 10.7),
-            "access": (33.3, 38.9),
-            "procedure": (0.0, 0.0),
-            "coordination": (0.0, 0.0),
-            "allocation": (0.0, 6.1),
-        },
-        "unseen": {
-            "overall": (2.0, 3.0),
-            "access": (8.3, 9.7),
-            "procedure": (0.0, 0.0),
-            "coordination": (0.0, 0.0),
-            "allocation": (0.0, 3.0),
-        },
-    },
-    ("cnn", "sparse_penalty"): {
-        "seen": {
-            "overall": (12.7, 16.0),
-            "access": (44.4, 55.6),
-            "procedure": (0.0, 0.0),
-            "coordination": (0.0, 0.0),
-            "allocation": (9.1, 12.1),
-        },
-        "unseen": {
-            "overall": (2.0, 11.3),
-            "access": (8.3, 26.4),
-            "procedure": (0.0, 0.0),
-            "coordination": (0.0, 1.0),
-            "allocation": (0.0, 21.2),
-        },
-    },
-    ("mlp", "no_penalty"): {"seen": {"overall": (6.7, 100.0)}, "unseen": {"overall": (2.0, 23.7)}},
-    ("cnn", "no_penalty"): {"seen": {"overall": (8.7, 98.3)}, "unseen": {"overall": (4.0, 34.3)}},
-    ("mlp", "dense"): {"seen": {"overall": (8.7, 39.0)}, "unseen": {"overall": (1.3, 19.0)}},
-    ("cnn", "dense"): {"seen": {"overall": (7.3, 54.7)}, "unseen": {"overall": (2.0, 17.0)}},
-}
+# Paper, Tables A6-A9 (joint, task) in percent, seen / unseen: one definition, in normjax.results.paper.
+PAPER = APPENDIX_DQN
 
 
 def _pct(v):

@@ -36,8 +36,7 @@ import orbax.checkpoint as ocp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from normjax.norms import NORMS
-from normjax.world.observation import obs_size
-from normjax.xla_cpu import configured
+from normjax.protocol.stamp import protocol_stamp
 from normjax.train import evaluate as ev
 from normjax.train import probes as pb
 from normjax.train import replay as rp
@@ -47,6 +46,8 @@ from normjax.train.first_layer import replay_width, resumed_first_layer
 from normjax.train.multihost import is_multiprocess, is_primary, local_value, to_global, to_host
 from normjax.train.params import load_final_params, run_config, save_final_params
 from normjax.train.programs import cached, stores_programs
+from normjax.world.observation import obs_size
+from normjax.xla_cpu import configured
 
 VALIDATION_SEEDS = (101, 102, 103, 104)  # 4 x 3 seen episodes = 12 per norm and layout
 ALL = "all"  # the `layout` of the validation row that pools a run's layouts
@@ -437,6 +438,7 @@ def write_final_tests(pop, q_params_per_member, out: Path, train_s: float | None
         "n_runs": len(pop.rows),
         "results": summary,
         "episodes": episodes,
+        "protocol": protocol_stamp(),  # the scenario tables' hash and the code version (normjax table)
     }
     if is_primary():
         (out / "results.json").write_text(json.dumps(payload, indent=2))

@@ -42,10 +42,10 @@ import optax
 from benchmarks.common import best_of, compile_timed, save_experiment, xla_cost
 from benchmarks.experiments.fusion_profile import operations, trace_times
 from normjax import constants as C
-from normjax.world.observation import obs_size
 from normjax.train.config import FIRST_LAYERS, DQNConfig
 from normjax.train.dqn import td_loss
 from normjax.train.first_layer import training_net
+from normjax.world.observation import obs_size
 
 PROGRAMS = ("update", "update_sgd", "optimiser_only")
 

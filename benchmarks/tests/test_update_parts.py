@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import benchmarks.common as common
-from normjax.agents.networks import conv3x3_same
 from benchmarks.experiments.cnn_conv_ab import FORMULATIONS, conv3x3_stacked
+from normjax.agents.networks import conv3x3_same
 
 
 def test_the_ab_baseline_is_the_same_convolution():

@@ -70,6 +70,7 @@ from normjax.llm.transcripts import TranscriptStore, check_run, write_run
 from normjax.norms import NORMS
 from normjax.protocol.runner import resolve_norms, summarize
 from normjax.protocol.seeds import TEST_STEPS, base_seed, test_episodes
+from normjax.protocol.stamp import protocol_stamp
 from normjax.world.habits import check_distractor
 
 INTERACTION_STEPS = 200
@@ -199,7 +200,11 @@ async def run_protocol_async(
         timing["test"] = stage.timing
     result = assemble(tests, inter if interaction_steps > 0 else [])
     result["meta"] = dict(
-        settings, norms=[NORMS[n].name for n in ids], wall_s=round(time.perf_counter() - t0, 3), timing=timing
+        settings,
+        norms=[NORMS[n].name for n in ids],
+        wall_s=round(time.perf_counter() - t0, 3),
+        timing=timing,
+        **protocol_stamp(),  # the scenario tables' hash and the code version (normjax table)
     )
     if out is not None:
         result["meta"]["endpoints"] = json.loads(Path(out, "run.json").read_text()).get("endpoints")

@@ -40,6 +40,7 @@ from normjax.llm.turns import Decision
 from normjax.norms import NORMS
 from normjax.protocol.runner import format_table
 from normjax.protocol.seeds import TEST_STEPS
+from normjax.protocol.stamp import protocol_stamp
 
 ACTIONS = {"up": C.UP, "down": C.DOWN, "left": C.LEFT, "right": C.RIGHT, "wait": C.WAIT}
 LOG = "actions.jsonl"
@@ -190,7 +191,7 @@ class Session:
                 e.belief, e.confidence = belief  # frozen for the tests
                 await self._stage(store, e, TEST_STEPS, TEST_STEPS)
         result = assemble(tests, inter)
-        result["meta"] = dict(self.settings, norms=[NORMS[n].name for n in self.norm_ids])
+        result["meta"] = dict(self.settings, norms=[NORMS[n].name for n in self.norm_ids], **protocol_stamp())
         (self.dir / "results.json").write_text(json.dumps(result, indent=1))
         (self.dir / "results.txt").write_text(format_table(result) + "\n")
         line = programs_line()  # with a cache directory: programs loaded whole or compiled, so far
