@@ -121,7 +121,9 @@ def test_play_in_chromium(server, browser):
     )  # the frame shows
     box = browser.find_element(By.ID, "belief")
     box.send_keys("agents avoid zone Q")
-    browser.execute_script("const c = document.getElementById('conf'); c.value = 0.6; c.oninput();")
+    browser.execute_script(
+        "const c = document.getElementById('conf'); c.value = 0.6; c.dispatchEvent(new Event('input'));"
+    )
     body = browser.find_element(By.TAG_NAME, "body")
     body.click()  # focus leaves the text box: keys now act
     keys = [Keys.ARROW_LEFT, Keys.SPACE, Keys.ARROW_UP]

@@ -25,9 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import datetime
 import json
+import logging
 import os
+import secrets
 import threading
+import time
 from pathlib import Path
 
 from normjax import constants as C
@@ -43,6 +47,8 @@ from normjax.protocol.seeds import TEST_STEPS
 
 ACTIONS = {"up": C.UP, "down": C.DOWN, "left": C.LEFT, "right": C.RIGHT, "wait": C.WAIT}
 LOG = "actions.jsonl"
+TIMING = "timing.jsonl"  # per accepted action: wall clock, monotonic clock, think time; and fired timeouts
+log = logging.getLogger("normjax.play")
 MAX_BELIEF = 2000  # characters
 
 
@@ -145,6 +151,7 @@ class Session:
         self.n_turns = 0  # decisions so far (logged ones included): the next turn's number
         self.status, self.error, self.result = "starting", None, None
         self.frame_cache: tuple[int, bytes] | None = None
+        self.ready_at = self.last_active = time.monotonic()  # the waiting turn's start; the last request
 
     # --- the protocol (worker thread) ---
     def start(self) -> None:
@@ -157,6 +164,7 @@ class Session:
             replay[rec["episode"]].append(rec)
         self.agent = HumanAgent(self, replay)
         self.log = (self.dir / LOG).open("a", encoding="utf-8")
+        self.timing = (self.dir / TIMING).open("a", encoding="utf-8")
         threading.Thread(target=self._main, name=f"play-{self.pid}", daemon=True).start()
 
     def _main(self) -> None:
@@ -164,11 +172,13 @@ class Session:
             asyncio.run(self._protocol())
         except SessionClosed:  # the log holds every step: a new session resumes from it
             return
-        except Exception as e:
+        except Exception as e:  # details only in the server log; the participant gets an error id
+            eid = "E" + secrets.token_hex(4)
+            log.exception("participant %s: session failed (error id %s)", self.pid, eid)
             with self.cond:
                 self.status, self.error = "error", f"{type(e).__name__}: {e}"
+                self.public_error = f"the session stopped because of a server error (error id {eid})"
                 self.cond.notify_all()
-            raise
 
     async def _stage(self, store, e: Episode, horizon: int, steps: int) -> None:
         header = store.load(e.name)
@@ -205,6 +215,7 @@ class Session:
             if self.status == "closed":
                 raise SessionClosed(self.pid)
             self.turn, self.ctx, self.decision, self.status = turn, ctx, None, "playing"
+            self.ready_at = time.monotonic()
             self.cond.notify_all()
             while self.decision is None:
                 if self.status == "closed":
@@ -220,6 +231,18 @@ class Session:
                 self.status = "closed"
             self.cond.notify_all()
             self.log.close()
+            self.timing.close()
+
+    def record_event(self, event: str, **extra) -> None:
+        """A line in timing.jsonl for something that fired (an idle timeout), with both clocks."""
+        with self.cond:
+            if not self.timing.closed:
+                self._timing(dict(event=event, **extra))
+
+    def _timing(self, rec: dict) -> None:
+        wall = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+        self.timing.write(json.dumps(dict(rec, wall=wall, mono=round(time.monotonic(), 4))) + "\n")
+        self.timing.flush()
 
     # --- the web app's side (request threads) ---
     def submit(self, body, timeout: float = 60.0) -> None:
@@ -237,6 +260,7 @@ class Session:
             self.log.write(json.dumps(rec) + "\n")
             self.log.flush()
             os.fsync(self.log.fileno())
+            self._timing(dict(turn=turn_no, t=rec["t"], think_s=round(time.monotonic() - self.ready_at, 4)))
             self.n_turns += 1
             self.turn = self.ctx = None
             self.decision = Decision(action=action, belief=rec.get("belief"), confidence=rec.get("confidence"))
@@ -250,7 +274,7 @@ class Session:
                 self.cond.wait_for(lambda: self.turn is not None or self.status not in ("starting", "playing"), 30)
             out = dict(participant=self.pid, status=self.status, turn=self.n_turns)
             if self.status == "error":
-                out["error"] = self.error
+                out["error"] = self.public_error
             elif self.status == "done":
                 out["table"] = format_table(self.result)
             elif self.turn is not None:

@@ -1,0 +1,69 @@
+"""Running the `normjax play` app: one server per --out, a production WSGI server off loopback.
+
+`serve` takes the folder lock first (`normjax.play.guard.FolderLock`: a second server on
+the same --out exits with a message naming the holder), makes the admin token and
+prints it with the URL, then serves: on a loopback --host with Werkzeug's threaded
+server, on any other with waitress (the ``[play]`` extra; the development server is not
+meant for the open internet).  Neither sends a version banner (``Server: normjax``).
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from normjax.play.guard import BANNER, LOOPBACK, MAX_BODY, FolderLock
+
+WAITRESS_THREADS = 48  # a step request waits for the world: at least one thread per active participant
+
+
+def is_loopback(host: str) -> bool:
+    return host in LOOPBACK or host.startswith("127.")
+
+
+def wsgi_server(host: str) -> str:
+    """ "werkzeug" for a loopback --host, "waitress" for any other (ImportError if it is missing)."""
+    if is_loopback(host):
+        return "werkzeug"
+    try:
+        import waitress  # noqa: F401 (only its presence is checked here)
+    except ImportError as e:
+        raise ImportError(
+            f"--host {host} exposes the study: that needs the production server waitress (pip install 'normjax[play]')"
+        ) from e
+    return "waitress"
+
+
+def serve(out_dir, norm_ids: list[int], host: str = "127.0.0.1", port: int = 8000, **kwargs) -> None:
+    """Lock --out, build the app, print the URL and the admin token, serve until stopped."""
+    from normjax.play.app import create_app
+
+    kind = wsgi_server(host)
+    with FolderLock(out_dir):
+        token = secrets.token_urlsafe(24)
+        app = create_app(out_dir, norm_ids, admin_token=token, **kwargs)
+        base = kwargs.get("base_path", "").rstrip("/")
+        url = f"http://{host}:{port}{base}/"
+        print(f"normjax play: {url}  (results under {Path(out_dir).resolve()}; server: {kind})", flush=True)
+        print(f"normjax play: admin view {url}admin  token: {token}", flush=True)
+        try:
+            if kind == "waitress":
+                import waitress
+
+                waitress.serve(
+                    app, host=host, port=port, ident=BANNER, threads=WAITRESS_THREADS, max_request_body_size=MAX_BODY
+                )
+            else:
+                from werkzeug.serving import WSGIRequestHandler, make_server
+
+                class Handler(WSGIRequestHandler):
+                    def version_string(self) -> str:
+                        return BANNER
+
+                make_server(host, port, app, threaded=True, request_handler=Handler).serve_forever()
+        finally:
+            for s in list(app.config["sessions"].values()):
+                s.close()
+
+
+__all__ = ["WAITRESS_THREADS", "is_loopback", "serve", "wsgi_server"]
