@@ -34,6 +34,17 @@ def wsgi_server(host: str) -> str:
     return "waitress"
 
 
+def local_server(host: str, port: int, app):
+    """Werkzeug's threaded server for loopback, its banner replaced by `BANNER`."""
+    from werkzeug.serving import WSGIRequestHandler, make_server
+
+    class Handler(WSGIRequestHandler):
+        def version_string(self) -> str:
+            return BANNER
+
+    return make_server(host, port, app, threaded=True, request_handler=Handler)
+
+
 def serve(out_dir, norm_ids: list[int], host: str = "127.0.0.1", port: int = 8000, **kwargs) -> None:
     """Lock --out, build the app, print the URL and the admin token, serve until stopped."""
     from normjax.play.app import create_app
@@ -54,16 +65,10 @@ def serve(out_dir, norm_ids: list[int], host: str = "127.0.0.1", port: int = 800
                     app, host=host, port=port, ident=BANNER, threads=WAITRESS_THREADS, max_request_body_size=MAX_BODY
                 )
             else:
-                from werkzeug.serving import WSGIRequestHandler, make_server
-
-                class Handler(WSGIRequestHandler):
-                    def version_string(self) -> str:
-                        return BANNER
-
-                make_server(host, port, app, threaded=True, request_handler=Handler).serve_forever()
+                local_server(host, port, app).serve_forever()
         finally:
             for s in list(app.config["sessions"].values()):
                 s.close()
 
 
-__all__ = ["WAITRESS_THREADS", "is_loopback", "serve", "wsgi_server"]
+__all__ = ["WAITRESS_THREADS", "is_loopback", "local_server", "serve", "wsgi_server"]
