@@ -7,7 +7,7 @@
   best participant.
 * Mean with a 95% interval: the unit is one participant on one norm (their rate over the
   norm's three episodes of a condition); mean +- 1.96 x SD / sqrt(n) (normal
-  approximation; no interval for n < 2).
+  approximation, clipped to [0, 100]; no interval for n < 2).
 * The protocol settings of the study folder (``play.json``, ``study.json``), with a note
   when the interaction phase is not the protocol's 200 steps.
 """
@@ -81,7 +81,7 @@ def mean_ci(rows: list[dict]) -> dict:
                 continue
             sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1))
             half = 1.96 * sd / math.sqrt(len(vals))
-            out[fam][f"{c}_{m}"] = [mean, mean - half, mean + half]
+            out[fam][f"{c}_{m}"] = [mean, max(0.0, mean - half), min(100.0, mean + half)]
     return out
 
 
