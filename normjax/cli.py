@@ -508,6 +508,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--idle-timeout", type=float, default=1800.0, metavar="S", help="close a session idle this long (it resumes)"
     )
     pl.add_argument("--max-participants", type=int, default=1000, help="new participants accepted in all")
+    pl.add_argument(
+        "--no-warmup",
+        action="store_true",
+        help="let participants in before the world's programs are compiled (the first key press then waits)",
+    )
     pl.add_argument("--new-per-minute", type=int, default=30, help="new participants accepted per minute")
     pl.add_argument(
         "--consent",

@@ -402,6 +402,7 @@ def cmd_play(args) -> int:
             idle_timeout=args.idle_timeout,
             new_per_minute=args.new_per_minute,
             max_participants=args.max_participants,
+            warm=not args.no_warmup,
         )
     except ImportError as e:  # Flask or waitress missing: name the extra
         print(f"normjax: error: {e}", file=sys.stderr)
