@@ -5,8 +5,8 @@ nothing), one server per folder (the lock, a stale lock after kill -9, the run i
 limits and headers (413, JSON depth, Host allowlist, creation rate and total, CSP and
 friends, no version banner), the sub-path mount, crowdsourcing hooks (ids, questionnaire,
 completion code, idle timeout), and generic errors.  Every participant-facing response
-made here is recorded and the last test scans them all for a norm name, an absolute path
-or a traceback.  The paper's design (--pool, balanced assignment, the export's human rows)
+made here is recorded and scanned after its test (an autouse fixture) for a norm name, an
+absolute path or a traceback.  The paper's design (--pool, balanced assignment, the export's human rows)
 is in tests/test_play_design.py.
 """
 
@@ -60,6 +60,18 @@ class _Recording:
 
 def _client(app):
     return _Recording(app.test_client())
+
+
+@pytest.fixture(autouse=True)
+def no_response_shows_a_norm_name_a_path_or_a_traceback(tmp_path):
+    """After every test here: each participant-facing response it got is scanned."""
+    RESPONSES.clear()
+    yield
+    names = [n.name for n in NORMS]
+    for path, body in RESPONSES:
+        text = body.decode("utf-8", "replace")
+        for bad in names + ["Traceback", 'File "', "/tmp/", "/home/", "/work/", str(tmp_path.parent)]:
+            assert bad not in text, (path, bad, text[:300])
 
 
 def _study_app(out, **kw):
@@ -294,11 +306,24 @@ def test_unexpected_errors_are_generic(tmp_path, monkeypatch, caplog):
     assert eid in caplog.text and NORMS[0].name in caplog.text and "Traceback" in caplog.text  # the server log
 
 
-def test_no_response_shows_a_norm_name_a_path_or_a_traceback(tmp_path):
-    """Runs last in this module: every participant-facing response above, scanned."""
-    assert len(RESPONSES) > 30
-    names = [n.name for n in NORMS]
-    for path, body in RESPONSES:
-        text = body.decode("utf-8", "replace")
-        for bad in names + ["Traceback", 'File "', "/tmp/", "/home/", "/work/", str(tmp_path.parent)]:
-            assert bad not in text, (path, bad, text[:300])
+def test_admin_view_needs_its_token(tmp_path):
+    out = tmp_path / "s"
+    study = Study(out, [0, 12, 23, 39], 2, seed=0, interaction_steps=3)
+    app = create_app(out, [], interaction_steps=3, study=study, admin_token="T0KEN")
+    c = _client(app)
+    c.post("/api/alice/consent", json={"agree": True, "ids": {"PROLIFIC_PID": "p9"}})
+    admin = app.test_client()
+    assert admin.get("/admin/api/participants").status_code == 401
+    assert admin.get("/admin/api/participants", headers={"Authorization": "Bearer nope"}).status_code == 401
+    auth = {"Authorization": "Bearer T0KEN"}
+    rows = admin.get("/admin/api/participants", headers=auth).get_json()
+    assert [(r["participant"], r["ids"], r["status"], r["excluded"]) for r in rows] == [
+        ("alice", {"PROLIFIC_PID": "p9"}, "not running", False)
+    ]
+    assert admin.post("/admin/api/alice/exclude").status_code == 401
+    assert admin.post("/admin/api/alice/free", headers=auth).get_json()["freed"] is True
+    assert study.status("alice") == dict(excluded=True, freed=True)
+    assert admin.post("/admin/api/bob/free", headers=auth).status_code == 404
+    page = admin.get("/admin").get_data(as_text=True)
+    assert "T0KEN" not in page and "Admin token" in page
+    assert "/admin" not in create_app(tmp_path / "t", [0]).test_client().get("/admin").get_json()["error"]

@@ -59,7 +59,9 @@ def warm_up(norm_id: int, seed: int = 0, interaction_steps: int = 200, capacity:
         s.start()
         try:
             while True:
-                v = s.view()
+                v = s.view()  # waits up to 30 s for the turn; a cold compile can take longer
+                if v["status"] == "starting":
+                    continue
                 if v["status"] != "playing":
                     raise RuntimeError(f"the warm-up session stopped: {s.error or v['status']}")
                 s.frame_png()

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from normjax import constants as C
 from normjax.llm.programs import programs_line
-from normjax.llm.prompts import system_prompt, user_prompt
+from normjax.llm.prompts import cell, goal_texts, system_prompt, target_text, user_prompt
 from normjax.llm.runner import INTERACTION_STEPS, _stored, assemble, interaction_episodes, protocol_test_episodes
 from normjax.llm.stage import Episode, Stage
 from normjax.llm.transcripts import TranscriptStore, check_run, write_run
@@ -293,6 +293,10 @@ class Session:
                     confidence=t.confidence,
                     system=system_prompt(t),
                     prompt=user_prompt(t),
+                    goals=list(goal_texts(t)),  # the task in plain words, for the page's goal line
+                    leg=t.leg,
+                    target=target_text(t),
+                    position=cell(t.pos),
                 )
             return out
 
