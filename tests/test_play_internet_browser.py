@@ -187,7 +187,10 @@ def test_a_crowdsourced_participant_through_a_proxy(study, tmp_path):
         # The rest of the session over HTTP with the browser's own cookie, then the finish page.
         cookie = "; ".join(f"{c['name']}={c['value']}" for c in drv.get_cookies())
         code, view = _call(f"{url}/api/{pid}/view", cookie)
-        while view["status"] == "playing":
+        while view["status"] in ("starting", "playing"):
+            if "phase" not in view:  # the world is still compiling or stepping: ask again
+                code, view = _call(f"{url}/api/{pid}/view", cookie)
+                continue
             code, view = _call(f"{url}/api/{pid}/step", cookie, dict(turn=view["turn"], action=action_word(view)))
             assert code == 200, view
         assert view["status"] == "done" and view["questions"][0]["id"] == "evidence_source"

@@ -60,7 +60,7 @@ def warm_up(norm_id: int, seed: int = 0, interaction_steps: int = 200, capacity:
         try:
             while True:
                 v = s.view()  # waits up to 30 s for the turn; a cold compile can take longer
-                if v["status"] == "starting":
+                if v["status"] == "starting" or (v["status"] == "playing" and "phase" not in v):
                     continue
                 if v["status"] != "playing":
                     raise RuntimeError(f"the warm-up session stopped: {s.error or v['status']}")
