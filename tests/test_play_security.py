@@ -327,3 +327,11 @@ def test_admin_view_needs_its_token(tmp_path):
     page = admin.get("/admin").get_data(as_text=True)
     assert "T0KEN" not in page and "Admin token" in page
     assert "/admin" not in create_app(tmp_path / "t", [0]).test_client().get("/admin").get_json()["error"]
+
+
+def test_placeholders_in_an_id_stay_text(tmp_path):
+    c = _client(_study_app(tmp_path / "s"))
+    page = c.get("/p/a__CONSENT__").get_data(as_text=True)
+    assert 'const PID = "a__CONSENT__"' in page and page.count("What you will do") == 1
+    page = c.get("/p/x__NONCE__").get_data(as_text=True)
+    assert 'const PID = "x__NONCE__"' in page and '<script nonce="__NONCE__">' not in page

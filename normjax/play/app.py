@@ -203,7 +203,7 @@ def create_app(
         guard.security_headers(resp.headers, flask.g.get("nonce", "none"))
         token = flask.g.get("new_token")
         pid = flask.request.view_args.get("pid") if flask.request.view_args else None
-        if token and pid and resp.status_code < 400:
+        if token and pid:  # even on an error after the folder was made: the id is this browser's
             resp.set_cookie(
                 guard.cookie_name(pid),
                 token,
