@@ -507,6 +507,14 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument(
         "--idle-timeout", type=float, default=1800.0, metavar="S", help="close a session idle this long (it resumes)"
     )
+    pl.add_argument(
+        "--phase-limit",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds of think time per episode (an interaction phase, a test episode); then its remaining "
+        "steps are played as waits (logged, recorded when it fires); default: no limit",
+    )
     pl.add_argument("--max-participants", type=int, default=1000, help="new participants accepted in all")
     pl.add_argument(
         "--no-warmup",

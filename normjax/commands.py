@@ -358,6 +358,8 @@ def cmd_play(args) -> int:
     for name in args.id_params:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name):
             raise ValueError(f"--id-params: {name!r} is not a parameter name (letters, digits, '_')")
+    if args.phase_limit is not None and not args.phase_limit > 0:
+        raise ValueError(f"--phase-limit must be a positive number of seconds, got {args.phase_limit}")
     if args.idle_timeout <= 0 or args.max_participants < 1 or args.new_per_minute < 1:
         raise ValueError("--idle-timeout, --max-participants and --new-per-minute must be positive")
     ids = resolve_norms(norms)
@@ -400,6 +402,7 @@ def cmd_play(args) -> int:
             completion_url=args.completion_url,
             questions=questions,
             idle_timeout=args.idle_timeout,
+            phase_limit=args.phase_limit,
             new_per_minute=args.new_per_minute,
             max_participants=args.max_participants,
             warm=not args.no_warmup,

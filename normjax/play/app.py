@@ -99,6 +99,7 @@ def create_app(
     completion_url: str | None = None,
     questions: list[dict] | None = None,
     idle_timeout: float = 1800.0,
+    phase_limit: float | None = None,
     new_per_minute: int = 30,
     max_participants: int = 1000,
     admin_token: str | None = None,
@@ -120,6 +121,7 @@ def create_app(
         seed=seed,
         interaction_steps=interaction_steps,
         capacity=capacity,
+        phase_limit=phase_limit,
     )
     if study is not None:
         identity.update(assign=study.assign, study_seed=study.study_seed, balance=study.balance)
@@ -166,7 +168,7 @@ def create_app(
             s = sessions.get(pid)
             if s is None and (create or (out / pid / "run.json").is_file()):  # started before: resume
                 norms = norm_ids if study is None else study.norms(pid)
-                s = Session(out, pid, norms, seed, capacity, interaction_steps, cell_px)
+                s = Session(out, pid, norms, seed, capacity, interaction_steps, cell_px, phase_limit)
                 s.start()  # a folder holding other settings raises: a 500 with an error id
                 sessions[pid] = s
         if s is None:

@@ -134,8 +134,13 @@ class Session:
         capacity: int = 10,
         interaction_steps: int = INTERACTION_STEPS,
         cell_px: int = 32,
+        phase_limit: float | None = None,
     ):
         self.dir, self.pid, self.norm_ids = Path(out_dir) / pid, pid, list(norm_ids)
+        # Seconds of think time a participant may spend in one episode; then its remaining
+        # steps are played as "wait" (logged with "auto": "phase_limit", so a replay is exact).
+        self.phase_limit = phase_limit
+        self.used: collections.defaultdict[str, float] = collections.defaultdict(float)
         self.seed, self.capacity, self.interaction_steps, self.cell_px = seed, capacity, interaction_steps, cell_px
         self.settings = dict(
             policy="human",
@@ -162,6 +167,9 @@ class Session:
         replay = collections.defaultdict(collections.deque)
         for rec in log:
             replay[rec["episode"]].append(rec)
+        for rec in read_log(self.dir / TIMING):  # think time used per episode, for the phase limit
+            if "turn" in rec and "episode" in rec:
+                self.used[rec["episode"]] += rec["think_s"]
         self.agent = HumanAgent(self, replay)
         self.log = (self.dir / LOG).open("a", encoding="utf-8")
         self.timing = (self.dir / TIMING).open("a", encoding="utf-8")
@@ -220,9 +228,22 @@ class Session:
             while self.decision is None:
                 if self.status == "closed":
                     raise SessionClosed(self.pid)
-                self.cond.wait()
+                if self.phase_limit is None:
+                    self.cond.wait()
+                    continue
+                left = self.phase_limit - self.used[turn.episode] - (time.monotonic() - self.ready_at)
+                if left > 0:
+                    self.cond.wait(left)
+                    continue
+                if self.used[turn.episode] < self.phase_limit:  # it fires now: recorded once per episode
+                    self._timing(dict(event="phase_limit", episode=turn.episode, t=turn.t, limit_s=self.phase_limit))
+                belief, conf = (turn.belief, turn.confidence) if turn.stage == "interaction" else (None, None)
+                self._record(self.n_turns, C.WAIT, belief, conf, auto="phase_limit")
             d, self.decision = self.decision, None
             return d
+
+    def time_up(self, episode: str) -> bool:
+        return self.phase_limit is not None and self.used[episode] >= self.phase_limit
 
     def close(self) -> None:
         """Stop the world thread at its next wait and close the log (logged steps stay)."""
@@ -253,19 +274,26 @@ class Session:
                 raise BadRequest(f"no step is waiting (session {self.status})", 409)
             if turn_no != self.n_turns:
                 raise BadRequest(f"out of order: turn {turn_no} sent, turn {self.n_turns} is waiting", 409)
-            interaction = self.turn.stage == "interaction"
-            rec = dict(turn=turn_no, episode=self.turn.episode, t=self.turn.t, action=action)
-            if interaction:  # beliefs are frozen in the tests
-                rec.update(belief=belief, confidence=conf)
-            self.log.write(json.dumps(rec) + "\n")
-            self.log.flush()
-            os.fsync(self.log.fileno())
-            self._timing(dict(turn=turn_no, t=rec["t"], think_s=round(time.monotonic() - self.ready_at, 4)))
-            self.n_turns += 1
-            self.turn = self.ctx = None
-            self.decision = Decision(action=action, belief=rec.get("belief"), confidence=rec.get("confidence"))
-            self.cond.notify_all()
+            self._record(turn_no, action, belief, conf)
             self.cond.wait_for(lambda: self.turn is not None or self.status != "playing", timeout)
+
+    def _record(self, turn_no: int, action: int, belief, conf, auto: str | None = None) -> None:
+        """Log the waiting turn's action durably (and its timing), then hand it to the world (under `cond`)."""
+        rec = dict(turn=turn_no, episode=self.turn.episode, t=self.turn.t, action=action)
+        if self.turn.stage == "interaction":  # beliefs are frozen in the tests
+            rec.update(belief=belief, confidence=conf)
+        if auto is not None:
+            rec["auto"] = auto
+        self.log.write(json.dumps(rec) + "\n")
+        self.log.flush()
+        os.fsync(self.log.fileno())
+        think = round(time.monotonic() - self.ready_at, 4)
+        self.used[self.turn.episode] += think
+        self._timing(dict(turn=turn_no, episode=self.turn.episode, t=rec["t"], think_s=think))
+        self.n_turns += 1
+        self.turn = self.ctx = None
+        self.decision = Decision(action=action, belief=rec.get("belief"), confidence=rec.get("confidence"))
+        self.cond.notify_all()
 
     def view(self) -> dict:
         """What the page shows: the prompt's information for the waiting turn, or the results."""
@@ -297,6 +325,7 @@ class Session:
                     leg=t.leg,
                     target=target_text(t),
                     position=cell(t.pos),
+                    time_up=self.time_up(t.episode),
                 )
             return out
 
