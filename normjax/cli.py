@@ -505,6 +505,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="post-study questions (JSON, docs/play.md); default: the paper's evidence-source question",
     )
     pl.add_argument(
+        "--comprehension",
+        default=None,
+        metavar="FILE",
+        help="questions with right answers shown before play (JSON, docs/play.md); play starts once all are right",
+    )
+    pl.add_argument(
         "--idle-timeout", type=float, default=1800.0, metavar="S", help="close a session idle this long (it resumes)"
     )
     pl.add_argument(

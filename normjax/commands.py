@@ -368,6 +368,11 @@ def cmd_play(args) -> int:
         from normjax.play.questionnaire import load
 
         questions = load(args.questionnaire)
+    check = None
+    if args.comprehension is not None:
+        from normjax.play.comprehension import load as load_check
+
+        check = load_check(args.comprehension)
     study = None
     if args.assign is not None:
         from normjax.play.design import draw_pool
@@ -403,6 +408,7 @@ def cmd_play(args) -> int:
             questions=questions,
             idle_timeout=args.idle_timeout,
             phase_limit=args.phase_limit,
+            comprehension=check,
             new_per_minute=args.new_per_minute,
             max_participants=args.max_participants,
             warm=not args.no_warmup,

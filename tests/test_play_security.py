@@ -335,3 +335,28 @@ def test_placeholders_in_an_id_stay_text(tmp_path):
     assert 'const PID = "a__CONSENT__"' in page and page.count("What you will do") == 1
     page = c.get("/p/x__NONCE__").get_data(as_text=True)
     assert 'const PID = "x__NONCE__"' in page and '<script nonce="__NONCE__">' not in page
+
+
+def test_comprehension_check_before_play(tmp_path):
+    out = tmp_path / "s"
+    questions = [
+        dict(id="goal", text="What do you do?", options=["reach my goals", "nothing"], answer="reach my goals"),
+        dict(id="norm", text="Is the rule told?", options=["yes", "no"], answer="no"),
+    ]
+    app = create_app(out, [0], interaction_steps=3, comprehension=questions)
+    c = _client(app)
+    r = c.post("/api/fay/start", json={})
+    assert r.status_code == 409 and "njp_fay=" in r.headers["Set-Cookie"]  # the id is this browser's
+    assert r.get_json()["comprehension"] == [{k: q[k] for k in ("id", "text", "options")} for q in questions]
+    assert '"answer"' not in json.dumps(r.get_json()) and not app.config["sessions"]  # no answers, no world yet
+    got = c.post("/api/fay/comprehension", json={"answers": {"goal": "reach my goals", "norm": "yes"}}).get_json()
+    assert got == dict(passed=False, wrong=["norm"], attempts=1)
+    assert _client(app).post("/api/fay/comprehension", json={"answers": {}}).get_json() == {"error": DENIED[0]}
+    got = c.post("/api/fay/comprehension", json={"answers": {"goal": "reach my goals", "norm": "no"}}).get_json()
+    assert got == dict(passed=True, wrong=[], attempts=2)
+    rec = json.loads((out / "fay" / "comprehension.json").read_text())
+    assert rec["passed"] and [a["wrong"] for a in rec["attempts"]] == [["norm"], []]
+    app.config["sessions"]["fay"] = _DoneSession("fay")  # past the check: start goes to the session
+    assert c.post("/api/fay/start", json={}).get_json()["status"] == "done"
+    plain = _client(create_app(tmp_path / "t", [0]))
+    assert plain.post("/api/x/comprehension", json={"answers": {}}).status_code == 404

@@ -100,6 +100,7 @@ def create_app(
     questions: list[dict] | None = None,
     idle_timeout: float = 1800.0,
     phase_limit: float | None = None,
+    comprehension: list[dict] | None = None,
     new_per_minute: int = 30,
     max_participants: int = 1000,
     admin_token: str | None = None,
@@ -107,6 +108,7 @@ def create_app(
     """The Flask app; sessions live in ``out_dir/<participant>``.  With `study` (a
     `normjax.play.study.Study` on the same directory) each participant plays their
     assigned norms after agreeing to the consent page; `norm_ids` is then unused."""
+    from normjax.play import comprehension as check
     from normjax.play import questionnaire
     from normjax.play.admin import add_admin
 
@@ -266,7 +268,21 @@ def create_app(
     def start(pid):
         if study is None:
             claim(pid)
+        if not check.passed(out / pid, comprehension) and owns(pid):  # the check comes before the world
+            return flask.jsonify(
+                error="please answer the questions first", comprehension=check.public(comprehension)
+            ), 409
         return flask.jsonify(finish(pid, session(pid, create=True).view()))
+
+    @app.post("/api/<pid>/comprehension")
+    def comprehension_answers(pid):
+        check_pid(pid)
+        if not comprehension:
+            raise Refused("this study has no comprehension check", 404)
+        if not owns(pid) or (study is not None and not study.consented(pid)):
+            raise Refused(*DENIED)
+        b = body()
+        return flask.jsonify(check.attempt(out / pid, comprehension, b.get("answers") if isinstance(b, dict) else None))
 
     @app.get("/api/<pid>/view")
     def view(pid):

@@ -41,6 +41,7 @@ from normjax.llm.judge import JUDGE_FILE, export_judge_prompts, read_prompts
 from normjax.llm.transcripts import TranscriptStore
 from normjax.norms import FAMILIES, get_norm
 from normjax.play import questionnaire, report
+from normjax.play.comprehension import RECORD as CHECK_RECORD
 from normjax.play.guard import read_ids
 from normjax.play.session import LOG, TIMING, read_log
 from normjax.play.study import ASSIGNMENT_FILE, STATUS_FILE, write_json
@@ -89,6 +90,9 @@ def participant(d: Path) -> dict:
         steps_logged=len(read_log(d / LOG)),
         ids=read_ids(d).get("ids", {}),
         questionnaire=(questionnaire.read(d) or {}).get("answers"),
+        comprehension=json.loads((d / CHECK_RECORD).read_text(encoding="utf-8"))
+        if (d / CHECK_RECORD).is_file()
+        else None,
         timing=read_log(d / TIMING),
     )
     marks = json.loads((d / STATUS_FILE).read_text(encoding="utf-8")) if (d / STATUS_FILE).is_file() else {}
