@@ -466,7 +466,72 @@ def build_parser() -> argparse.ArgumentParser:
         help="study mode: each new participant gets N norms of the pool, drawn across families, after "
         "agreeing to a consent page (the paper's study: 2)",
     )
-    pl.add_argument("--study-seed", type=int, default=0, metavar="S", help="with --assign: the assignment's seed")
+    pl.add_argument(
+        "--study-seed", type=int, default=0, metavar="S", help="with --assign: the seed of the assignment and --pool"
+    )
+    pl.add_argument(
+        "--pool",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --assign: draw N norms of --norms (default all 50) with the families in the paper's proportions "
+        "(25: 6 access, 5 procedure, 8 coordination, 6 allocation)",
+    )
+    pl.add_argument(
+        "--balance",
+        choices=("norms", "families"),
+        default="norms",
+        help="with --assign: play every pool norm equally often (the paper) or every family equally often",
+    )
+    pl.add_argument(
+        "--public-host",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="host names the server answers besides loopback (the name participants' browsers use)",
+    )
+    pl.add_argument(
+        "--base-path", default="", metavar="/PATH", help="serve under this sub-path (a reverse proxy that keeps it)"
+    )
+    pl.add_argument(
+        "--id-params",
+        nargs="+",
+        default=["PROLIFIC_PID", "STUDY_ID", "SESSION_ID"],
+        metavar="NAME",
+        help="URL parameters stored with the participant; the first one, if present, is the participant id",
+    )
+    pl.add_argument("--completion-code", default=None, help="shown on the finish page (e.g. Prolific's code)")
+    pl.add_argument("--completion-url", default=None, help="a link on the finish page (e.g. Prolific's return URL)")
+    pl.add_argument(
+        "--questionnaire",
+        default=None,
+        metavar="FILE",
+        help="post-study questions (JSON, docs/play.md); default: the paper's evidence-source question",
+    )
+    pl.add_argument(
+        "--comprehension",
+        default=None,
+        metavar="FILE",
+        help="questions with right answers shown before play (JSON, docs/play.md); play starts once all are right",
+    )
+    pl.add_argument(
+        "--idle-timeout", type=float, default=1800.0, metavar="S", help="close a session idle this long (it resumes)"
+    )
+    pl.add_argument(
+        "--phase-limit",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds of think time per episode (an interaction phase, a test episode); then its remaining "
+        "steps are played as waits (logged, recorded when it fires); default: no limit",
+    )
+    pl.add_argument("--max-participants", type=int, default=1000, help="new participants accepted in all")
+    pl.add_argument(
+        "--no-warmup",
+        action="store_true",
+        help="let participants in before the world's programs are compiled (the first key press then waits)",
+    )
+    pl.add_argument("--new-per-minute", type=int, default=30, help="new participants accepted per minute")
     pl.add_argument(
         "--consent",
         default=None,

@@ -20,6 +20,12 @@ take them):
   model rows of ``--compare`` (evaluate JSON files or llm-eval run
   directories), with the same columns; model rows only over the norms the
   participants played, unless ``all_norms``;
+  Each participant entry also holds their crowdsourcing ``ids`` (PROLIFIC_PID, ...),
+  their ``questionnaire`` answers, and ``timing``: one line per accepted action (turn,
+  step, wall and monotonic clock, think time) plus the timeouts that fired.  A
+  participant the admin excluded (``status.json``) is listed as ``excluded``, not counted.
+  ``human``: the best-per-norm row and the means with 95% intervals, per family
+  (`normjax.play.report`); ``protocol``: the settings the study ran with;
 * ``judge_prompts.jsonl``: every complete participant's beliefs as llm-judge's
   lines, ids ``<id>/<norm>#<j>`` and a ``participant`` field (each one's own
   ``DIR/<id>/judge_prompts.jsonl`` is written too: ``normjax llm-judge --run
@@ -34,8 +40,11 @@ from pathlib import Path
 from normjax.llm.judge import JUDGE_FILE, export_judge_prompts, read_prompts
 from normjax.llm.transcripts import TranscriptStore
 from normjax.norms import FAMILIES, get_norm
-from normjax.play.session import LOG, read_log
-from normjax.play.study import ASSIGNMENT_FILE, write_json
+from normjax.play import questionnaire, report
+from normjax.play.comprehension import RECORD as CHECK_RECORD
+from normjax.play.guard import read_ids
+from normjax.play.session import LOG, TIMING, read_log
+from normjax.play.study import ASSIGNMENT_FILE, STATUS_FILE, write_json
 from normjax.protocol.runner import aggregate_rows, format_table
 from normjax.protocol.seeds import CONDITIONS
 
@@ -79,7 +88,16 @@ def participant(d: Path) -> dict:
         finished_norms=finished,
         missing_norms=[n for n in norms if n not in finished],
         steps_logged=len(read_log(d / LOG)),
+        ids=read_ids(d).get("ids", {}),
+        questionnaire=(questionnaire.read(d) or {}).get("answers"),
+        comprehension=json.loads((d / CHECK_RECORD).read_text(encoding="utf-8"))
+        if (d / CHECK_RECORD).is_file()
+        else None,
+        timing=read_log(d / TIMING),
     )
+    marks = json.loads((d / STATUS_FILE).read_text(encoding="utf-8")) if (d / STATUS_FILE).is_file() else {}
+    if marks.get("excluded"):
+        return dict(entry, status="excluded", freed=bool(marks.get("freed")))
     path = d / "results.json"
     if not path.is_file():
         return dict(entry, status="incomplete")
@@ -161,6 +179,7 @@ def export_study(study_dir, compare=(), all_norms: bool = False) -> dict:
             get_norm(n)  # a participant folder naming an unknown norm is an error, not a row
     complete = [e for e in entries if e["status"] == "complete"]
     incomplete = [e for e in entries if e["status"] == "incomplete"]
+    excluded = [e for e in entries if e["status"] == "excluded"]
     if not complete:
         raise ValueError(
             f"no participant in {out} has finished their norms (incomplete: "
@@ -184,9 +203,15 @@ def export_study(study_dir, compare=(), all_norms: bool = False) -> dict:
                 )
         groups.append((label, model_rows))
     scope = "all their norms" if all_norms else f"the {len(played)} norm(s) the participants played"
+    protocol = report.settings(out)
+    human_md, human_numbers = report.human_tables(rows, len(complete))
     markdown = (
         f"Joint (J) and task (T) success in %; model rows over {scope}; "
-        f"{len(incomplete)} incomplete participant(s) not counted.\n\n" + combined_table(groups)
+        f"{len(incomplete)} incomplete participant(s) not counted; {len(excluded)} excluded by the researcher.\n\n"
+        + combined_table(groups)
+        + "\n\n"
+        + human_md
+        + "".join(f"\n\nNote: {n}." for n in protocol["notes"])
     )
 
     blocks = [f"pooled: {human}, {len(rows)} test episodes\n{format_table(pooled)}"]
@@ -208,7 +233,10 @@ def export_study(study_dir, compare=(), all_norms: bool = False) -> dict:
             participants={e["participant"]: e for e in entries},
             complete=[e["participant"] for e in complete],
             incomplete=[e["participant"] for e in incomplete],
+            excluded=[e["participant"] for e in excluded],
             pooled=pooled,
+            human=human_numbers,
+            protocol=protocol,
         ),
     )
     files[1].write_text("\n\n".join(blocks) + "\n", encoding="utf-8")

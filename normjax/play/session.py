@@ -25,14 +25,18 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import datetime
 import json
+import logging
 import os
+import secrets
 import threading
+import time
 from pathlib import Path
 
 from normjax import constants as C
 from normjax.llm.programs import programs_line
-from normjax.llm.prompts import system_prompt, user_prompt
+from normjax.llm.prompts import cell, goal_texts, system_prompt, target_text, user_prompt
 from normjax.llm.runner import INTERACTION_STEPS, _stored, assemble, interaction_episodes, protocol_test_episodes
 from normjax.llm.stage import Episode, Stage
 from normjax.llm.transcripts import TranscriptStore, check_run, write_run
@@ -44,6 +48,8 @@ from normjax.protocol.stamp import protocol_stamp
 
 ACTIONS = {"up": C.UP, "down": C.DOWN, "left": C.LEFT, "right": C.RIGHT, "wait": C.WAIT}
 LOG = "actions.jsonl"
+TIMING = "timing.jsonl"  # per accepted action: wall clock, monotonic clock, think time; and fired timeouts
+log = logging.getLogger("normjax.play")
 MAX_BELIEF = 2000  # characters
 
 
@@ -129,8 +135,13 @@ class Session:
         capacity: int = 10,
         interaction_steps: int = INTERACTION_STEPS,
         cell_px: int = 32,
+        phase_limit: float | None = None,
     ):
         self.dir, self.pid, self.norm_ids = Path(out_dir) / pid, pid, list(norm_ids)
+        # Seconds of think time a participant may spend in one episode; then its remaining
+        # steps are played as "wait" (logged with "auto": "phase_limit", so a replay is exact).
+        self.phase_limit = phase_limit
+        self.used: collections.defaultdict[str, float] = collections.defaultdict(float)
         self.seed, self.capacity, self.interaction_steps, self.cell_px = seed, capacity, interaction_steps, cell_px
         self.settings = dict(
             policy="human",
@@ -146,6 +157,7 @@ class Session:
         self.n_turns = 0  # decisions so far (logged ones included): the next turn's number
         self.status, self.error, self.result = "starting", None, None
         self.frame_cache: tuple[int, bytes] | None = None
+        self.ready_at = self.last_active = time.monotonic()  # the waiting turn's start; the last request
 
     # --- the protocol (worker thread) ---
     def start(self) -> None:
@@ -156,8 +168,12 @@ class Session:
         replay = collections.defaultdict(collections.deque)
         for rec in log:
             replay[rec["episode"]].append(rec)
+        for rec in read_log(self.dir / TIMING):  # think time used per episode, for the phase limit
+            if "turn" in rec and "episode" in rec:
+                self.used[rec["episode"]] += rec["think_s"]
         self.agent = HumanAgent(self, replay)
         self.log = (self.dir / LOG).open("a", encoding="utf-8")
+        self.timing = (self.dir / TIMING).open("a", encoding="utf-8")
         threading.Thread(target=self._main, name=f"play-{self.pid}", daemon=True).start()
 
     def _main(self) -> None:
@@ -165,11 +181,13 @@ class Session:
             asyncio.run(self._protocol())
         except SessionClosed:  # the log holds every step: a new session resumes from it
             return
-        except Exception as e:
+        except Exception as e:  # details only in the server log; the participant gets an error id
+            eid = "E" + secrets.token_hex(4)
+            log.exception("participant %s: session failed (error id %s)", self.pid, eid)
             with self.cond:
                 self.status, self.error = "error", f"{type(e).__name__}: {e}"
+                self.public_error = f"the session stopped because of a server error (error id {eid})"
                 self.cond.notify_all()
-            raise
 
     async def _stage(self, store, e: Episode, horizon: int, steps: int) -> None:
         header = store.load(e.name)
@@ -206,13 +224,27 @@ class Session:
             if self.status == "closed":
                 raise SessionClosed(self.pid)
             self.turn, self.ctx, self.decision, self.status = turn, ctx, None, "playing"
+            self.ready_at = time.monotonic()
             self.cond.notify_all()
             while self.decision is None:
                 if self.status == "closed":
                     raise SessionClosed(self.pid)
-                self.cond.wait()
+                if self.phase_limit is None:
+                    self.cond.wait()
+                    continue
+                left = self.phase_limit - self.used[turn.episode] - (time.monotonic() - self.ready_at)
+                if left > 0:
+                    self.cond.wait(left)
+                    continue
+                if self.used[turn.episode] < self.phase_limit:  # it fires now: recorded once per episode
+                    self._timing(dict(event="phase_limit", episode=turn.episode, t=turn.t, limit_s=self.phase_limit))
+                belief, conf = (turn.belief, turn.confidence) if turn.stage == "interaction" else (None, None)
+                self._record(self.n_turns, C.WAIT, belief, conf, auto="phase_limit")
             d, self.decision = self.decision, None
             return d
+
+    def time_up(self, episode: str) -> bool:
+        return self.phase_limit is not None and self.used[episode] >= self.phase_limit
 
     def close(self) -> None:
         """Stop the world thread at its next wait and close the log (logged steps stay)."""
@@ -221,6 +253,18 @@ class Session:
                 self.status = "closed"
             self.cond.notify_all()
             self.log.close()
+            self.timing.close()
+
+    def record_event(self, event: str, **extra) -> None:
+        """A line in timing.jsonl for something that fired (an idle timeout), with both clocks."""
+        with self.cond:
+            if not self.timing.closed:
+                self._timing(dict(event=event, **extra))
+
+    def _timing(self, rec: dict) -> None:
+        wall = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+        self.timing.write(json.dumps(dict(rec, wall=wall, mono=round(time.monotonic(), 4))) + "\n")
+        self.timing.flush()
 
     # --- the web app's side (request threads) ---
     def submit(self, body, timeout: float = 60.0) -> None:
@@ -231,18 +275,26 @@ class Session:
                 raise BadRequest(f"no step is waiting (session {self.status})", 409)
             if turn_no != self.n_turns:
                 raise BadRequest(f"out of order: turn {turn_no} sent, turn {self.n_turns} is waiting", 409)
-            interaction = self.turn.stage == "interaction"
-            rec = dict(turn=turn_no, episode=self.turn.episode, t=self.turn.t, action=action)
-            if interaction:  # beliefs are frozen in the tests
-                rec.update(belief=belief, confidence=conf)
-            self.log.write(json.dumps(rec) + "\n")
-            self.log.flush()
-            os.fsync(self.log.fileno())
-            self.n_turns += 1
-            self.turn = self.ctx = None
-            self.decision = Decision(action=action, belief=rec.get("belief"), confidence=rec.get("confidence"))
-            self.cond.notify_all()
+            self._record(turn_no, action, belief, conf)
             self.cond.wait_for(lambda: self.turn is not None or self.status != "playing", timeout)
+
+    def _record(self, turn_no: int, action: int, belief, conf, auto: str | None = None) -> None:
+        """Log the waiting turn's action durably (and its timing), then hand it to the world (under `cond`)."""
+        rec = dict(turn=turn_no, episode=self.turn.episode, t=self.turn.t, action=action)
+        if self.turn.stage == "interaction":  # beliefs are frozen in the tests
+            rec.update(belief=belief, confidence=conf)
+        if auto is not None:
+            rec["auto"] = auto
+        self.log.write(json.dumps(rec) + "\n")
+        self.log.flush()
+        os.fsync(self.log.fileno())
+        think = round(time.monotonic() - self.ready_at, 4)
+        self.used[self.turn.episode] += think
+        self._timing(dict(turn=turn_no, episode=self.turn.episode, t=rec["t"], think_s=think))
+        self.n_turns += 1
+        self.turn = self.ctx = None
+        self.decision = Decision(action=action, belief=rec.get("belief"), confidence=rec.get("confidence"))
+        self.cond.notify_all()
 
     def view(self) -> dict:
         """What the page shows: the prompt's information for the waiting turn, or the results."""
@@ -251,7 +303,7 @@ class Session:
                 self.cond.wait_for(lambda: self.turn is not None or self.status not in ("starting", "playing"), 30)
             out = dict(participant=self.pid, status=self.status, turn=self.n_turns)
             if self.status == "error":
-                out["error"] = self.error
+                out["error"] = self.public_error
             elif self.status == "done":
                 out["table"] = format_table(self.result)
             elif self.turn is not None:
@@ -270,6 +322,11 @@ class Session:
                     confidence=t.confidence,
                     system=system_prompt(t),
                     prompt=user_prompt(t),
+                    goals=list(goal_texts(t)),  # the task in plain words, for the page's goal line
+                    leg=t.leg,
+                    target=target_text(t),
+                    position=cell(t.pos),
+                    time_up=self.time_up(t.episode),
                 )
             return out
 

@@ -11,6 +11,11 @@ family are played in turn, as in the paper's study (2 norms per participant,
 drawn across the four families).  N larger than len(F) is allowed while
 no family would have to repeat a norm within one participant.
 
+That is the ``balance="families"`` scheme.  The default, ``balance="norms"``, is the
+paper's design (`normjax.play.design.next_norms`): each new participant gets the
+least-played norms of the pool, from different families, so the pool's norms are played
+equally often (+-1); a freed slot (`Study.set_status`) stops counting.
+
 Everything a restart needs is on disk: ``OUT/study.json`` (the study's
 settings; a restart with other settings is refused), and per participant
 ``OUT/<id>/consent.json`` (when they agreed, to which text) and
@@ -32,10 +37,13 @@ from pathlib import Path
 import numpy as np
 
 from normjax.norms import FAMILIES, FAMILY_OF, NORMS
+from normjax.play.design import check_balanced_assign, next_norms
 
 STUDY_FILE = "study.json"
 ASSIGNMENT_FILE = "assignment.json"
 CONSENT_RECORD = "consent.json"
+STATUS_FILE = "status.json"  # the admin's marks: excluded from the export, slot freed
+BALANCES = ("norms", "families")
 CONSENT_FILE = "consent.md"  # the default consent text's place in --out
 TEMPLATE = Path(__file__).with_name("consent.md")
 MAX_CONSENT_CHARS = 100_000
@@ -122,14 +130,27 @@ def load_consent(out_dir, consent_file=None) -> tuple[str, Path]:
 class Study:
     """The study of one --out directory: its settings, assignments and consent records."""
 
-    def __init__(self, out_dir, pool: list[int], assign: int, study_seed: int = 0, consent_file=None, **protocol):
+    def __init__(
+        self,
+        out_dir,
+        pool: list[int],
+        assign: int,
+        study_seed: int = 0,
+        consent_file=None,
+        balance: str = "norms",
+        **protocol,
+    ):
         self.out, self.pool, self.assign, self.study_seed = Path(out_dir), sorted(set(pool)), assign, study_seed
-        check_assign(assign, self.pool)
+        if balance not in BALANCES:
+            raise ValueError(f"balance must be one of {', '.join(BALANCES)}, got {balance!r}")
+        self.balance = balance
+        (check_balanced_assign if balance == "norms" else check_assign)(assign, self.pool)
         settings = dict(
             format="normjax.play-study/1",
             assign=assign,
             study_seed=study_seed,
             pool=[NORMS[n].name for n in self.pool],
+            **({"balance": balance} if balance != "families" else {}),  # a families study.json has no key
             **protocol,
         )
         self.out.mkdir(parents=True, exist_ok=True)
@@ -168,6 +189,22 @@ class Study:
             self._assignment(pid)
         return json.loads((d / CONSENT_RECORD).read_text(encoding="utf-8"))
 
+    def status(self, pid: str) -> dict:
+        """The admin's marks of a participant: {"excluded": bool, "freed": bool} (both false if none)."""
+        path = self.out / pid / STATUS_FILE
+        got = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        return dict(excluded=bool(got.get("excluded")), freed=bool(got.get("freed")))
+
+    def set_status(self, pid: str, excluded: bool, freed: bool = False) -> dict:
+        """Exclude a participant from the export; `freed` also gives their norms to the next participant."""
+        with self.lock:
+            if not (self.out / pid / ASSIGNMENT_FILE).is_file():
+                raise ValueError(f"participant {pid!r} has no assignment")
+            now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+            rec = dict(excluded=bool(excluded or freed), freed=bool(freed), at=now)
+            write_json(self.out / pid / STATUS_FILE, rec)
+        return rec
+
     def norms(self, pid: str) -> list[int]:
         """The participant's assigned norm ids (made on agreeing; a restart reads them back)."""
         with self.lock:
@@ -177,9 +214,17 @@ class Study:
         path = self.out / pid / ASSIGNMENT_FILE
         if path.exists():
             return [NORMS[i].id for i in json.loads(path.read_text(encoding="utf-8"))["norm_ids"]]
-        taken = [json.loads(p.read_text(encoding="utf-8"))["index"] for p in self.out.glob(f"*/{ASSIGNMENT_FILE}")]
-        index = max(taken, default=-1) + 1
-        ids = assign_norms(index, self.assign, self.pool, self.study_seed)
+        records = [json.loads(p.read_text(encoding="utf-8")) for p in self.out.glob(f"*/{ASSIGNMENT_FILE}")]
+        index = max((r["index"] for r in records), default=-1) + 1
+        if self.balance == "families":
+            ids = assign_norms(index, self.assign, self.pool, self.study_seed)
+        else:
+            counts: dict[int, int] = {}
+            for r in records:
+                if not self.status(r["participant"]).get("freed"):
+                    for n in r["norm_ids"]:
+                        counts[n] = counts.get(n, 0) + 1
+            ids = next_norms(counts, self.pool, self.assign, self.study_seed)
         write_json(
             path,
             dict(
@@ -196,6 +241,8 @@ class Study:
 
 __all__ = [
     "ASSIGNMENT_FILE",
+    "BALANCES",
+    "STATUS_FILE",
     "CONSENT_FILE",
     "CONSENT_RECORD",
     "STUDY_FILE",

@@ -41,12 +41,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_OPENER = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())  # the participants' tokens
+
+
 def _request(url: str, body: dict | None = None, timeout: float = 300.0):
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(
         url, data=data, method="GET" if body is None else "POST", headers={"Content-Type": "application/json"}
     )
-    with urllib.request.urlopen(req, timeout=timeout) as r:
+    with _OPENER.open(req, timeout=timeout) as r:
         raw = r.read()
         return json.loads(raw) if r.headers.get_content_type() == "application/json" else raw
 

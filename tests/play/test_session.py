@@ -61,11 +61,20 @@ def _step(client, pid, view, action, **extra):
     return r.get_json()
 
 
+def _restart(out, old):
+    """A new app on `out` and a client holding the old client's participant cookie (the same browser)."""
+    app = create_app(out, [NORM_ID], interaction_steps=STEPS)
+    c = app.test_client()
+    cookie = old.get_cookie("njp_alice")
+    c.set_cookie(cookie.key, cookie.value)
+    return app, c
+
+
 def _start(out):
     """A new app on `out` and participant alice's first view (checked)."""
     app = create_app(out, [NORM_ID], interaction_steps=STEPS)
     c = app.test_client()
-    assert c.get("/api/alice/view").status_code == 404  # not started
+    assert c.get("/api/alice/view").status_code == 404  # not started (and no token: normjax.play.app.DENIED)
     v = c.post("/api/alice/start").get_json()
     assert v["status"] == "playing" and v["phase"] == "interaction" and v["turn"] == 0
     assert "Current step: 0." in v["prompt"] and NORM not in json.dumps(v)  # the norm is not revealed
@@ -100,19 +109,17 @@ def test_bad_requests_and_resume_after_a_kill(tmp_path):
     v = _step(c, "alice", v, "left", belief="agents avoid zone Q", confidence=0.5)
     assert v["turn"] == 1 and v["belief"] == "agents avoid zone Q"
     app.config["sessions"]["alice"].close()  # the server dies; a new one on the same --out resumes
-    app = create_app(out, [NORM_ID], interaction_steps=STEPS)
-    c = app.test_client()
+    app, c = _restart(out, c)
     w = c.post("/api/alice/start").get_json()
     assert {k: w[k] for k in ("turn", "t", "phase", "prompt", "belief")} == {
         k: v[k] for k in ("turn", "t", "phase", "prompt", "belief")
     }
     assert c.post("/api/alice/step", json=dict(turn=0, action="left")).status_code == 409  # no step repeated
     assert [r["action"] for r in read_log(out / "alice" / LOG)] == [2]
-    assert sorted(p.name for p in out.iterdir()) == ["alice"]  # nothing written elsewhere
+    assert sorted(p.name for p in out.iterdir()) == ["alice", "play.json"]  # nothing written elsewhere
     app.config["sessions"]["alice"].close()
-    other = create_app(out, [NORM_ID], interaction_steps=STEPS + 1).test_client()  # another protocol length
-    r = other.post("/api/alice/start")
-    assert r.status_code == 409 and "interaction_steps: 3 -> 4" in r.get_json()["error"]
+    with pytest.raises(ValueError, match="interaction_steps: 3 -> 4"):  # another protocol length: refused at start
+        create_app(out, [NORM_ID], interaction_steps=STEPS + 1)
 
 
 @pytest.mark.slow
@@ -130,8 +137,7 @@ def test_a_participant_plays_the_protocol_over_http(tmp_path):
 
     # A killed server: a new app on the same directory resumes at the same turn and step.
     app.config["sessions"]["alice"].close()
-    app = create_app(out, [NORM_ID], interaction_steps=STEPS)
-    c = app.test_client()
+    app, c = _restart(out, c)
     w = c.post("/api/alice/start").get_json()
     assert {k: w[k] for k in ("turn", "t", "phase", "episode", "prompt")} == {
         k: v[k] for k in ("turn", "t", "phase", "episode", "prompt")
@@ -163,7 +169,7 @@ def test_a_participant_plays_the_protocol_over_http(tmp_path):
     judge = export_judge_prompts(out / "alice")  # llm-judge reads the human's beliefs
     lines = [json.loads(x) for x in (out / "alice" / "judge_prompts.jsonl").read_text().splitlines()]
     assert judge and {x["belief"] for x in lines} == set(beliefs)
-    assert sorted(p.name for p in out.iterdir()) == ["alice"]  # nothing else written
+    assert sorted(p.name for p in out.iterdir()) == ["alice", "play.json"]  # nothing else written
 
     # The study export of this one participant: evaluate's aggregates, the same judge lines.
     summary = export_study(out)

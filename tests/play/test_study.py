@@ -67,7 +67,8 @@ def test_assign_is_validated(bad):
 def test_play_command_refuses_bad_study_options(tmp_path):
     ap = build_parser()
     for argv, words in [
-        (["--assign", "0"], "1..44"),
+        (["--assign", "0"], "1..4"),  # the paper's balance: one norm per family
+        (["--assign", "0", "--balance", "families"], "1..44"),
         (["--assign", "3", "--norms", "forbidden_zone_q"], "1..1"),
         (["--consent", str(tmp_path / "c.md")], "--consent needs --assign"),
         (["--assign", "1", "--consent", str(tmp_path / "missing.md")], "not a file"),
@@ -79,7 +80,7 @@ def test_play_command_refuses_bad_study_options(tmp_path):
 
 def test_study_persists_assignments_and_refuses_other_settings(tmp_path):
     out = tmp_path / "study"
-    study = Study(out, ALL, 2, study_seed=7, seed=0, interaction_steps=200)
+    study = Study(out, ALL, 2, study_seed=7, balance="families", seed=0, interaction_steps=200)
     assert (out / "consent.md").read_text().startswith("# Welcome")  # the template, for the researcher to edit
     assert not study.consented("alice")
     a = study.agree("alice")
@@ -87,15 +88,15 @@ def test_study_persists_assignments_and_refuses_other_settings(tmp_path):
     assert study.norms("alice") == assign_norms(0, 2, ALL, 7)
     study.agree("bob")
     assert study.agree("alice") == a  # agreeing again changes nothing
-    again = Study(out, ALL, 2, study_seed=7, seed=0, interaction_steps=200)  # a restarted server
+    again = Study(out, ALL, 2, study_seed=7, balance="families", seed=0, interaction_steps=200)  # a restart
     assert again.norms("alice") == assign_norms(0, 2, ALL, 7) and again.norms("bob") == assign_norms(1, 2, ALL, 7)
     again.agree("carol")
     rec = json.loads((out / "carol" / "assignment.json").read_text())
     assert rec["index"] == 2 and rec["norms"] == [NORMS[n].name for n in assign_norms(2, 2, ALL, 7)]
     with pytest.raises(ValueError, match=r"assign: 2 -> 3"):
-        Study(out, ALL, 3, study_seed=7, seed=0, interaction_steps=200)
+        Study(out, ALL, 3, study_seed=7, balance="families", seed=0, interaction_steps=200)
     with pytest.raises(ValueError, match=r"interaction_steps: 200 -> 50"):
-        Study(out, ALL, 2, study_seed=7, seed=0, interaction_steps=50)
+        Study(out, ALL, 2, study_seed=7, balance="families", seed=0, interaction_steps=50)
 
 
 def test_consent_page_is_escaped_and_gates_every_step(tmp_path):
@@ -105,13 +106,14 @@ def test_consent_page_is_escaped_and_gates_every_step(tmp_path):
         "# Our study\n<script>alert(1)</script> and <img src=x onerror=alert(2)>\n\n"
         "- **bold** item\n- __PID__ stays text\n"
     )
-    study = Study(out, ALL, 2, consent_file=text, seed=0, interaction_steps=3)
+    study = Study(out, ALL, 2, consent_file=text, balance="families", seed=0, interaction_steps=3)
     c = create_app(out, [], interaction_steps=3, study=study).test_client()
     page = c.get("/p/alice").get_data(as_text=True)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert" not in page
     assert "&lt;img src=x onerror=alert(2)&gt;" in page and "<img" not in page
     assert "<h3>Our study</h3>" in page and "<li><strong>bold</strong> item</li>" in page
     assert "__PID__ stays text" in page and 'const PID = "alice"' in page and "I agree" in page
+    # Before "I agree" (no token) every request gets the answer an unknown id gets (normjax.play.app.DENIED).
     assert not (out / "consent.md").exists()  # --consent given: nothing else is read or copied
 
     for method, path, body in [
@@ -121,14 +123,14 @@ def test_consent_page_is_escaped_and_gates_every_step(tmp_path):
         ("post", "step", {"turn": 0, "action": "up"}),
     ]:
         r = getattr(c, method)(f"/api/alice/{path}", json=body)
-        assert r.status_code == 403 and "not agreed to the consent page" in r.get_json()["error"], path
+        assert r.status_code == 404 and "no session for this id" in r.get_json()["error"], path
     for body in ({"agree": False}, {"agree": "yes"}, [True]):
         assert c.post("/api/alice/consent", json=body).status_code == 400
     assert c.post("/api/..%2Fx/consent", json={"agree": True}).status_code in (400, 404)
-    assert sorted(p.name for p in out.iterdir()) == ["study.json"]  # nothing recorded yet
+    assert sorted(p.name for p in out.iterdir()) == ["play.json", "study.json"]  # nothing recorded yet
 
     rec = c.post("/api/alice/consent", json={"agree": True}).get_json()
-    assert json.loads((out / "alice" / "consent.json").read_text()) == rec and rec["agreed_at"]
+    assert json.loads((out / "alice" / "consent.json").read_text())["agreed_at"] == rec["agreed_at"]
     assert json.loads((out / "alice" / "assignment.json").read_text())["norm_ids"] == assign_norms(0, 2, ALL, 0)
     assert c.get("/api/alice/view").status_code == 404  # past the consent gate: the session is not started yet
     assert 'id="frame"' in c.get("/p/alice").get_data(as_text=True)  # the play page now
