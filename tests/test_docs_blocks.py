@@ -2,6 +2,7 @@
 (slow tier).  Blocks that run the whole test protocol are `full_protocol`.
 """
 
+import os
 import re
 import subprocess
 import sys
@@ -29,8 +30,15 @@ def python_blocks(paths):
     "name, index, code",
     [pytest.param(*b, id=f"{b[0]}-{b[1]}", marks=HEAVY_DOCS.get(b[0], ())) for b in python_blocks(DOC_FILES)],
 )
-def test_docs_code_block_runs_on_its_own(name, index, code, tmp_path):
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+def test_docs_code_block_runs_on_its_own(name, index, code, tmp_path, pytestconfig):
+    # Each block in a fresh interpreter; the blocks share one persistent compilation cache of
+    # their own (one worker runs this file, so one writer at a time), and the flags of the
+    # session (XLA_FLAGS' compile level) come with the environment.
+    cache = Path(os.environ.get("NORMJAX_TEST_CACHE", pytestconfig.rootpath / ".jax_cache")) / "docs_blocks"
+    env = {**os.environ, "JAX_COMPILATION_CACHE_DIR": str(cache), "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0.5"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
+    )
     assert out.returncode == 0, f"{name} block {index} failed:\n{code}\n{out.stderr[-3000:]}"
 
 

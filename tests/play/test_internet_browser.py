@@ -38,12 +38,12 @@ pytest.importorskip("flask", reason="needs the [play] extra (Flask)")
 webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium ([test] extra)")
 
 from normjax.play.app import create_app  # noqa: E402 (after the importorskip of its extra)
-from normjax.play.export import export_study  # noqa: E402
-from normjax.play.guard import FolderLock  # noqa: E402
-from normjax.play.server import local_server  # noqa: E402
-from normjax.play.session import LOG, read_log  # noqa: E402
-from normjax.play.study import Study  # noqa: E402
-from normjax.testing.play_driver import action_word  # noqa: E402
+from normjax.play.export import export_study  # noqa: E402 (after the importorskip of its extra)
+from normjax.play.guard import FolderLock  # noqa: E402 (after the importorskip of its extra)
+from normjax.play.server import local_server  # noqa: E402 (after the importorskip of its extra)
+from normjax.play.session import LOG, read_log  # noqa: E402 (after the importorskip of its extra)
+from normjax.play.study import Study  # noqa: E402 (after the importorskip of its extra)
+from normjax.testing.play_driver import action_word  # noqa: E402 (after the importorskip of its extra)
 
 CHROMIUM, DRIVER = "/usr/bin/chromium", shutil.which("chromedriver") or "/usr/bin/chromedriver"
 pytestmark = [

@@ -175,7 +175,7 @@ def test_headers_on_every_response_and_no_banner(tmp_path):
         srv.shutdown()
     assert wsgi_server("127.0.0.1") == "werkzeug" and wsgi_server("localhost") == "werkzeug"
     try:
-        import waitress  # noqa: F401
+        import waitress  # noqa: F401 (only whether the [play] extra's server is installed)
     except ImportError:
         with pytest.raises(ImportError, match="waitress"):
             wsgi_server("0.0.0.0")

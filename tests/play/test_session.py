@@ -76,6 +76,10 @@ def _start(out):
     c = app.test_client()
     assert c.get("/api/alice/view").status_code == 404  # not started (and no token: normjax.play.app.DENIED)
     v = c.post("/api/alice/start").get_json()
+    for _ in range(20):  # the view waits 30 s per request; a loaded machine may compile for longer (the page polls too)
+        if v["status"] != "starting":
+            break
+        v = c.get("/api/alice/view").get_json()
     assert v["status"] == "playing" and v["phase"] == "interaction" and v["turn"] == 0
     assert "Current step: 0." in v["prompt"] and NORM not in json.dumps(v)  # the norm is not revealed
     png = c.get("/api/alice/frame.png")
