@@ -21,6 +21,7 @@ import asyncio
 import json
 from pathlib import Path
 
+from normjax.finetune.baselines import baselines
 from normjax.finetune.rewards import accuracy
 
 
@@ -105,7 +106,12 @@ def finetune_eval(data_path, config, out_dir=None) -> dict:
         idx = [i for i, r in enumerate(records) if r["task"] == task]
         by_task[task] = accuracy([texts[i] for i in idx], [records[i] for i in idx])
     out = dict(
-        data=str(data_path), model=config.model, temperature=config.temperature, tasks=by_task, score=score(by_task)
+        data=str(data_path),
+        model=config.model,
+        temperature=config.temperature,
+        tasks=by_task,
+        score=score(by_task),
+        baselines=baselines(records),
     )
     if out_dir is not None:
         d = Path(out_dir)
