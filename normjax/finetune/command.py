@@ -134,6 +134,12 @@ def cmd_finetune_eval(args) -> int:
         return 3
     print(json.dumps(result, indent=2))
     print(table({Path(args.data).stem: beside_model(result)}))
+    if result["failed"]:
+        print(
+            f"normjax: warning: {result['failed']} of {result['records']} requests got no reply after their retries "
+            f"({result['failed_share']:.1%}; not scored){'; a rerun with the same --out sends them again' if args.out else ''}",
+            file=sys.stderr,
+        )
     return 0
 
 
