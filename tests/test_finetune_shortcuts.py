@@ -206,3 +206,19 @@ def test_records_carry_their_state(files):
     )
     assert [h["t"] for h in st["history"]][-10:] == list(range(rec["t"] - 10, rec["t"]))
     assert json.loads(json.dumps(rec)) == rec  # plain JSON
+
+
+def test_any_mix_of_task_files_loads_with_one_schema(files, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    from normjax.finetune.schema import COLUMNS, features
+
+    paths = []
+    for task in ("compliant_action", "norm_judgment", "norm_selection"):
+        records, manifest = files[task, "access"]
+        assert all(set(r) == set(COLUMNS) | {"prompt"} for r in records)
+        paths.append(str(D.write(tmp_path, records, manifest)[0]))
+    ds = datasets.load_dataset("json", data_files=paths, features=features(), split="train")
+    assert len(ds) == N_ACTION + N_JUDGE + N_SELECT
+    assert sorted(set(ds["task"])) == ["compliant_action", "norm_judgment", "norm_selection"]
+    row = next(r for r in ds if r["task"] == "norm_judgment")
+    assert isinstance(row["violates"], bool) and row["allowed_actions"] is None and row["state"]["subject"]["uid"]

@@ -21,10 +21,11 @@ the others (the report says what each norm got).
 from __future__ import annotations
 
 from normjax.finetune import records as R
-from normjax.finetune.state import cross_level
+from normjax.finetune.state import CROSS_LEVELS, cross_level
 from normjax.norms import NORMS
 
 CUES = tuple((level, newcomer) for level in range(3) for newcomer in (False, True))
+CUE_NAMES = tuple(f"{CROSS_LEVELS[level]}{'_newcomer' if newcomer else ''}" for level, newcomer in CUES)
 
 
 def judgment_pool(ep) -> list[tuple]:
@@ -92,31 +93,26 @@ def balanced_by_norm(pool: list[tuple], n: int, norms: list[int], rng) -> tuple[
     return picked, report(picked, norms)
 
 
+def _shares(items: list[tuple]) -> dict | None:
+    """The share of each cue among `items`."""
+    if not items:
+        return None
+    return {name: round(sum(p[4] == j for p in items) / len(items), 3) for j, name in enumerate(CUE_NAMES)}
+
+
 def report(picked: list[tuple], norms: list[int]) -> dict:
     """Per norm: records, violation share, and the cue shares within each class."""
     out = {}
     for m in norms:
         mine = [p for p in picked if p[0].norm_id == m]
         viol = [p for p in mine if p[3]]
-        comp = [p for p in mine if not p[3]]
-
-        def shares(items):
-            if not items:
-                return None
-            return {
-                f"{('none', 'earlier', 'last_step')[lv]}{'_newcomer' if nc else ''}": round(
-                    sum(p[4] == j for p in items) / len(items), 3
-                )
-                for j, (lv, nc) in enumerate(CUES)
-            }
-
         out[NORMS[m].name] = dict(
             records=len(mine),
             violation_share=round(len(viol) / len(mine), 3) if mine else None,
-            cues_violations=shares(viol),
-            cues_compliant=shares(comp),
+            cues_violations=_shares(viol),
+            cues_compliant=_shares([p for p in mine if not p[3]]),
         )
     return out
 
 
-__all__ = ["CUES", "balanced_by_norm", "even_fill", "judgment_pool", "pair_capacity", "report"]
+__all__ = ["CUES", "CUE_NAMES", "balanced_by_norm", "even_fill", "judgment_pool", "pair_capacity", "report"]
