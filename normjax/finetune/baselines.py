@@ -124,11 +124,12 @@ def baselines(records: list[dict]) -> dict:
 
 
 def table(columns: dict[str, dict]) -> str:
-    """One block per task: a row per baseline (or model), a column per file (Table A5 style)."""
+    """One block per task: a row per baseline (or model), a column per file that has the task
+    (Table A5 style, in percent)."""
     lines = []
     tasks = sorted({t for col in columns.values() for t in col})
     for task in tasks:
-        names = list(columns)
+        names = [name for name, col in columns.items() if task in col]
         rows: list[str] = []
         for col in columns.values():
             rows += [k for k in col.get(task, {}) if k not in rows]

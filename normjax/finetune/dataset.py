@@ -107,8 +107,9 @@ def _newcomer_records(task, eps, n, split, norms, rng, frames: bool, pngs: dict,
     pool: dict[int, list] = {}
     for ep in eps.episodes:
         pool.setdefault(ep.norm_id, []).extend((ep, i) for i in R.newcomer_candidates(ep, min_step, scored))
-        if scored:
+        if scored:  # states where no action scores 1, of all newcomer states
             dropped["no_scoring_action"] = dropped.get("no_scoring_action", 0) + R.unscored_states(ep, min_step)
+            dropped["of_states"] = dropped.get("of_states", 0) + int(R.newcomer_states(ep, min_step).sum())
     picked = R.stratified(pool, n, rng)
     if task == "norm_selection":
         family = NORMS[norms[0]].family
