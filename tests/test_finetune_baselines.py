@@ -156,3 +156,15 @@ def test_finetune_eval_prints_the_baselines_beside_the_model(tmp_path, capsys):
     text = capsys.readouterr().out
     rows = {line.split("|")[0].strip(): line.split("|")[1].strip() for line in text.splitlines() if "|" in line}
     assert rows["best constant"] == "50.0" and rows["model fake"] == "50.0"
+
+
+def test_stratified_over_norms_and_classes():
+    rng = np.random.default_rng(2)
+    pool = {0: [("a", j) for j in range(30)] + [("b", j) for j in range(2)], 1: [("c", j) for j in range(3)]}
+    plain = R.stratified(pool, 12, rng)
+    assert len(plain) == 12 and sum(1 for it in plain if it in pool[1]) == 3  # norm 1 short: norm 0 takes 9
+    picked = R.stratified(pool, 12, rng, within=lambda it: it[0])
+    from0 = [it for it in picked if it in pool[0]]
+    assert len(picked) == 12 and sum(it[0] == "b" for it in from0) == 2  # class b short: a takes the rest
+    picked = R.stratified({0: [("a", j) for j in range(30)] + [("b", j) for j in range(30)]}, 10, rng, lambda it: it[0])
+    assert sum(it[0] == "a" for it in picked) == 5

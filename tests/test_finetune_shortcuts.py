@@ -222,3 +222,18 @@ def test_any_mix_of_task_files_loads_with_one_schema(files, tmp_path):
     assert sorted(set(ds["task"])) == ["compliant_action", "norm_judgment", "norm_selection"]
     row = next(r for r in ds if r["task"] == "norm_judgment")
     assert isinstance(row["violates"], bool) and row["allowed_actions"] is None and row["state"]["subject"]["uid"]
+
+
+def test_balance_actions_spreads_the_oracle_action(files):
+    from collections import Counter
+
+    plain = files["compliant_action", "access"][0]
+    spread, manifest = D.build(
+        "compliant_action", "access", "heldout", N_ACTION, seed=3, policy="blind", steps=STEPS, balance_actions=True
+    )
+    assert manifest["balance_actions"] and len(spread) == N_ACTION
+    before = Counter(r["oracle_action"] for r in plain)
+    after = Counter(r["oracle_action"] for r in spread)
+    assert max(after.values()) < max(before.values()) and len(after) >= len(before)
+    best = baselines(spread)["compliant_action"]["best constant"]
+    assert best <= baselines(plain)["compliant_action"]["best constant"], best

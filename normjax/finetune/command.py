@@ -81,6 +81,11 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
     f.add_argument(
         "--unbalanced", action="store_true", help="norm_judgment: draw transitions uniformly instead of half violations"
     )
+    f.add_argument(
+        "--balance-actions",
+        action="store_true",
+        help="compliant_action: spread each norm's records evenly over the oracle's action (a constant action scores less)",
+    )
     f.add_argument("--out", required=True, metavar="DIR", help="writes TASK_FAMILY_SPLIT.jsonl and .manifest.json")
     f.set_defaults(fn=cmd_finetune_data)
     return f
@@ -108,6 +113,7 @@ def cmd_finetune_data(args) -> int:
             batch=args.batch,
             steps=args.steps,
             balance=not args.unbalanced,
+            balance_actions=args.balance_actions,
             frames=not args.text_only,
             states_from=args.states_from,
             progress=bar.update,

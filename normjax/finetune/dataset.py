@@ -18,11 +18,14 @@ the interaction phase harvested in batches of `batch` episodes
 ``numpy.random.default_rng(seed)``: the same arguments give the same file.
 
 * compliant_action / norm_selection: states of the newcomer acting by
-  `policy`, stratified evenly over the norms;
-* norm_judgment: transitions of the oracle-newcomer episodes (every agent
-  scripted), balanced between violations and compliant moves when the
-  episodes allow it; otherwise more episodes are run, up to `max_episodes`,
-  and the manifest reports the class ratio it reached;
+  `policy`, stratified evenly over the norms (with `balance_actions`, each
+  norm's share over the oracle's action); Compliant Action states where no
+  action scores 1 are dropped and counted (manifest ``dropped``);
+* norm_judgment: transitions of episodes where every agent is scripted and the
+  newcomer is norm-blind (`JUDGMENT_POLICY`), drawn in (violation, compliant)
+  pairs with the same norm and cue (`normjax.finetune.balance`), spread evenly
+  over the norms; more episodes are run, up to `max_episodes`, until every norm
+  holds its share, and the manifest reports what each norm got;
 * action_judgment: half compliant_action records, half norm_judgment ones.
 """
 
@@ -97,7 +100,9 @@ class _Episodes:
         return new
 
 
-def _newcomer_records(task, eps, n, split, norms, rng, frames: bool, pngs: dict, tick, dropped: dict) -> list[dict]:
+def _newcomer_records(
+    task, eps, n, split, norms, rng, frames: bool, pngs: dict, tick, dropped: dict, balance_actions: bool = False
+) -> list[dict]:
     min_step = R.MIN_STEP if task == "norm_selection" else 0
     scored = task == "compliant_action"
     if isinstance(eps, _Episodes):
@@ -110,7 +115,8 @@ def _newcomer_records(task, eps, n, split, norms, rng, frames: bool, pngs: dict,
         if scored:  # states where no action scores 1, of all newcomer states
             dropped["no_scoring_action"] = dropped.get("no_scoring_action", 0) + R.unscored_states(ep, min_step)
             dropped["of_states"] = dropped.get("of_states", 0) + int(R.newcomer_states(ep, min_step).sum())
-    picked = R.stratified(pool, n, rng)
+    by_action = (lambda item: int(item[0].data["oracle_action"][item[1]])) if balance_actions and scored else None
+    picked = R.stratified(pool, n, rng, within=by_action)
     if task == "norm_selection":
         family = NORMS[norms[0]].family
         by_split = {s: split_norms(family, s) for s in SPLITS}
@@ -182,6 +188,7 @@ def build(
     steps: int = INTERACTION_STEPS,
     max_episodes: int = 512,
     balance: bool = True,
+    balance_actions: bool = False,
     frames: bool = False,
     states_from=None,
     progress=None,
@@ -206,7 +213,7 @@ def build(
         from normjax.finetune.readback import read_run
 
         source = read_run(states_from, norms)
-        out += _newcomer_records(task, source, n, split, norms, rng, frames, out.pngs, tick, dropped)
+        out += _newcomer_records(task, source, n, split, norms, rng, frames, out.pngs, tick, dropped, balance_actions)
     elif task in ("compliant_action", "norm_selection", "action_judgment"):
         runs[policy] = _Episodes(norms, seed, policy, batch, steps, 0)
         k = n if task != "action_judgment" else n - n // 2
@@ -221,6 +228,7 @@ def build(
             out.pngs,
             tick,
             dropped,
+            balance_actions,
         )
     if task in ("norm_judgment", "action_judgment"):
         if JUDGMENT_POLICY not in runs:
@@ -248,6 +256,7 @@ def build(
         judgment_per_norm=judged_by_norm.get("per_norm"),  # records, violation share, cue shares per class
         judgment_policy=JUDGMENT_POLICY if judged else None,
         selection_options=R.SELECTION_OPTIONS if task == "norm_selection" else None,
+        balance_actions=bool(balance_actions),
         dropped=dropped,
         episodes={p: dict(n=len(e.seeds), seeds=e.seeds, steps=steps) for p, e in runs.items()},
         frames=bool(frames),

@@ -154,15 +154,25 @@ def balanced_judgments(pool: list[tuple], n: int, rng, balance: bool = True) -> 
     return sorted(pick, key=lambda p: (p[0].seed, p[1], p[2]))
 
 
-def stratified(pool: dict[int, list], n: int, rng) -> list:
-    """n items drawn uniformly within each norm, the norms sharing n as evenly as they can."""
+def stratified(pool: dict[int, list], n: int, rng, within=None) -> list:
+    """n items drawn uniformly within each norm, the norms sharing n as evenly as they can (a
+    norm short of items leaves its share to the others); with `within` (item -> a class) each
+    norm's share is spread likewise over the classes (e.g. the oracle's action)."""
+    from normjax.finetune.balance import even_fill
+
     norms = sorted(pool)
-    quota = {m: n // len(norms) + (j < n % len(norms)) for j, m in enumerate(norms)}
     out = []
-    for m in norms:
+    for m, take in zip(norms, even_fill(n, [len(pool[m]) for m in norms])):
         items = pool[m]
-        take = min(quota[m], len(items))
-        out += [items[j] for j in sorted(rng.choice(len(items), size=take, replace=False))]
+        if within is None:
+            out += [items[j] for j in sorted(rng.choice(len(items), size=take, replace=False))]
+            continue
+        classes: dict = {}
+        for it in items:
+            classes.setdefault(within(it), []).append(it)
+        keys = sorted(classes)
+        for c, k in zip(keys, even_fill(take, [len(classes[c]) for c in keys])):
+            out += [classes[c][j] for j in sorted(rng.choice(len(classes[c]), size=k, replace=False))]
     return out
 
 
