@@ -168,3 +168,16 @@ def test_stratified_over_norms_and_classes():
     assert len(picked) == 12 and sum(it[0] == "b" for it in from0) == 2  # class b short: a takes the rest
     picked = R.stratified({0: [("a", j) for j in range(30)] + [("b", j) for j in range(30)]}, 10, rng, lambda it: it[0])
     assert sum(it[0] == "a" for it in picked) == 5
+
+
+def test_episodes_flag(tmp_path, capsys):
+    from normjax.cli import build_parser
+    from normjax.finetune.dataset import build
+
+    args = ["finetune-data", "--task", "norm_judgment", "--family", "access", "--split", "train", "--n", "4"]
+    a = build_parser().parse_args(args + ["--out", "o", "--episodes", "176", "--balance-actions"])
+    assert (a.episodes, a.balance_actions) == (176, True)
+    with pytest.raises(ValueError, match="--episodes must be >= 1, got 0"):
+        build("norm_judgment", "access", "train", 4, episodes=0)
+    assert main(args + ["--out", str(tmp_path), "--episodes", "0", "--no-cache"]) == 2
+    assert "--episodes must be >= 1" in capsys.readouterr().err

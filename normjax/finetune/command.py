@@ -82,6 +82,13 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
         "--unbalanced", action="store_true", help="norm_judgment: draw transitions uniformly instead of half violations"
     )
     f.add_argument(
+        "--episodes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="harvest at least N episodes (in batches of --batch; the paper: 176 per family), records drawn from all",
+    )
+    f.add_argument(
         "--balance-actions",
         action="store_true",
         help="compliant_action: spread each norm's records evenly over the oracle's action (a constant action scores less)",
@@ -114,6 +121,7 @@ def cmd_finetune_data(args) -> int:
             steps=args.steps,
             balance=not args.unbalanced,
             balance_actions=args.balance_actions,
+            episodes=args.episodes,
             frames=not args.text_only,
             states_from=args.states_from,
             progress=bar.update,

@@ -89,6 +89,12 @@ class _Episodes:
         self.episodes: list[Episode] = []
         self.seeds: list[int] = []
 
+    def at_least(self, n: int | None) -> _Episodes:
+        """Harvest until at least n episodes are held (None: nothing asked)."""
+        while n is not None and len(self.episodes) < n:
+            self.more()
+        return self
+
     def more(self) -> list[Episode]:
         idx = range(self.next, self.next + self.batch)
         self.next += self.batch
@@ -189,6 +195,7 @@ def build(
     max_episodes: int = 512,
     balance: bool = True,
     balance_actions: bool = False,
+    episodes: int | None = None,
     frames: bool = False,
     states_from=None,
     progress=None,
@@ -198,6 +205,8 @@ def build(
     `progress(k)`, if given, is called as every k records are made (a progress bar's ``update``)."""
     tick = progress or (lambda k: None)
     norms = check_args(task, family, split, n, policy)
+    if episodes is not None and episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {episodes}")
     if states_from is not None and task not in ("compliant_action", "norm_selection"):
         raise ValueError(
             f"states read back from llm-eval transcripts serve compliant_action and norm_selection, not {task!r}"
@@ -215,7 +224,7 @@ def build(
         source = read_run(states_from, norms)
         out += _newcomer_records(task, source, n, split, norms, rng, frames, out.pngs, tick, dropped, balance_actions)
     elif task in ("compliant_action", "norm_selection", "action_judgment"):
-        runs[policy] = _Episodes(norms, seed, policy, batch, steps, 0)
+        runs[policy] = _Episodes(norms, seed, policy, batch, steps, 0).at_least(episodes)
         k = n if task != "action_judgment" else n - n // 2
         out += _newcomer_records(
             "compliant_action" if task == "action_judgment" else task,
@@ -232,7 +241,7 @@ def build(
         )
     if task in ("norm_judgment", "action_judgment"):
         if JUDGMENT_POLICY not in runs:
-            runs[JUDGMENT_POLICY] = _Episodes(norms, seed, JUDGMENT_POLICY, batch, steps, 0)
+            runs[JUDGMENT_POLICY] = _Episodes(norms, seed, JUDGMENT_POLICY, batch, steps, 0).at_least(episodes)
         k = n if task == "norm_judgment" else n // 2
         out += _judgment_records(
             runs[JUDGMENT_POLICY], k, split, rng, max_episodes, balance, frames, out.pngs, tick, judged_by_norm
