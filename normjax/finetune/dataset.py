@@ -163,9 +163,7 @@ def _judgment_records(
     while True:
         pool += [p for ep in eps.episodes[seen:] for p in judgment_pool(ep)]
         seen = len(eps.episodes)
-        if not balance and seen >= len(eps.norms):
-            break
-        if balance and min(pair_capacity(pool, eps.norms).values()) >= share:
+        if seen >= len(eps.norms) and (not balance or min(pair_capacity(pool, eps.norms).values()) >= max(share, 1)):
             break
         if seen >= max_episodes:
             break
