@@ -124,7 +124,7 @@ def test_no_scoring_action_collides(files):
     the prompt shows, neither collides, nor is pushed, nor is sanctioned."""
     from normjax.observer.interaction import interaction_params
 
-    checked = 0
+    checked = colliding_ties = 0
     for fam in FAMILIES:
         records, manifest = files["compliant_action", fam]
         assert "no_scoring_action" in manifest["dropped"]
@@ -133,6 +133,10 @@ def test_no_scoring_action_collides(files):
         norms = [norm_id(m) for m in manifest["norms"]]
         h = D.harvest([norms[j % len(norms)] for j in range(len(seeds))], seeds, "blind", STEPS)
         episodes = {int(s): Episode(h, e) for e, s in enumerate(seeds)}
+        for ep in episodes.values():  # the pattern: equally fast compliant actions that collide
+            tie_hits = ep.data["tie"] & (ep.data["reason"] == 2)
+            colliding_ties += int(tie_hits.sum())
+            assert not ((ep.data["reason"] == 0) & ~ep.data["tie"]).any()  # scoring implies the tie set
         for r in [r for r in records if r["episode_seed"] in episodes][:15]:
             assert r["allowed_actions"], r["t"]
             assert set(r["allowed_actions"]) == {a for a, why in enumerate(r["action_reasons"]) if why == "compliant"}
@@ -143,7 +147,7 @@ def test_no_scoring_action_collides(files):
                 hit, sanc = _stepped(ep.state(i), interaction_params(r["norm_id"]), joint, a)
                 assert not bool(hit) and not bool(sanc), (fam, r["t"], a)
                 checked += 1
-    assert checked > 40
+    assert checked > 40 and colliding_ties > 0  # the rule had cases to act on
 
 
 def _reference_verdict(state: dict, norm: int, slot: int, action: int) -> bool:
