@@ -45,6 +45,20 @@ def test_judgment_rules_read_the_judged_agent_only():
     assert baselines(recs)["norm_judgment"]["newcomer violates"] == 1.0
 
 
+def test_entering_rules_read_the_target_cell():
+    from normjax.finetune.state import _cafe_cells
+
+    doors, chair, _ = _cafe_cells()
+    door, seat = sorted(doors)[0], [int(v) for v in np.argwhere(chair)[0]]
+    recs = [_judged(True), _judged(True), _judged(False), _judged(False)]
+    for r, target in zip(recs, [door, seat, [5, 5], door]):
+        r["state"] = dict(r["state"], subject=dict(r["state"]["subject"], target=list(target)))
+    s = baselines(recs)["norm_judgment"]
+    assert s["entering a door violates"] == 0.5  # one violation, one compliant move at a door
+    assert s["entering a chair violates"] == 0.75  # TPR 1/2, TNR 1
+    assert s["entering a zone r violates"] == 0.5
+
+
 def test_judgment_without_state_has_constants_only():
     s = baselines([dict(task="norm_judgment", violates=v) for v in (True, False, False)])["norm_judgment"]
     assert s["always violates"] == 0.5 and "any earlier red cross" not in s
@@ -110,10 +124,11 @@ def test_pairs_share_norm_and_cue():
     """Violations crossed, compliant moves mostly not: pairs leave the cue uninformative."""
     rng = np.random.default_rng(0)
     a, b = _Ep(0, 1), _Ep(1, 2)
-    pool = [(a, 60 + j, 1, True, 2) for j in range(10)]  # norm 0: crossed violators (cue 2: an earlier cross)
-    pool += [(a, 80 + j, 2, False, 2) for j in range(3)]  # ... 3 crossed compliant movers
-    pool += [(a, 90 + j, 3, True, 0) for j in range(5)] + [(a, 100 + j, 4, False, 0) for j in range(20)]
-    pool += [(b, 60 + j, 1, v, 0) for j in range(10) for v in (True, False)]  # norm 1: uncrossed only
+    crossed, plain = B.CUES.index((1, False, 3)), B.CUES.index((0, False, 3))  # an earlier cross / none
+    pool = [(a, 60 + j, 1, True, crossed) for j in range(10)]  # norm 0: crossed violators
+    pool += [(a, 80 + j, 2, False, crossed) for j in range(3)]  # ... 3 crossed compliant movers
+    pool += [(a, 90 + j, 3, True, plain) for j in range(5)] + [(a, 100 + j, 4, False, plain) for j in range(20)]
+    pool += [(b, 60 + j, 1, v, plain) for j in range(10) for v in (True, False)]  # norm 1: uncrossed only
     picked, rep = B.balanced_by_norm(pool, 16, [0, 1], rng)
     assert len(picked) == 16
     for m in (0, 1):
@@ -123,7 +138,7 @@ def test_pairs_share_norm_and_cue():
             assert sum(p[4] == cue and p[3] for p in mine) == sum(p[4] == cue and not p[3] for p in mine)
     assert rep[NORMS[0].name]["violation_share"] == 0.5
     assert rep[NORMS[0].name]["cues_violations"] == rep[NORMS[0].name]["cues_compliant"]
-    assert rep[NORMS[0].name]["cues_violations"]["earlier"] == 0.5  # crossed agents kept, in both classes
+    assert rep[NORMS[0].name]["cues_violations"]["earlier_other"] == 0.5  # crossed agents kept, in both classes
 
 
 def test_selection_choices_scheme():

@@ -88,7 +88,8 @@ def test_judgment_shortcuts_score_at_most_055(files, family):
     records, manifest = files["norm_judgment", family]
     assert len(records) == N_JUDGE
     scores = baselines(records)["norm_judgment"]
-    assert {"any earlier red cross", "last move crossed", "newcomer violates"} <= set(scores)
+    rules = {"any earlier red cross", "last move crossed", "newcomer violates", "entering a door violates"}
+    assert rules | {"entering a chair violates", "entering a zone r violates"} <= set(scores)
     for name, value in scores.items():
         assert value <= JUDGMENT_LIMIT, (family, name, value, table({family: {"norm_judgment": scores}}))
     per_norm = manifest["judgment_per_norm"]

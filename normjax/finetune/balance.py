@@ -3,15 +3,19 @@
     judgment_pool(ep) -> [(ep, step, slot, violates, cue)]
     balanced_by_norm(pool, n, rng) -> (picked, report)
 
-A transition's *cue* is what an agent-level shortcut could read from the prompt
-without knowing the norm: the judged agent's red crosses among the steps the
-prompt lists (none / an earlier step / the previous step, `state.cross_level`)
-and whether it is the newcomer (the frame's gold star).  Records are drawn in
+A transition's *cue* is what a shortcut could read from the prompt without
+knowing the norm: the judged agent's red crosses among the steps the prompt
+lists (none / an earlier step / the previous step, `state.cross_level`),
+whether it is the newcomer (the frame's gold star), and what kind of cell the
+move enters (a door, a chair, zone R, or another cell: `state.target_kind`;
+without it "a move onto a door or a chair violates" passes the access and
+allocation families, whose violations happen there).  Records are drawn in
 pairs, one violation and one compliant move with the same norm and the same
 cue, so that within every norm the violation share is exactly 1/2 and the cue
 has the same distribution in both classes: a rule that reads only the cue
 ("violates if the agent has a red cross", "... in the last step", "the
-newcomer violates") scores balanced accuracy 1/2 per norm and per file.
+newcomer violates", "a move onto a door violates") scores balanced accuracy
+1/2 per norm and per file.
 
 Pairs are spread as evenly as the episodes allow, first over the norms, then
 within a norm over the cues; a norm or cue short of pairs leaves its share to
@@ -21,18 +25,22 @@ the others (the report says what each norm got).
 from __future__ import annotations
 
 from normjax.finetune import records as R
-from normjax.finetune.state import CROSS_LEVELS, cross_level
+from normjax.finetune.state import CROSS_LEVELS, TARGET_KINDS, cross_level, target_kind
 from normjax.norms import NORMS
 
-CUES = tuple((level, newcomer) for level in range(3) for newcomer in (False, True))
-CUE_NAMES = tuple(f"{CROSS_LEVELS[level]}{'_newcomer' if newcomer else ''}" for level, newcomer in CUES)
+CUES = tuple(
+    (level, newcomer, kind) for level in range(3) for newcomer in (False, True) for kind in range(len(TARGET_KINDS))
+)
+CUE_NAMES = tuple(
+    f"{CROSS_LEVELS[level]}{'_newcomer' if newcomer else ''}_{TARGET_KINDS[kind]}" for level, newcomer, kind in CUES
+)
 
 
 def judgment_pool(ep) -> list[tuple]:
     """(episode, step, slot, violates, cue index) of every judgeable transition of `ep`."""
     out = []
     for i, k, v in R.judgment_candidates(ep):
-        cue = CUES.index((cross_level(ep, i, k), k == 0))
+        cue = CUES.index((cross_level(ep, i, k), k == 0, target_kind(ep.data["target"][i, k])))
         out.append((ep, i, k, v, cue))
     return out
 

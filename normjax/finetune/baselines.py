@@ -12,7 +12,8 @@ accuracy for Compliant Action and Norm Selection.
   rules that read only the judged agent, from ``state`` (its history steps and
   the agents now): ``any earlier red cross`` (the agent has a cross in any listed
   step), ``last move crossed`` (a cross in the previous step), ``newcomer
-  violates`` (the judged agent is the newcomer);
+  violates`` (the judged agent is the newcomer), ``entering a door / chair /
+  zone r violates`` (the kind of cell the move enters);
 * Norm Selection: a constant letter per option, the ``majority letter`` of the
   file, ``random`` (1/k in expectation), and ``novel option`` (the first option that
   is not one of the family's training norms: the answer on held-out files that
@@ -66,6 +67,12 @@ def judgment_baselines(records: list[dict]) -> dict:
         out["any earlier red cross"] = balanced_accuracy([_crossed_before(r) for r in records], truth)
         out["last move crossed"] = balanced_accuracy([_crossed_last(r) for r in records], truth)
         out["newcomer violates"] = balanced_accuracy([r["state"]["subject"]["slot"] == 0 for r in records], truth)
+        if all("target" in r["state"]["subject"] for r in records):
+            from normjax.finetune.state import TARGET_KINDS, target_kind
+
+            kinds = [target_kind(r["state"]["subject"]["target"]) for r in records]
+            for j, name in enumerate(TARGET_KINDS[:-1]):
+                out[f"entering a {name.replace('_', ' ')} violates"] = balanced_accuracy([k == j for k in kinds], truth)
     return out
 
 

@@ -39,7 +39,7 @@ AGENT = dict(
     sanctioned="bool",
 )
 STEP = dict(t="int64", uid=["int64"], pos=[["int64"]], action=["int64"], sanctioned=["bool"])
-SUBJECT = dict(slot="int64", uid="int64", action="int64", target=["int64"], cross="string")
+SUBJECT = dict(slot="int64", uid="int64", action="int64", target=["int64"], cross="string", enters="string")
 STATE = dict(t="int64", layout="string", agents=[AGENT], history=[STEP], subject=SUBJECT)
 TEXT_MESSAGE = dict(role="string", content="string")
 PART = dict(type="string", text="string")

@@ -16,12 +16,43 @@ agent.  Aware / blind roles are not in it: the community cannot see them.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from normjax.llm.turns import EARLIER_SANCTIONED, RECENT_STEPS, select_memory
 
 NO_CROSS, EARLIER_CROSS, LAST_CROSS = 0, 1, 2  # `cross_level`
 CROSS_LEVELS = ("none", "earlier", "last_step")
+# What a proposed move enters (`target_kind`): the cells many norms of a family are about.
+TARGET_KINDS = ("door", "chair", "zone_r", "other")
+
+
+@functools.cache
+def _cafe_cells() -> tuple[set, np.ndarray, np.ndarray]:
+    """(door cells, chair mask, zone R mask) of the interaction phase's layout."""
+    import jax
+
+    from normjax.layouts import LAYOUTS
+    from normjax.layouts.tables import world_tables
+
+    lt = jax.device_get(world_tables().at(LAYOUTS.index("cafe")))
+    doors = {(int(r), int(c)) for r, c in np.asarray(lt.doors)}
+    return doors, np.asarray(lt.chair, bool), np.asarray(lt.zone_r, bool)
+
+
+def target_kind(cell) -> int:
+    """Index in TARGET_KINDS of the cell a move enters (a door cell when it exits)."""
+    doors, chair, zone_r = _cafe_cells()
+    r, c = int(cell[0]), int(cell[1])
+    if (r, c) in doors:
+        return 0
+    inside = 0 <= r < chair.shape[0] and 0 <= c < chair.shape[1]
+    if inside and chair[r, c]:
+        return 1
+    if inside and zone_r[r, c]:
+        return 2
+    return 3
 
 
 def _crosses(ep) -> tuple[np.ndarray, list[set]]:
@@ -107,6 +138,7 @@ def record_state(ep, i: int, shown: list[int], judged: int | None = None) -> dic
             action=int(d["action"][i, k]),
             target=[int(v) for v in d["target"][i, k]],
             cross=CROSS_LEVELS[cross_level(ep, i, k, shown)],
+            enters=TARGET_KINDS[target_kind(d["target"][i, k])],
         ),
     )
 
