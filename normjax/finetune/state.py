@@ -3,6 +3,7 @@
     record_state(ep, i, shown, judged=None) -> dict    (a record's ``state`` column)
     shown_steps(ep, i) -> [step index]                 the steps a judgment prompt lists
     cross_level(ep, i, k) -> 0 | 1 | 2                 the judged agent's red crosses in them
+    target_kind(cell) -> index in TARGET_KINDS         door, chair, zone R or another cell
 
 Every record carries ``state`` so that its label can be checked without parsing
 prompt text: the world before the step (every agent on the grid: slot, uid,
