@@ -196,3 +196,25 @@ def test_episodes_flag(tmp_path, capsys):
         build("norm_judgment", "access", "train", 4, episodes=0)
     assert main(args + ["--out", str(tmp_path), "--episodes", "0", "--no-cache"]) == 2
     assert "--episodes must be >= 1" in capsys.readouterr().err
+
+
+def test_schema_load_reads_frames_from_any_directory(tmp_path, monkeypatch):
+    pytest.importorskip("datasets")
+    from PIL import Image
+
+    from normjax.finetune.schema import COLUMNS, load
+
+    data = tmp_path / "data"
+    (data / "images").mkdir(parents=True)
+    Image.new("RGB", (4, 3), (200, 10, 10)).save(data / "images" / "a.png")
+    rec = {k: None for k in COLUMNS}
+    rec.update(task="norm_judgment", family="access", split="heldout", norm="n", norm_id=1, episode_seed=0, t=60)
+    rec.update(images=["images/a.png"], violates=True, agent_uid=3)
+    rec["prompt"] = [{"role": "user", "content": [{"type": "text", "text": "q"}, {"type": "image"}]}]
+    (data / "f.jsonl").write_text(json.dumps(rec) + "\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    ds = load([data / "f.jsonl"], frames=True)
+    img = ds[0]["images"][0]
+    assert img.size == (4, 3) and img.getpixel((0, 0)) == (200, 10, 10)

@@ -13,6 +13,8 @@ column once for all files::
 
     ds = load_dataset("json", data_files=[...], features=features(), split="train")
 
+`load(paths, frames)` does this and, for files with frames, turns the image paths (relative to
+each file) into `datasets.Image` values, so the frames load from any working directory.
 `frames` selects the prompt layout: text-only files (``--text-only``: every message's
 ``content`` a string) or files with frames (the multimodal layout: ``content`` a list of
 parts); the two layouts are not mixed in one load.
@@ -64,6 +66,25 @@ COLUMNS = dict(
 )
 
 
+def load(paths, frames: bool = False):
+    """The records of `paths` (any mix of tasks) as one `datasets.Dataset`; with `frames` the
+    ``images`` column holds `datasets.Image` values read from the files beside each JSONL file
+    (their paths are relative to it), so it loads from any working directory."""
+    from pathlib import Path
+
+    from datasets import Image, List, concatenate_datasets, load_dataset
+
+    parts = []
+    for path in [Path(p).resolve() for p in paths]:
+        ds = load_dataset("json", data_files=str(path), features=features(frames), split="train")
+        if frames:
+            base = path.parent
+            ds = ds.map(lambda r: {"images": [str(base / rel) for rel in r["images"]]})
+            ds = ds.cast_column("images", List(Image()))
+        parts.append(ds)
+    return concatenate_datasets(parts)
+
+
 def _feature(spec):
     from datasets import List, Value
 
@@ -82,4 +103,4 @@ def features(frames: bool = False):
     return Features({k: _feature(v) for k, v in spec.items()})
 
 
-__all__ = ["COLUMNS", "features"]
+__all__ = ["COLUMNS", "features", "load"]
