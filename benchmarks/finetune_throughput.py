@@ -46,6 +46,8 @@ def main() -> None:
     first_s = time.perf_counter() - t0
     # compiles the renderer
     build("compliant_action", args.family, args.split, 1, seed=10_001, batch=args.batch, frames=True)
+    # compiles the judgment episodes' program (a norm-blind newcomer: dataset.JUDGMENT_POLICY)
+    build("norm_judgment", args.family, args.split, 2, seed=10_002, batch=args.batch)
 
     norms = split_norms(args.family, args.split)
     ids = [norms[j % len(norms)] for j in range(args.batch)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from normjax.cli_names import FAMILIES, FINETUNE_SPLITS, FINETUNE_TASKS, HARVEST_POLICIES
 from normjax.constants import INTERACTION_STEPS
@@ -22,6 +23,14 @@ def add_parsers(sub, parents: list, client: argparse.ArgumentParser) -> None:
     e.add_argument("--data", required=True, metavar="FILE", help="a finetune-data .jsonl file (held-out split)")
     e.add_argument("--out", default=None, metavar="DIR", help="write replies.jsonl and metrics.json here")
     e.set_defaults(fn=cmd_finetune_eval)
+    b = sub.add_parser(
+        "finetune-baselines",
+        parents=parents,
+        help="shortcut and constant baselines of finetune-data files (a Table A5-style table)",
+    )
+    b.add_argument("files", nargs="+", metavar="FILE", help="finetune-data .jsonl files")
+    b.add_argument("--json", default=None, metavar="PATH", help="also write the scores as JSON here")
+    b.set_defaults(fn=cmd_finetune_baselines)
 
 
 def add_parser(sub, parents: list) -> argparse.ArgumentParser:
@@ -72,6 +81,18 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
     f.add_argument(
         "--unbalanced", action="store_true", help="norm_judgment: draw transitions uniformly instead of half violations"
     )
+    f.add_argument(
+        "--episodes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="harvest at least N episodes (in batches of --batch; the paper: 176 per family), records drawn from all",
+    )
+    f.add_argument(
+        "--balance-actions",
+        action="store_true",
+        help="compliant_action: spread each norm's records evenly over the oracle's action (a constant action scores less)",
+    )
     f.add_argument("--out", required=True, metavar="DIR", help="writes TASK_FAMILY_SPLIT.jsonl and .manifest.json")
     f.set_defaults(fn=cmd_finetune_data)
     return f
@@ -99,6 +120,8 @@ def cmd_finetune_data(args) -> int:
             batch=args.batch,
             steps=args.steps,
             balance=not args.unbalanced,
+            balance_actions=args.balance_actions,
+            episodes=args.episodes,
             frames=not args.text_only,
             states_from=args.states_from,
             progress=bar.update,
@@ -113,6 +136,7 @@ def cmd_finetune_data(args) -> int:
 
 
 def cmd_finetune_eval(args) -> int:
+    from normjax.finetune.baselines import table
     from normjax.finetune.evaluate import finetune_eval
     from normjax.llm.client import ClientConfig, EndpointError
 
@@ -123,4 +147,31 @@ def cmd_finetune_eval(args) -> int:
         print(f"normjax: error: {e}", file=sys.stderr)
         return 3
     print(json.dumps(result, indent=2))
+    print(table({Path(args.data).stem: beside_model(result)}))
+    if result["failed"]:
+        print(
+            f"normjax: warning: {result['failed']} of {result['records']} requests got no reply after their retries "
+            f"({result['failed_share']:.1%}; not scored){'; a rerun with the same --out sends them again' if args.out else ''}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def beside_model(result: dict) -> dict:
+    """{task: {row: score}}: the file's baselines, then the model in the same metric."""
+    out = {}
+    for task, metrics in result["tasks"].items():
+        model = metrics.get("balanced_accuracy", metrics["accuracy"])
+        out[task] = dict(result["baselines"].get(task, {}), **{f"model {result['model']}": model})
+    return out
+
+
+def cmd_finetune_baselines(args) -> int:
+    from normjax.finetune.baselines import baselines, table
+    from normjax.finetune.evaluate import read_records
+
+    columns = {Path(f).stem: baselines(read_records(f)) for f in args.files}
+    print(table(columns))
+    if args.json:
+        Path(args.json).write_text(json.dumps(columns, indent=2) + "\n")
     return 0

@@ -18,11 +18,14 @@ the interaction phase harvested in batches of `batch` episodes
 ``numpy.random.default_rng(seed)``: the same arguments give the same file.
 
 * compliant_action / norm_selection: states of the newcomer acting by
-  `policy`, stratified evenly over the norms;
-* norm_judgment: transitions of the oracle-newcomer episodes (every agent
-  scripted), balanced between violations and compliant moves when the
-  episodes allow it; otherwise more episodes are run, up to `max_episodes`,
-  and the manifest reports the class ratio it reached;
+  `policy`, stratified evenly over the norms (with `balance_actions`, each
+  norm's share over the oracle's action); Compliant Action states where no
+  action scores 1 are dropped and counted (manifest ``dropped``);
+* norm_judgment: transitions of episodes where every agent is scripted and the
+  newcomer is norm-blind (`JUDGMENT_POLICY`), drawn in (violation, compliant)
+  pairs with the same norm and cue (`normjax.finetune.balance`), spread evenly
+  over the norms; more episodes are run, up to `max_episodes`, until every norm
+  holds its share, and the manifest reports what each norm got;
 * action_judgment: half compliant_action records, half norm_judgment ones.
 """
 
@@ -37,6 +40,7 @@ import numpy as np
 from normjax.cli_names import FINETUNE_SPLITS
 from normjax.constants import INTERACTION_STEPS
 from normjax.finetune import records as R
+from normjax.finetune.balance import balanced_by_norm, judgment_pool, pair_capacity
 from normjax.finetune.frames import CHUNK, record_frames
 from normjax.finetune.harvest import check_policy, harvest
 from normjax.finetune.rewards import TASKS
@@ -47,6 +51,9 @@ SPLITS = FINETUNE_SPLITS
 FORMAT = "normjax.finetune/1"
 EPISODES_PER_RECORD = 1 / 16  # newcomer tasks: about 16 records per episode at most, for variety
 SEED_STRIDE = 1_000_003
+# Judgment episodes: every agent scripted, the newcomer norm-blind, so that fresh agents
+# (each replaced newcomer) violate before they have any red cross (`balance`).
+JUDGMENT_POLICY = "blind"
 
 
 def split_norms(family: str, split: str) -> list[int]:
@@ -82,6 +89,12 @@ class _Episodes:
         self.episodes: list[Episode] = []
         self.seeds: list[int] = []
 
+    def at_least(self, n: int | None) -> _Episodes:
+        """Harvest until at least n episodes are held (None: nothing asked)."""
+        while n is not None and len(self.episodes) < n:
+            self.more()
+        return self
+
     def more(self) -> list[Episode]:
         idx = range(self.next, self.next + self.batch)
         self.next += self.batch
@@ -93,20 +106,35 @@ class _Episodes:
         return new
 
 
-def _newcomer_records(task, eps, n, split, norms, rng, frames: bool, pngs: dict, tick) -> list[dict]:
+def _newcomer_records(
+    task, eps, n, split, norms, rng, frames: bool, pngs: dict, tick, dropped: dict, balance_actions: bool = False
+) -> list[dict]:
     min_step = R.MIN_STEP if task == "norm_selection" else 0
+    scored = task == "compliant_action"
     if isinstance(eps, _Episodes):
         want = max(len(norms), int(np.ceil(n * EPISODES_PER_RECORD)))
         while len(eps.episodes) < want:
             eps.more()
     pool: dict[int, list] = {}
     for ep in eps.episodes:
-        pool.setdefault(ep.norm_id, []).extend((ep, i) for i in R.newcomer_candidates(ep, min_step))
-    picked = R.stratified(pool, n, rng)
+        pool.setdefault(ep.norm_id, []).extend((ep, i) for i in R.newcomer_candidates(ep, min_step, scored))
+        if scored:  # states where no action scores 1, of all newcomer states
+            dropped["no_scoring_action"] = dropped.get("no_scoring_action", 0) + R.unscored_states(ep, min_step)
+            dropped["of_states"] = dropped.get("of_states", 0) + int(R.newcomer_states(ep, min_step).sum())
+    by_action = (lambda item: int(item[0].data["oracle_action"][item[1]])) if balance_actions and scored else None
+    picked = R.stratified(pool, n, rng, within=by_action)
     if task == "norm_selection":
-        train_ids = split_norms(NORMS[norms[0]].family, "train")
+        family = NORMS[norms[0]].family
+        by_split = {s: split_norms(family, s) for s in SPLITS}
+        slots = iter(R.answer_positions(len(picked), rng).tolist())  # consumed in record order
         return _made(
-            picked, lambda ep, i: R.norm_selection_record(ep, i, split, train_ids, rng, frames), frames, pngs, tick
+            picked,
+            lambda ep, i: R.norm_selection_record(
+                ep, i, split, R.selection_choices(ep.norm_id, split, by_split, next(slots), rng), frames
+            ),
+            frames,
+            pngs,
+            tick,
         )
     return _made(picked, lambda ep, i: R.compliant_action_record(ep, i, split, frames), frames, pngs, tick)
 
@@ -125,18 +153,27 @@ def _made(items: list[tuple], make, frames: bool, pngs: dict, tick) -> list[dict
 
 
 def _judgment_records(
-    eps: _Episodes, n, split, rng, max_episodes: int, balance: bool, frames: bool, pngs: dict, tick
+    eps: _Episodes, n, split, rng, max_episodes: int, balance: bool, frames: bool, pngs: dict, tick, report: dict
 ) -> list[dict]:
-    def pool():
-        return [(ep, i, k, v) for ep in eps.episodes for i, k, v in R.judgment_candidates(ep)]
-
-    while len(eps.episodes) < max(len(eps.norms), 1) or (
-        len(eps.episodes) < max_episodes and sum(p[3] for p in pool()) < (n + 1) // 2
-    ):
+    """Pairs balanced per norm and cue (`balance.balanced_by_norm`); more episodes are run until
+    every norm holds its even share of pairs or `max_episodes` is reached."""
+    pool: list[tuple] = []
+    seen = 0
+    share = -(-(n // 2) // len(eps.norms))
+    while True:
+        pool += [p for ep in eps.episodes[seen:] for p in judgment_pool(ep)]
+        seen = len(eps.episodes)
+        if seen >= len(eps.norms) and (not balance or min(pair_capacity(pool, eps.norms).values()) >= max(share, 1)):
+            break
+        if seen >= max_episodes:
+            break
         eps.more()
-    picked = R.balanced_judgments(pool(), n, rng, balance)
+    if balance:
+        picked, report["per_norm"] = balanced_by_norm(pool, n, eps.norms, rng)
+    else:
+        picked = R.balanced_judgments([p[:4] for p in pool], n, rng, balance=False)
     return _made(
-        [(ep, i, k) for ep, i, k, _ in picked],
+        [(ep, i, k) for ep, i, k, *_ in picked],
         lambda ep, i, k: R.norm_judgment_record(ep, i, k, split, frames),
         frames,
         pngs,
@@ -155,6 +192,8 @@ def build(
     steps: int = INTERACTION_STEPS,
     max_episodes: int = 512,
     balance: bool = True,
+    balance_actions: bool = False,
+    episodes: int | None = None,
     frames: bool = False,
     states_from=None,
     progress=None,
@@ -164,6 +203,8 @@ def build(
     `progress(k)`, if given, is called as every k records are made (a progress bar's ``update``)."""
     tick = progress or (lambda k: None)
     norms = check_args(task, family, split, n, policy)
+    if episodes is not None and episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {episodes}")
     if states_from is not None and task not in ("compliant_action", "norm_selection"):
         raise ValueError(
             f"states read back from llm-eval transcripts serve compliant_action and norm_selection, not {task!r}"
@@ -171,15 +212,17 @@ def build(
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     runs = {}
+    dropped: dict = {}  # why candidate states were left out, counted
+    judged_by_norm: dict = {}
     out = Records()
     out.pngs = {}
     if states_from is not None:
         from normjax.finetune.readback import read_run
 
         source = read_run(states_from, norms)
-        out += _newcomer_records(task, source, n, split, norms, rng, frames, out.pngs, tick)
+        out += _newcomer_records(task, source, n, split, norms, rng, frames, out.pngs, tick, dropped, balance_actions)
     elif task in ("compliant_action", "norm_selection", "action_judgment"):
-        runs[policy] = _Episodes(norms, seed, policy, batch, steps, 0)
+        runs[policy] = _Episodes(norms, seed, policy, batch, steps, 0).at_least(episodes)
         k = n if task != "action_judgment" else n - n // 2
         out += _newcomer_records(
             "compliant_action" if task == "action_judgment" else task,
@@ -191,13 +234,16 @@ def build(
             frames,
             out.pngs,
             tick,
+            dropped,
+            balance_actions,
         )
     if task in ("norm_judgment", "action_judgment"):
-        if "oracle" not in runs:  # every agent scripted: the oracle newcomer
-            runs["oracle"] = _Episodes(norms, seed, "oracle", batch, steps, 0)
-        eps = runs["oracle"]
+        if JUDGMENT_POLICY not in runs:
+            runs[JUDGMENT_POLICY] = _Episodes(norms, seed, JUDGMENT_POLICY, batch, steps, 0).at_least(episodes)
         k = n if task == "norm_judgment" else n // 2
-        out += _judgment_records(eps, k, split, rng, max_episodes, balance, frames, out.pngs, tick)
+        out += _judgment_records(
+            runs[JUDGMENT_POLICY], k, split, rng, max_episodes, balance, frames, out.pngs, tick, judged_by_norm
+        )
     wall = time.perf_counter() - t0
     judged = [r["violates"] for r in out if r["task"] == "norm_judgment"]
     manifest = dict(
@@ -214,6 +260,11 @@ def build(
         norms=[NORMS[m].name for m in norms],
         train_norms=[NORMS[m].name for m in split_norms(family, "train")],
         violation_share=(sum(judged) / len(judged)) if judged else None,
+        judgment_per_norm=judged_by_norm.get("per_norm"),  # records, violation share, cue shares per class
+        judgment_policy=JUDGMENT_POLICY if judged else None,
+        selection_options=R.SELECTION_OPTIONS if task == "norm_selection" else None,
+        balance_actions=bool(balance_actions),
+        dropped=dropped,
         episodes={p: dict(n=len(e.seeds), seeds=e.seeds, steps=steps) for p, e in runs.items()},
         frames=bool(frames),
         images=len(out.pngs),

@@ -11,8 +11,12 @@ a data URL (`request_messages`); the reply is graded by `rewards.accuracy` (a re
 more counts as correct).  ``score`` is Table A5's validation metric of the file:
 action accuracy, selection accuracy, judgment balanced accuracy, or for a mixed
 Action + Judgment file the mean of action accuracy and judgment balanced accuracy.
-A request that got no reply is a fault, not a wrong answer: the evaluation raises
-`EndpointError` and writes no metrics.
+A request that got no reply after its retries is a fault, not a wrong answer: it is not
+scored, and is counted (``failed``, ``failed_share``); past the client's error-rate
+limit (`llm-eval`'s ``--max-error-rate`` over ``--error-window`` requests) or on a refusal
+(HTTP 401/403/404) the evaluation raises `EndpointError`.  With an output folder every reply
+is appended to ``replies.jsonl`` as it arrives, and a rerun sends only the records without
+one (a killed or stopped run resumes).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import asyncio
 import json
 from pathlib import Path
 
+from normjax.finetune.baselines import baselines
 from normjax.finetune.rewards import accuracy
 
 
@@ -69,11 +74,63 @@ def request_messages(record: dict, base_dir) -> list[dict]:
     return out
 
 
-async def _replies(config, prompts: list[list[dict]]):
+async def _request(config, todo: list[tuple[int, list[dict]]], path: Path | None, done: dict, data: str) -> list:
+    """Send the prompts; each reply is appended to `path` as it arrives (one whole line a write)
+    and put in `done`.  Returns the (record index, error) of requests that failed after their
+    retries; raises `EndpointError` past the client's error-rate limit (the rest cancelled)."""
     from normjax.llm.client import ChatClient
 
+    failed = []
     async with ChatClient(config) as client:
-        return await asyncio.gather(*(client.chat(p) for p in prompts))
+        f = path.open("a", encoding="utf-8") if path is not None else None
+
+        async def one(idx: int, messages: list[dict]) -> None:
+            res = await client.chat(messages)
+            if res.error is None:
+                done[idx] = res.text or ""
+                if f is not None:
+                    f.write(json.dumps(dict(index=idx, data=data, model=config.model, reply=done[idx])) + "\n")
+                    f.flush()
+            else:
+                failed.append((idx, res.error))
+            client.check_error_rate()
+
+        tasks = [asyncio.create_task(one(i, m)) for i, m in todo]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:  # EndpointError or Ctrl-C: stop the requests still in flight
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        finally:
+            if f is not None:
+                f.close()
+    return sorted(failed)
+
+
+def read_replies(path: Path, model: str, data: str, n: int) -> dict[int, str]:
+    """The replies an earlier run of the same model on the same file (name `data`) appended to
+    `path` (record index -> text)."""
+    done = {}
+    if not path.is_file():
+        return done
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a line cut by a kill: its request is sent again
+        if (rec.get("model"), rec.get("data")) != (model, data):
+            raise ValueError(
+                f"{path} holds replies of model {rec.get('model')!r} on {rec.get('data')!r}, not {model!r} on "
+                f"{data!r}: runs are not mixed; use another --out"
+            )
+        if not isinstance(rec.get("index"), int) or not 0 <= rec["index"] < n:
+            raise ValueError(
+                f"{path}: reply index {rec.get('index')!r} outside the file's {n} records; use another --out"
+            )
+        done[rec["index"]] = rec.get("reply") or ""
+    return done
 
 
 def score(by_task: dict) -> float | None:
@@ -88,32 +145,41 @@ def score(by_task: dict) -> float | None:
 
 
 def finetune_eval(data_path, config, out_dir=None) -> dict:
-    from normjax.llm.client import EndpointError
-
+    """Metrics of the model's replies on the file (module docstring); with `out_dir` the replies
+    are appended to OUT/replies.jsonl as they arrive and a rerun sends only the missing ones."""
     records = read_records(data_path)
     base = Path(data_path).parent
-    results = asyncio.run(_replies(config, [request_messages(r, base) for r in records]))
-    failed = [r.error for r in results if r.error is not None]
-    if failed:
-        raise EndpointError(
-            f"{len(failed)} of {len(records)} requests to {config.url} got no reply "
-            f"(first: {failed[0][:200]}); no metrics written"
-        )
-    texts = [r.text or "" for r in results]
+    path = None
+    done: dict[int, str] = {}
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        path = Path(out_dir) / "replies.jsonl"
+        done = read_replies(path, config.model, Path(data_path).name, len(records))
+    resumed = len(done)
+    todo = [(i, request_messages(r, base)) for i, r in enumerate(records) if i not in done]
+    failed = asyncio.run(_request(config, todo, path, done, Path(data_path).name)) if todo else []
+    answered = sorted(done)
     by_task = {}
-    for task in sorted({r["task"] for r in records}):
-        idx = [i for i, r in enumerate(records) if r["task"] == task]
-        by_task[task] = accuracy([texts[i] for i in idx], [records[i] for i in idx])
+    for task in sorted({records[i]["task"] for i in answered}):
+        idx = [i for i in answered if records[i]["task"] == task]
+        by_task[task] = accuracy([done[i] for i in idx], [records[i] for i in idx])
     out = dict(
-        data=str(data_path), model=config.model, temperature=config.temperature, tasks=by_task, score=score(by_task)
+        data=str(data_path),
+        model=config.model,
+        temperature=config.temperature,
+        records=len(records),
+        answered=len(answered),
+        resumed=resumed,
+        # isolated requests that failed after their retries: not scored; a rerun sends them again
+        failed=len(failed),
+        failed_share=len(failed) / len(records),
+        first_error=failed[0][1][:200] if failed else None,
+        tasks=by_task,
+        score=score(by_task),
+        baselines=baselines(records),
     )
     if out_dir is not None:
-        d = Path(out_dir)
-        d.mkdir(parents=True, exist_ok=True)
-        with open(d / "replies.jsonl", "w") as f:
-            for r, text in zip(records, texts):
-                f.write(json.dumps(dict(task=r["task"], norm=r.get("norm"), t=r.get("t"), reply=text)) + "\n")
-        (d / "metrics.json").write_text(json.dumps(out, indent=2) + "\n")
+        (Path(out_dir) / "metrics.json").write_text(json.dumps(out, indent=2) + "\n")
     return out
 
 

@@ -18,10 +18,12 @@ keys, its loop) with the newcomer acting by the chosen state policy and a
   the step (`state_norm(...).permitted`, the mask the world's sanctions read);
 * for the newcomer, the norm-aware oracle's action costs (`action_costs`):
   the tie set (every action at the oracle's minimum cost: equally fast and,
-  being finite, permitted) and, for the Compliant Action verifier, why each
-  other action scores 0, found by stepping the world once per action from the
-  same state with the same keys: it would be sanctioned (violating), it
-  collides (colliding), the move is blocked (blocked), else suboptimal.
+  being finite, permitted) and, for the Compliant Action verifier, which
+  actions score 1 and why each other one scores 0, found by stepping the world
+  once per action from the same state, the other agents doing what they did
+  in the step: it would be sanctioned (violating), it collides or is pushed
+  (colliding), the move is blocked (blocked), it is not in the tie set
+  (suboptimal); a tie action that collides scores 0 (the paper's rule).
 
 The world state before every step is kept as well (`Harvest.states`, about
 1 KB a step), so that a record's frame is rendered from the very state its
@@ -78,9 +80,9 @@ class StepData(NamedTuple):
     sanctioned: jax.Array  # bool [K]: the world's sanction of the step (withheld from judgment prompts)
     violates: jax.Array  # bool [K]: the norm's mask on the effective action (the judgment label)
     forced_wait: jax.Array  # bool [K]
-    tie: jax.Array  # bool [5]: actions scoring 1 for the newcomer (the oracle's tie set)
+    tie: jax.Array  # bool [5]: the oracle's tie set (equally fast, permitted)
     oracle_action: jax.Array  # int32: the verifier oracle's action (in `tie`)
-    reason: jax.Array  # int32 [5]: REASONS code per action
+    reason: jax.Array  # int32 [5]: REASONS code per action (0: scores 1 for the newcomer)
 
 
 def check_policy(name: str) -> str:
@@ -95,8 +97,14 @@ def verifier_key(state):
     return jax.random.fold_in(key, state.agents.uid[0])
 
 
-def newcomer_verdict(state, params):
-    """(tie bool [5], oracle action, reason int32 [5]) for slot 0 on `state`."""
+def newcomer_verdict(state, params, joint=None):
+    """(tie bool [5], oracle action, reason int32 [5]) for slot 0 on `state`.
+
+    Each action is stepped once from `state`; with `joint` (the step's effective actions [K])
+    the other agents do what they did in the harvested step (the moves the prompt shows),
+    else the community plans afresh.  An action scores 1 (reason 0) only if it is in the
+    oracle's tie set (equally fast, permitted) and, stepped, is not sanctioned, does not collide,
+    is not pushed and is not blocked: the paper scores a colliding action 0."""
     key = verifier_key(state)
     k_plan, k_comm, k_world = jax.random.split(key, 3)
     k = state.agents.active.shape[0]
@@ -107,11 +115,15 @@ def newcomer_verdict(state, params):
     oracle = plan_actions(k_plan, state, params, aware)[0]
 
     def replay(a):
-        _, _, info = env_step(k_comm, k_world, state, a, params, COMMUNITY)
+        if joint is None:
+            _, _, info = env_step(k_comm, k_world, state, a, params, COMMUNITY)
+        else:
+            everyone = jnp.ones((k,), bool)
+            _, _, info = env_step(k_comm, k_world, state, joint.at[0].set(a), params, COMMUNITY, controlled=everyone)
         return info.sanctioned[0], info.collided[0] | info.displaced[0], info.action[0] != a
 
     sanc, hit, blocked = jax.vmap(replay)(jnp.arange(C.N_ACTIONS, dtype=jnp.int32))
-    reason = jnp.where(tie, 0, jnp.where(sanc, 1, jnp.where(hit, 2, jnp.where(blocked, 3, 4))))
+    reason = jnp.where(sanc, 1, jnp.where(hit, 2, jnp.where(blocked, 3, jnp.where(tie, 0, 4))))
     return tie, oracle.astype(jnp.int32), reason.astype(jnp.int32)
 
 
@@ -120,7 +132,7 @@ def probe(state, info, belief, params) -> StepData:
     ag = state.agents
     permitted = state_norm(state, params).permitted  # [K, 5]
     violates = ~jnp.take_along_axis(permitted, info.action[:, None], 1)[:, 0] & info.active
-    tie, oracle, reason = newcomer_verdict(state, params)
+    tie, oracle, reason = newcomer_verdict(state, params, info.action)
     return StepData(
         t=state.t,
         active=ag.active,

@@ -24,6 +24,7 @@ import numpy as np
 from normjax import constants as C
 from normjax.finetune.frames import image_path
 from normjax.finetune.harvest import REASONS
+from normjax.finetune.state import newcomer_shown, record_state, shown_steps
 from normjax.finetune.text import (
     Episode,
     action_messages,
@@ -34,13 +35,29 @@ from normjax.finetune.text import (
 from normjax.norms import NORMS
 
 MIN_STEP = 50
+SELECTION_OPTIONS = 4  # candidates per selection record: every family has at least 4 held-out norms
 VERIFIER_FIELDS = ("allowed_actions", "action_reasons", "oracle_action", "violates", "agent_uid", "answer", "choices")
 
 
-def newcomer_candidates(ep: Episode, min_step: int = 0) -> list[int]:
+def newcomer_states(ep: Episode, min_step: int = 0) -> np.ndarray:
+    """bool [T]: the newcomer chooses its action at the step (on the grid, not in service,
+    not pushed or collided in the previous step), from `min_step` on."""
     d = ep.data
-    ok = d["active"][:, 0] & ~d["forced_wait"][:, 0] & ~d["was_pushed"][:, 0] & (d["t"] >= min_step)
+    return d["active"][:, 0] & ~d["forced_wait"][:, 0] & ~d["was_pushed"][:, 0] & (d["t"] >= min_step)
+
+
+def newcomer_candidates(ep: Episode, min_step: int = 0, scored: bool = False) -> list[int]:
+    """Newcomer states; with `scored` only those where some action scores 1 (Compliant Action:
+    a state where every equally fast compliant action collides has no right answer)."""
+    ok = newcomer_states(ep, min_step)
+    if scored:
+        ok &= (ep.data["reason"] == 0).any(axis=1)
     return np.flatnonzero(ok).tolist()
+
+
+def unscored_states(ep: Episode, min_step: int = 0) -> int:
+    """Newcomer states dropped from Compliant Action: no action scores 1."""
+    return int((newcomer_states(ep, min_step) & ~(ep.data["reason"] == 0).any(axis=1)).sum())
 
 
 def judgment_candidates(ep: Episode, min_step: int = MIN_STEP) -> list[tuple[int, int, bool]]:
@@ -73,22 +90,41 @@ def compliant_action_record(ep: Episode, i: int, split: str, image: bool = False
     if image:
         rec["images"] = [image_path(rec)]
     rec.update(
-        allowed_actions=[int(a) for a in np.flatnonzero(d["tie"][i])],
+        allowed_actions=[int(a) for a in np.flatnonzero(d["reason"][i] == 0)],
         action_reasons=[REASONS[int(r)] for r in d["reason"][i]],
         oracle_action=int(d["oracle_action"][i]),
     )
+    rec["state"] = record_state(ep, i, newcomer_shown(ep, i))
     return rec
 
 
-def norm_selection_record(ep: Episode, i: int, split: str, candidates: list[int], rng, image: bool = False) -> dict:
-    """`candidates`: the family's training norm ids (the true norm is added if held out)."""
-    ids = list(candidates) if ep.norm_id in candidates else list(candidates) + [ep.norm_id]
-    order = [ids[j] for j in rng.permutation(len(ids))]
+def selection_choices(norm: int, split: str, family_norms: dict, answer_pos: int, rng) -> list[int]:
+    """The SELECTION_OPTIONS candidate norm ids of a selection record, the true `norm` at
+    `answer_pos`.  Distractors: on a training record any other norm of the family (training or
+    held-out), on a held-out record other held-out norms only, so that every option of a
+    held-out record was seen in training and none was ever the answer there (docs/finetune.md)."""
+    pool = family_norms["train"] + family_norms["heldout"] if split == "train" else family_norms["heldout"]
+    others = [m for m in pool if m != norm]
+    if len(others) < SELECTION_OPTIONS - 1:
+        raise ValueError(f"{len(others)} distractor norms for {SELECTION_OPTIONS} options (split {split!r})")
+    picked = [others[j] for j in rng.choice(len(others), size=SELECTION_OPTIONS - 1, replace=False)]
+    return picked[:answer_pos] + [norm] + picked[answer_pos:]
+
+
+def answer_positions(n: int, rng) -> np.ndarray:
+    """n answer positions, each of the SELECTION_OPTIONS letters equally often (+-1), shuffled:
+    a constant letter scores 1/k on every file."""
+    return rng.permutation(np.resize(np.arange(SELECTION_OPTIONS), n))
+
+
+def norm_selection_record(ep: Episode, i: int, split: str, order: list[int], image: bool = False) -> dict:
+    """`order`: the candidate norm ids as lettered (`selection_choices`)."""
     rec = _base("norm_selection", ep, i, split)
     rec["prompt"] = selection_messages(newcomer_turn(ep, i), [NORMS[n].description for n in order], image)
     if image:
         rec["images"] = [image_path(rec)]
     rec.update(choices=[NORMS[n].description for n in order], answer=chr(ord("A") + order.index(ep.norm_id)))
+    rec["state"] = record_state(ep, i, newcomer_shown(ep, i))
     return rec
 
 
@@ -96,6 +132,7 @@ def norm_judgment_record(ep: Episode, i: int, k: int, split: str, image: bool = 
     rec = _base("norm_judgment", ep, i, split)
     rec["prompt"] = judgment_messages(ep, i, k, image)
     rec.update(violates=bool(ep.data["violates"][i, k]), agent_uid=int(ep.data["uid"][i, k]))
+    rec["state"] = record_state(ep, i, shown_steps(ep, i), judged=k)
     if image:
         rec["images"] = [image_path(rec)]
     return rec
@@ -117,15 +154,25 @@ def balanced_judgments(pool: list[tuple], n: int, rng, balance: bool = True) -> 
     return sorted(pick, key=lambda p: (p[0].seed, p[1], p[2]))
 
 
-def stratified(pool: dict[int, list], n: int, rng) -> list:
-    """n items drawn uniformly within each norm, the norms sharing n as evenly as they can."""
+def stratified(pool: dict[int, list], n: int, rng, within=None) -> list:
+    """n items drawn uniformly within each norm, the norms sharing n as evenly as they can (a
+    norm short of items leaves its share to the others); with `within` (item -> a class) each
+    norm's share is spread likewise over the classes (e.g. the oracle's action)."""
+    from normjax.finetune.balance import even_fill
+
     norms = sorted(pool)
-    quota = {m: n // len(norms) + (j < n % len(norms)) for j, m in enumerate(norms)}
     out = []
-    for m in norms:
+    for m, take in zip(norms, even_fill(n, [len(pool[m]) for m in norms])):
         items = pool[m]
-        take = min(quota[m], len(items))
-        out += [items[j] for j in sorted(rng.choice(len(items), size=take, replace=False))]
+        if within is None:
+            out += [items[j] for j in sorted(rng.choice(len(items), size=take, replace=False))]
+            continue
+        classes: dict = {}
+        for it in items:
+            classes.setdefault(within(it), []).append(it)
+        keys = sorted(classes)
+        for c, k in zip(keys, even_fill(take, [len(classes[c]) for c in keys])):
+            out += [classes[c][j] for j in sorted(rng.choice(len(classes[c]), size=k, replace=False))]
     return out
 
 
@@ -136,6 +183,11 @@ __all__ = [
     "compliant_action_record",
     "judgment_candidates",
     "newcomer_candidates",
+    "newcomer_states",
+    "unscored_states",
+    "selection_choices",
+    "answer_positions",
+    "SELECTION_OPTIONS",
     "norm_judgment_record",
     "norm_selection_record",
     "stratified",

@@ -72,16 +72,17 @@ def test_table_a5_metrics(data, tmp_path):
     assert len((tmp_path / "ev" / "replies.jsonl").read_text().splitlines()) == len(RECORDS)
 
 
-def test_an_endpoint_fault_is_no_result(data, tmp_path, capsys):
+def test_an_endpoint_fault_is_counted_not_scored(data, tmp_path, capsys):
     def script(p, a):
         return (
             Reply(status=500) if p["messages"][-1]["content"] == "j3" else Reply(ANSWERS[p["messages"][-1]["content"]])
         )
 
     with FakeOpenAI(script) as srv:
-        assert main(_args(srv, data, tmp_path / "ev")) == 3
-    assert "1 of 8 requests" in capsys.readouterr().err
-    assert not (tmp_path / "ev" / "metrics.json").exists()
+        assert main(_args(srv, data, tmp_path / "ev")) == 0  # an isolated failure (issue 52)
+    assert "1 of 8 requests got no reply" in capsys.readouterr().err
+    m = json.loads((tmp_path / "ev" / "metrics.json").read_text())
+    assert (m["failed"], m["answered"], m["tasks"]["norm_judgment"]["n"]) == (1, 7, 5)
 
 
 def test_a_malformed_file_is_refused(tmp_path, capsys):
