@@ -40,8 +40,6 @@ from normjax.cli_names import (
     EXPORT_PHASES,
     OBSERVER_NAMES,
     POLICY_NAMES,
-    TABLE_FORMATS,
-    TABLE_VIEWS,
     TOKEN_PARAMS,
 )
 from normjax.commands import (  # noqa: F401 (_norm_list re-exported)
@@ -53,12 +51,9 @@ from normjax.commands import (  # noqa: F401 (_norm_list re-exported)
     cmd_llm_beliefs,
     cmd_llm_eval,
     cmd_llm_judge,
-    cmd_play,
-    cmd_play_export,
     cmd_render,
     cmd_report,
     cmd_rollout,
-    cmd_table,
     cmd_train,
 )
 
@@ -434,168 +429,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     finetune_parsers(sub, cache, _client_options(0.0, "sampling temperature (0: greedy, Table A5's accuracy)"))
 
-    pl = sub.add_parser(
-        "play",
-        parents=cache,
-        formatter_class=_DefaultsFormatter,
-        help="a person plays the protocol in the browser (docs/play.md)",
-    )
-    pl.add_argument(
-        "--norms",
-        nargs="+",
-        default=None,
-        metavar="NAME",
-        help="norm names (default: all 50); with --assign, the pool the norms are drawn from",
-    )
-    pl.add_argument("--host", default="127.0.0.1", help="address to bind (another host exposes the study)")
-    pl.add_argument("--port", type=int, default=8000)
-    pl.add_argument("--seed", type=int, default=0, help="protocol seed (0 = canonical)")
-    pl.add_argument(
-        "--interaction-steps",
-        type=int,
-        default=C.INTERACTION_STEPS,
-        metavar="N",
-        help="length of the interaction phase, 0-200 (the protocol's is 200; shorter for quick checks)",
-    )
-    pl.add_argument("--out", required=True, help="study directory: one run directory per participant")
-    pl.add_argument(
-        "--assign",
-        type=int,
-        default=None,
-        metavar="N",
-        help="study mode: each new participant gets N norms of the pool, drawn across families, after "
-        "agreeing to a consent page (the paper's study: 2)",
-    )
-    pl.add_argument(
-        "--study-seed", type=int, default=0, metavar="S", help="with --assign: the seed of the assignment and --pool"
-    )
-    pl.add_argument(
-        "--pool",
-        type=int,
-        default=None,
-        metavar="N",
-        help="with --assign: draw N norms of --norms (default all 50) with the families in the paper's proportions "
-        "(25: 6 access, 5 procedure, 8 coordination, 6 allocation)",
-    )
-    pl.add_argument(
-        "--balance",
-        choices=("norms", "families"),
-        default="norms",
-        help="with --assign: play every pool norm equally often (the paper) or every family equally often",
-    )
-    pl.add_argument(
-        "--public-host",
-        nargs="+",
-        default=[],
-        metavar="NAME",
-        help="host names the server answers besides loopback (the name participants' browsers use)",
-    )
-    pl.add_argument(
-        "--base-path", default="", metavar="/PATH", help="serve under this sub-path (a reverse proxy that keeps it)"
-    )
-    pl.add_argument(
-        "--id-params",
-        nargs="+",
-        default=["PROLIFIC_PID", "STUDY_ID", "SESSION_ID"],
-        metavar="NAME",
-        help="URL parameters stored with the participant; the first one, if present, is the participant id",
-    )
-    pl.add_argument("--completion-code", default=None, help="shown on the finish page (e.g. Prolific's code)")
-    pl.add_argument("--completion-url", default=None, help="a link on the finish page (e.g. Prolific's return URL)")
-    pl.add_argument(
-        "--questionnaire",
-        default=None,
-        metavar="FILE",
-        help="post-study questions (JSON, docs/play.md); default: the paper's evidence-source question",
-    )
-    pl.add_argument(
-        "--comprehension",
-        default=None,
-        metavar="FILE",
-        help="questions with right answers shown before play (JSON, docs/play.md); play starts once all are right",
-    )
-    pl.add_argument(
-        "--idle-timeout", type=float, default=1800.0, metavar="S", help="close a session idle this long (it resumes)"
-    )
-    pl.add_argument(
-        "--phase-limit",
-        type=float,
-        default=None,
-        metavar="S",
-        help="seconds of think time per episode (an interaction phase, a test episode); then its remaining "
-        "steps are played as waits (logged, recorded when it fires); default: no limit",
-    )
-    pl.add_argument("--max-participants", type=int, default=1000, help="new participants accepted in all")
-    pl.add_argument(
-        "--no-warmup",
-        action="store_true",
-        help="let participants in before the world's programs are compiled (the first key press then waits)",
-    )
-    pl.add_argument("--new-per-minute", type=int, default=30, help="new participants accepted per minute")
-    pl.add_argument(
-        "--consent",
-        default=None,
-        metavar="FILE",
-        help="with --assign: the consent/instructions text (markdown subset; default: OUT/consent.md, "
-        "copied from the shipped template on first start)",
-    )
-    pl.set_defaults(fn=cmd_play)
+    from normjax.play.command import add_parsers as play_parsers
+    from normjax.results.command import add_parser as table_parser
 
-    px = sub.add_parser(
-        "play-export",
-        parents=cache,
-        formatter_class=_DefaultsFormatter,
-        help="gather every participant of a play study into one result (docs/play.md)",
-    )
-    px.add_argument("--out", required=True, metavar="DIR", help="the study directory (normjax play's --out)")
-    px.add_argument(
-        "--compare",
-        nargs="+",
-        default=[],
-        metavar="[LABEL=]PATH",
-        help="model rows for the combined table: normjax evaluate JSON files or llm-eval run directories",
-    )
-    px.add_argument(
-        "--all-norms",
-        action="store_true",
-        help="model rows over all their norms (default: only the norms the participants played)",
-    )
-    px.set_defaults(fn=cmd_play_export)
-
-    tb = sub.add_parser(
-        "table",
-        parents=cache,
-        formatter_class=_DefaultsFormatter,
-        help="Table 1 with 95%% intervals over any results: evaluate, DQN runs, llm-eval, play (docs/results.md)",
-    )
-    tb.add_argument(
-        "results",
-        nargs="+",
-        metavar="[LABEL=]PATH",
-        help="evaluate JSON files, DQN run directories (or folders of runs: chunks are pooled), llm-eval run "
-        "directories, play study directories; one row per result, results with the same label pooled",
-    )
-    tb.add_argument("--by", choices=TABLE_VIEWS, default=None, help="rows per family or per norm (default: Table 1)")
-    tb.add_argument("--format", choices=TABLE_FORMATS, default="markdown", dest="fmt")
-    tb.add_argument("--paper", action="store_true", help="add the paper's published rows (Table 1)")
-    tb.add_argument(
-        "--compare",
-        nargs=2,
-        action="append",
-        default=[],
-        metavar=("A", "B"),
-        help="paired difference A - B on their common episodes (row labels or 1-based positions); repeatable",
-    )
-    tb.add_argument("--holm", action="store_true", help="Holm-adjust the p-values of several --compare per cell")
-    tb.add_argument(
-        "--allow-mixed", action="store_true", help="tabulate results of different protocols, their rows marked *"
-    )
-    tb.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="only these norms' episodes, in every row")
-    tb.add_argument("--figures", default=None, metavar="DIR", help="also write the figures into DIR")
-    tb.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the sign flips")
-    tb.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples and sign flips per cell")
-    tb.add_argument("--out", default=None, metavar="FILE", help="also write the table to FILE")
-    tb.set_defaults(fn=cmd_table)
+    play_parsers(sub, cache, _DefaultsFormatter)
+    table_parser(sub, cache, _DefaultsFormatter)
     return ap
 
 

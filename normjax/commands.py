@@ -7,7 +7,6 @@ checked before anything is traced (an unknown layout or norm lists the valid one
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -347,100 +346,6 @@ def cmd_llm_eval(args) -> int:
     return 0
 
 
-def cmd_play(args) -> int:
-    norms = _norm_list(args.norms)  # before any tracing
-    from normjax.llm.runner import INTERACTION_STEPS
-    from normjax.protocol import resolve_norms
-
-    if not 0 <= args.interaction_steps <= INTERACTION_STEPS:
-        raise ValueError(f"--interaction-steps must be in 0..{INTERACTION_STEPS}, got {args.interaction_steps}")
-    if args.assign is None and args.consent is not None:
-        raise ValueError("--consent needs --assign N (the consent page belongs to study mode)")
-    if args.assign is None and args.pool is not None:
-        raise ValueError("--pool needs --assign N (the pool is what participants' norms are drawn from)")
-    if args.base_path and not re.fullmatch(r"(/[A-Za-z0-9_.~-]+)+/?", args.base_path):
-        raise ValueError(f"--base-path must look like /study or /a/b, got {args.base_path!r}")
-    if args.completion_url and not re.match(r"https?://", args.completion_url):
-        raise ValueError(f"--completion-url must start with https:// or http://, got {args.completion_url!r}")
-    for name in args.id_params:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name):
-            raise ValueError(f"--id-params: {name!r} is not a parameter name (letters, digits, '_')")
-    if args.phase_limit is not None and not args.phase_limit > 0:
-        raise ValueError(f"--phase-limit must be a positive number of seconds, got {args.phase_limit}")
-    if args.idle_timeout <= 0 or args.max_participants < 1 or args.new_per_minute < 1:
-        raise ValueError("--idle-timeout, --max-participants and --new-per-minute must be positive")
-    ids = resolve_norms(norms)
-    questions = None
-    if args.questionnaire is not None:
-        from normjax.play.questionnaire import load
-
-        questions = load(args.questionnaire)
-    check = None
-    if args.comprehension is not None:
-        from normjax.play.comprehension import load as load_check
-
-        check = load_check(args.comprehension)
-    study = None
-    if args.assign is not None:
-        from normjax.play.design import draw_pool
-        from normjax.play.study import Study
-
-        pool = draw_pool(ids, args.pool, args.study_seed) if args.pool is not None else ids
-        study = Study(
-            args.out,
-            pool,
-            args.assign,
-            args.study_seed,
-            args.consent,
-            balance=args.balance,
-            seed=args.seed,
-            interaction_steps=args.interaction_steps,
-        )
-    try:
-        from normjax.play.server import serve
-
-        serve(
-            args.out,
-            ids,
-            host=args.host,
-            port=args.port,
-            seed=args.seed,
-            interaction_steps=args.interaction_steps,
-            study=study,
-            public_hosts=tuple(args.public_host),
-            base_path=args.base_path.rstrip("/"),
-            id_params=tuple(args.id_params),
-            completion_code=args.completion_code,
-            completion_url=args.completion_url,
-            questions=questions,
-            idle_timeout=args.idle_timeout,
-            phase_limit=args.phase_limit,
-            comprehension=check,
-            new_per_minute=args.new_per_minute,
-            max_participants=args.max_participants,
-            warm=not args.no_warmup,
-        )
-    except ImportError as e:  # Flask or waitress missing: name the extra
-        print(f"normjax: error: {e}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def cmd_play_export(args) -> int:
-    from normjax.play.export import export_study
-
-    summary = export_study(args.out, args.compare, all_norms=args.all_norms)
-    print(summary["markdown"])
-    for p in summary["incomplete"]:
-        print(
-            f"normjax: participant {p['participant']} is incomplete (finished {len(p['finished_norms'])} of "
-            f"{len(p['norms'])} norms): listed, not counted",
-            file=sys.stderr,
-        )
-    print(f"{len(summary['complete'])} complete participant(s); wrote " + ", ".join(map(str, summary["files"])))
-    return 0
-
-
 def cmd_llm_judge(args) -> int:
     """Exit 0: every belief scored; 1: some judge replies unusable; 3: the endpoint failed."""
     from normjax.llm.client import ClientConfig, EndpointError
@@ -482,30 +387,4 @@ def cmd_llm_beliefs(args) -> int:
     )
     print(format_summary(result))
     print(f"wrote {out / 'beliefs.json'} and {', '.join(result['figures'])}")
-    return 0
-
-
-def cmd_table(args) -> int:
-    """Exit 2 (with what differs) when the results ran different protocols and --allow-mixed is not given."""
-    from normjax.results.table import table_text
-
-    if args.resamples < 100:
-        raise ValueError(f"--resamples {args.resamples}: at least 100 (the default is 2000)")
-    text = table_text(
-        args.results,
-        by=args.by or "table1",
-        fmt=args.fmt,
-        paper=args.paper,
-        compare=[tuple(c) for c in args.compare],
-        holm=args.holm,
-        allow_mixed=args.allow_mixed,
-        figures_dir=args.figures,
-        seed=args.seed,
-        n_resamples=args.resamples,
-        norms=args.norms,
-    )
-    print(text)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
     return 0

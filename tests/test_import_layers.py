@@ -48,7 +48,13 @@ LAYERS = (
         "normjax.results",
         "normjax.testing",
     ),  # results: normjax table (reads finetune-eval); testing: the tests' shared doubles, imported by no unit
-    ("normjax.cli", "normjax.commands", "normjax.finetune.command"),  # the command line
+    (
+        "normjax.cli",
+        "normjax.commands",
+        "normjax.finetune.command",
+        "normjax.play.command",
+        "normjax.results.command",
+    ),  # the command line
 )
 CLI_LAYER = len(LAYERS) - 1
 OUTSIDE = (
