@@ -20,6 +20,8 @@ episode statistics, flat or dict observations) live in `normjax.wrappers`.
 
 import importlib
 
+from normjax.constants import VERSION
+
 # Importing normjax changes nothing in JAX.  `normjax.configure()` opts this
 # process into normjax's CPU code generation settings (normjax/xla_cpu.py: the
 # same random bits, fewer loops); normjax's own entry points apply it.
@@ -92,7 +94,7 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 __all__ = [
     "LAYOUTS",

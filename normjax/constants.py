@@ -6,6 +6,10 @@ time (host) and inside jitted code (as static values).
 
 import numpy as np
 
+# The package version: the one definition (normjax.__version__, the results' stamp, and
+# pyproject.toml's dynamic version read it).
+VERSION = "0.1.0"
+
 # Grid size (docs/world.md §1): every layout is 11 rows x 15 columns, positions are (row, col).
 H = 11
 W = 15

@@ -9,9 +9,9 @@ import hashlib
 import subprocess
 from pathlib import Path
 
+from normjax.constants import VERSION
 from normjax.protocol.scenario_tables import host_scenarios
 
-VERSION = "0.1.0"  # = normjax.__version__ (tested)
 REPO = Path(__file__).resolve().parents[2]
 
 
