@@ -4,11 +4,12 @@ shortest route comply by accident?
 For every static-norm test episode (norms 0-13, 22, 42-47) the independent checker
 of tests/scenario_checker.py searches the world's move graph (chairs crossable,
 doors only as route ends) for the shortest task with and without the norm, goal by
-goal and for the whole task.  For the other (dynamic) norms it runs the `blind_any`
-newcomer (random shortest route on the rules' graph, re-planned every step) with
-`--seeds` tie-break seeds per episode inside the real world step and community
-(tests/dynamic_check.py) and reports the fraction of runs that comply (task done,
-no sanction).  The script prints per-norm tables and writes them as JSON (default
+goal and for the whole task.  For the other (dynamic) norms it runs the three
+norm-blind newcomers (`blind`, the planner without the norm; `blind_any`, a random
+shortest route on the rules' graph re-planned every step; `blind_polite`, the same
+never entering a cell another agent stands on or announces) with `--seeds` tie-break
+seeds per episode inside the real world step and community (tests/blind_check.py)
+and reports the fraction of runs that comply (task done, no sanction).  The script prints per-norm tables and writes them as JSON (default
 benchmarks/results/scenario_audit.json); it exits 1 when an episode complies that
 the protocol does not flag as `non_discriminative`.
 
@@ -68,45 +69,56 @@ def per_norm(rows: list[dict]) -> list[dict]:
 
 
 def dynamic(norm_ids, n_seeds: int) -> dict:
-    """blind_any runs of the dynamic norms' episodes, per episode and per norm."""
+    """Runs of the three norm-blind newcomers on the dynamic norms' episodes, per
+    episode and per (norm, newcomer)."""
     from normjax.protocol.seeds import test_episodes
-    from tests.dynamic_check import blind_any_runs
+    from tests.blind_check import BLIND_POLICIES, norm_blind_runs
 
-    rows = blind_any_runs(test_episodes(norm_ids), n_seeds)
+    rows = norm_blind_runs(test_episodes(norm_ids), n_seeds)
     for r, f in zip(rows, flagged(rows)):
         r["flagged"] = f
     table = []
-    print(f"{'id':>3} {'norm':<30} {'runs':>5} {'comply%':>7} {'no-sanc%':>8} {'task%':>6}  complying episodes")
-    for n in norm_ids:
-        sub = [r for r in rows if r["norm_id"] == n]
-        runs = sum(r["runs"] for r in sub)
-        t = dict(
-            norm_id=n,
-            norm=sub[0]["norm"],
-            runs=runs,
-            complying_fraction=sum(r["complied"] for r in sub) / runs,
-            unsanctioned_fraction=sum(r["unsanctioned"] for r in sub) / runs,
-            task=sum(r["task"] for r in sub) / len(sub),
-            complying=[f"{r['condition']} {r['episode']}" for r in sub if r["complied"]],
-        )
-        table.append(t)
-        print(
-            f"{n:>3} {t['norm']:<30} {runs:>5} {100 * t['complying_fraction']:>7.1f} "
-            f"{100 * t['unsanctioned_fraction']:>8.1f} {100 * t['task']:>6.1f}  {', '.join(t['complying'])}"
-        )
-    unflagged = [r for r in rows if r["complied"] and not r["flagged"]]
     print(
-        f"dynamic-norm episodes: {len(rows)} x {n_seeds} seeds; episodes with a complying run: "
-        f"{sum(r['complied'] > 0 for r in rows)}; of them unflagged: {len(unflagged)}"
+        f"{'id':>3} {'norm':<26} {'newcomer':<12} {'runs':>5} {'comply%':>7} {'no-sanc%':>8} {'task%':>6}"
+        "  complying episodes"
     )
-    return dict(seeds=n_seeds, per_norm=table, episodes=rows, unflagged=len(unflagged))
+    for n in norm_ids:
+        for pol in BLIND_POLICIES:
+            sub = [r for r in rows if r["norm_id"] == n and r["policy"] == pol]
+            runs = sum(r["runs"] for r in sub)
+            t = dict(
+                norm_id=n,
+                norm=sub[0]["norm"],
+                policy=pol,
+                runs=runs,
+                complying_fraction=sum(r["complied"] for r in sub) / runs,
+                unsanctioned_fraction=sum(r["unsanctioned"] for r in sub) / runs,
+                task=sum(r["task"] for r in sub) / len(sub),
+                complying=[f"{r['condition']} {r['episode']}" for r in sub if r["complied"]],
+            )
+            table.append(t)
+            print(
+                f"{n:>3} {t['norm']:<26} {pol:<12} {runs:>5} {100 * t['complying_fraction']:>7.1f} "
+                f"{100 * t['unsanctioned_fraction']:>8.1f} {100 * t['task']:>6.1f}  {', '.join(t['complying'])}"
+            )
+    unflagged = [r for r in rows if r["complied"] and not r["flagged"]]
+    n_eps = len(rows) // len(BLIND_POLICIES)
+    print(
+        f"dynamic-norm episodes: {n_eps} x {len(BLIND_POLICIES)} newcomers x {n_seeds} seeds (0..{n_seeds - 1}); "
+        f"(episode, newcomer) pairs with a complying run: {sum(r['complied'] > 0 for r in rows)}; "
+        f"of them unflagged: {len(unflagged)}"
+    )
+    return dict(seeds=n_seeds, policies=list(BLIND_POLICIES), per_norm=table, episodes=rows, unflagged=len(unflagged))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=RESULTS / "scenario_audit.json")
     ap.add_argument(
-        "--seeds", type=int, default=32, help="blind_any tie-break seeds per dynamic-norm episode (0: skip)"
+        "--seeds",
+        type=int,
+        default=32,
+        help="tie-break seeds per dynamic-norm episode and norm-blind newcomer (0: skip)",
     )
     ap.add_argument("--norms", type=int, nargs="+", default=None, help="norm ids (default: all 50)")
     args = ap.parse_args(argv)
