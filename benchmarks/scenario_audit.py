@@ -13,7 +13,7 @@ and reports the fraction of runs that comply (task done, no sanction).  The scri
 benchmarks/results/scenario_audit.json); it exits 1 when an episode complies that
 the protocol does not flag as `non_discriminative`.
 
-    python benchmarks/scenario_audit.py [--seeds 32] [--norms ID ...] [--out FILE]
+    python benchmarks/scenario_audit.py [--seeds 32] [--static-seeds 0] [--norms ID ...] [--out FILE]
 """
 
 from __future__ import annotations
@@ -68,9 +68,9 @@ def per_norm(rows: list[dict]) -> list[dict]:
     return [out[k] for k in sorted(out)]
 
 
-def dynamic(norm_ids, n_seeds: int) -> dict:
-    """Runs of the three norm-blind newcomers on the dynamic norms' episodes, per
-    episode and per (norm, newcomer)."""
+def dynamic(norm_ids, n_seeds: int, label: str = "dynamic-norm") -> dict:
+    """Runs of the three norm-blind newcomers on the norms' episodes (the dynamic norms,
+    or with `label` others), per episode and per (norm, newcomer)."""
     from normjax.protocol.seeds import test_episodes
     from tests.blind_check import BLIND_POLICIES, norm_blind_runs
 
@@ -104,7 +104,7 @@ def dynamic(norm_ids, n_seeds: int) -> dict:
     unflagged = [r for r in rows if r["complied"] and not r["flagged"]]
     n_eps = len(rows) // len(BLIND_POLICIES)
     print(
-        f"dynamic-norm episodes: {n_eps} x {len(BLIND_POLICIES)} newcomers x {n_seeds} seeds (0..{n_seeds - 1}); "
+        f"{label} episodes: {n_eps} x {len(BLIND_POLICIES)} newcomers x {n_seeds} seeds (0..{n_seeds - 1}); "
         f"(episode, newcomer) pairs with a complying run: {sum(r['complied'] > 0 for r in rows)}; "
         f"of them unflagged: {len(unflagged)}"
     )
@@ -121,9 +121,16 @@ def main(argv=None) -> int:
         help="tie-break seeds per dynamic-norm episode and norm-blind newcomer (0: skip)",
     )
     ap.add_argument("--norms", type=int, nargs="+", default=None, help="norm ids (default: all 50)")
+    ap.add_argument(
+        "--static-seeds",
+        type=int,
+        default=0,
+        help="also run the three norm-blind newcomers on the static norms' episodes with this many "
+        "seeds (reported, not certified: the static checker assumes an agent walking alone)",
+    )
     args = ap.parse_args(argv)
-    if args.seeds < 0:
-        ap.error(f"--seeds must be >= 0, got {args.seeds}")
+    if args.seeds < 0 or args.static_seeds < 0:
+        ap.error(f"--seeds and --static-seeds must be >= 0, got {args.seeds} and {args.static_seeds}")
     ids = list(range(50)) if args.norms is None else args.norms
     if any(not 0 <= n < 50 for n in ids):
         ap.error(f"--norms must be ids in 0..49, got {ids}")
@@ -146,6 +153,10 @@ def main(argv=None) -> int:
     )
     dyn_ids = [n for n in ids if n not in STATIC_NORMS]
     dyn = dynamic(dyn_ids, args.seeds) if dyn_ids and args.seeds else None
+    static_ids = [n for n in ids if n in STATIC_NORMS]
+    static_runs = (
+        dynamic(static_ids, args.static_seeds, "static-norm") if static_ids and args.static_seeds > 0 else None
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(
@@ -153,6 +164,7 @@ def main(argv=None) -> int:
                 machine=machine(),
                 static=dict(per_norm=table, episodes=rows, complying=n_bad, unflagged=len(unflagged)),
                 dynamic=dyn,
+                static_runs=static_runs,
             ),
             indent=1,
         )

@@ -57,3 +57,17 @@ def test_no_norm_blind_newcomer_complies_on_dynamic_norms():
     rows = norm_blind_runs(eps, FULL_SEEDS)
     assert len(rows) == 174 * 3 and all(r["runs"] == FULL_SEEDS for r in rows)
     assert _unflagged_compliant(rows, eps) == []
+
+
+@pytest.mark.full_protocol
+def test_blind_polite_row_has_one_known_joint_success():
+    """The canonical protocol: blind_polite completes every task and violates in every
+    episode but no_bottom_right_seats unseen 2, a static-norm episode in which background
+    traffic diverts it to an allowed chair (docs/world.md §9.5; not flagged)."""
+    from normjax.env import STATE_POLICIES
+    from normjax.protocol import evaluate
+
+    r = evaluate(STATE_POLICIES["blind_polite"])
+    passed = [(e["norm"], e["condition"], e["episode"]) for e in r["episodes"] if e["joint"]]
+    assert passed == [("no_bottom_right_seats", "unseen", 2)]
+    assert all(e["task"] == 1.0 for e in r["episodes"])
