@@ -4,15 +4,16 @@ shortest route comply by accident?
 For every static-norm test episode (norms 0-13, 22, 42-47) the independent checker
 of normjax/testing/scenario_checker.py searches the world's move graph (chairs crossable,
 doors only as route ends) for the shortest task with and without the norm, goal by
-goal and for the whole task.  For the other (dynamic) norms it runs the `blind_any`
-newcomer (random shortest route on the rules' graph, re-planned every step) with
-`--seeds` tie-break seeds per episode inside the real world step and community
-(normjax/testing/dynamic_check.py) and reports the fraction of runs that comply (task done,
-no sanction).  The script prints per-norm tables and writes them as JSON (default
+goal and for the whole task.  For the other (dynamic) norms it runs the three
+norm-blind newcomers (`blind`, the planner without the norm; `blind_any`, a random
+shortest route on the rules' graph re-planned every step; `blind_polite`, the same
+never entering a cell another agent stands on or announces) with `--seeds` tie-break
+seeds per episode inside the real world step and community (normjax/testing/blind_check.py)
+and reports the fraction of runs that comply (task done, no sanction).  The script prints per-norm tables and writes them as JSON (default
 benchmarks/results/scenario_audit.json); it exits 1 when an episode complies that
 the protocol does not flag as `non_discriminative`.
 
-    python -m benchmarks.scenario_audit [--seeds 32] [--norms ID ...] [--out FILE]
+    python -m benchmarks.scenario_audit [--seeds 32] [--static-seeds 0] [--norms ID ...] [--out FILE]
 """
 
 from __future__ import annotations
@@ -66,51 +67,69 @@ def per_norm(rows: list[dict]) -> list[dict]:
     return [out[k] for k in sorted(out)]
 
 
-def dynamic(norm_ids, n_seeds: int) -> dict:
-    """blind_any runs of the dynamic norms' episodes, per episode and per norm."""
+def dynamic(norm_ids, n_seeds: int, label: str = "dynamic-norm") -> dict:
+    """Runs of the three norm-blind newcomers on the norms' episodes (the dynamic norms,
+    or with `label` others), per episode and per (norm, newcomer)."""
     from normjax.protocol.seeds import test_episodes
-    from normjax.testing.dynamic_check import blind_any_runs
+    from normjax.testing.blind_check import BLIND_POLICIES, norm_blind_runs
 
-    rows = blind_any_runs(test_episodes(norm_ids), n_seeds)
+    rows = norm_blind_runs(test_episodes(norm_ids), n_seeds)
     for r, f in zip(rows, flagged(rows)):
         r["flagged"] = f
     table = []
-    print(f"{'id':>3} {'norm':<30} {'runs':>5} {'comply%':>7} {'no-sanc%':>8} {'task%':>6}  complying episodes")
-    for n in norm_ids:
-        sub = [r for r in rows if r["norm_id"] == n]
-        runs = sum(r["runs"] for r in sub)
-        t = dict(
-            norm_id=n,
-            norm=sub[0]["norm"],
-            runs=runs,
-            complying_fraction=sum(r["complied"] for r in sub) / runs,
-            unsanctioned_fraction=sum(r["unsanctioned"] for r in sub) / runs,
-            task=sum(r["task"] for r in sub) / len(sub),
-            complying=[f"{r['condition']} {r['episode']}" for r in sub if r["complied"]],
-        )
-        table.append(t)
-        print(
-            f"{n:>3} {t['norm']:<30} {runs:>5} {100 * t['complying_fraction']:>7.1f} "
-            f"{100 * t['unsanctioned_fraction']:>8.1f} {100 * t['task']:>6.1f}  {', '.join(t['complying'])}"
-        )
-    unflagged = [r for r in rows if r["complied"] and not r["flagged"]]
     print(
-        f"dynamic-norm episodes: {len(rows)} x {n_seeds} seeds; episodes with a complying run: "
-        f"{sum(r['complied'] > 0 for r in rows)}; of them unflagged: {len(unflagged)}"
+        f"{'id':>3} {'norm':<26} {'newcomer':<12} {'runs':>5} {'comply%':>7} {'no-sanc%':>8} {'task%':>6}"
+        "  complying episodes"
     )
-    return dict(seeds=n_seeds, per_norm=table, episodes=rows, unflagged=len(unflagged))
+    for n in norm_ids:
+        for pol in BLIND_POLICIES:
+            sub = [r for r in rows if r["norm_id"] == n and r["policy"] == pol]
+            runs = sum(r["runs"] for r in sub)
+            t = dict(
+                norm_id=n,
+                norm=sub[0]["norm"],
+                policy=pol,
+                runs=runs,
+                complying_fraction=sum(r["complied"] for r in sub) / runs,
+                unsanctioned_fraction=sum(r["unsanctioned"] for r in sub) / runs,
+                task=sum(r["task"] for r in sub) / len(sub),
+                complying=[f"{r['condition']} {r['episode']}" for r in sub if r["complied"]],
+            )
+            table.append(t)
+            print(
+                f"{n:>3} {t['norm']:<26} {pol:<12} {runs:>5} {100 * t['complying_fraction']:>7.1f} "
+                f"{100 * t['unsanctioned_fraction']:>8.1f} {100 * t['task']:>6.1f}  {', '.join(t['complying'])}"
+            )
+    unflagged = [r for r in rows if r["complied"] and not r["flagged"]]
+    n_eps = len(rows) // len(BLIND_POLICIES)
+    print(
+        f"{label} episodes: {n_eps} x {len(BLIND_POLICIES)} newcomers x {n_seeds} seeds (0..{n_seeds - 1}); "
+        f"(episode, newcomer) pairs with a complying run: {sum(r['complied'] > 0 for r in rows)}; "
+        f"of them unflagged: {len(unflagged)}"
+    )
+    return dict(seeds=n_seeds, policies=list(BLIND_POLICIES), per_norm=table, episodes=rows, unflagged=len(unflagged))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=RESULTS / "scenario_audit.json")
     ap.add_argument(
-        "--seeds", type=int, default=32, help="blind_any tie-break seeds per dynamic-norm episode (0: skip)"
+        "--seeds",
+        type=int,
+        default=32,
+        help="tie-break seeds per dynamic-norm episode and norm-blind newcomer (0: skip)",
     )
     ap.add_argument("--norms", type=int, nargs="+", default=None, help="norm ids (default: all 50)")
+    ap.add_argument(
+        "--static-seeds",
+        type=int,
+        default=0,
+        help="also run the three norm-blind newcomers on the static norms' episodes with this many "
+        "seeds (reported, not certified: the static checker assumes an agent walking alone)",
+    )
     args = ap.parse_args(argv)
-    if args.seeds < 0:
-        ap.error(f"--seeds must be >= 0, got {args.seeds}")
+    if args.seeds < 0 or args.static_seeds < 0:
+        ap.error(f"--seeds and --static-seeds must be >= 0, got {args.seeds} and {args.static_seeds}")
     ids = list(range(50)) if args.norms is None else args.norms
     if any(not 0 <= n < 50 for n in ids):
         ap.error(f"--norms must be ids in 0..49, got {ids}")
@@ -133,6 +152,10 @@ def main(argv=None) -> int:
     )
     dyn_ids = [n for n in ids if n not in STATIC_NORMS]
     dyn = dynamic(dyn_ids, args.seeds) if dyn_ids and args.seeds else None
+    static_ids = [n for n in ids if n in STATIC_NORMS]
+    static_runs = (
+        dynamic(static_ids, args.static_seeds, "static-norm") if static_ids and args.static_seeds > 0 else None
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
         json.dumps(
@@ -140,6 +163,7 @@ def main(argv=None) -> int:
                 machine=machine(),
                 static=dict(per_norm=table, episodes=rows, complying=n_bad, unflagged=len(unflagged)),
                 dynamic=dyn,
+                static_runs=static_runs,
             ),
             indent=1,
         )

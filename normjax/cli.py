@@ -249,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         choices=POLICY_NAMES + OBSERVER_NAMES,
         help="newcomer policy: norm-aware oracle, norm-blind planner, blind_any (random shortest route on the "
-        "rules' move graph), random, or a Bayesian "
+        "rules' move graph), blind_polite (the same, never into others' cells or announced moves), random, or a Bayesian "
         "observer that learns in the interaction phase (docs/observer.md)",
     )
     e.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")

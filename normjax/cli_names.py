@@ -1,7 +1,7 @@
 """Plain constants of the command line, so that `--help` and argument errors need no JAX import."""
 
 CAPACITIES = (6, 8, 10)
-POLICY_NAMES = ("oracle", "blind", "blind_any", "random")
+POLICY_NAMES = ("oracle", "blind", "blind_any", "blind_polite", "random")
 # The Bayesian observer newcomers (normjax.observer), for `evaluate` only.
 OBSERVER_NAMES = ("bayes_map", "bayes_safe", "bayes_active")
 EVIDENCE_SOURCES = ("positions", "actions")

@@ -58,6 +58,8 @@ N_GROUPS = 3
 # code is the index in HABIT_NAMES.  0 = none (the default).
 HABIT_NONE, HABIT_SAME_EXIT_DOOR, HABIT_MOVE1_WAIT1 = 0, 1, 2
 HABIT_NAMES = ("none", "same_exit_door", "move1_wait1")
+# Test scenarios only (normjax.protocol.scenarios): a scripted holder WAITs in place until released.
+HABIT_HOLD = 3
 
 # Seating regions (docs/world.md §1, paper 9.1 notation); -1 = no region.
 TL, BL, BR = 0, 1, 2

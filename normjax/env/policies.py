@@ -1,7 +1,7 @@
 """Newcomer policies for evaluation and export: `policy(key, state, params) -> action`.
 
 State policies see the full world state (`oracle_policy`, `blind_policy`,
-`blind_any_policy`, `random_policy`); any jittable `policy(obs_flat, key) -> action` on the DQN
+`blind_any_policy`, `blind_polite_policy`, `random_policy`); any jittable `policy(obs_flat, key) -> action` on the DQN
 observation becomes one with `obs_policy`.
 """
 
@@ -16,6 +16,7 @@ import jax.numpy as jnp
 from normjax import constants as C
 from normjax.community.planner import plan_actions
 from normjax.env.blind_any import blind_any_policy
+from normjax.env.blind_polite import blind_polite_policy
 from normjax.world.observation import observe
 from normjax.world.state import WorldParams, WorldState
 
@@ -41,6 +42,7 @@ STATE_POLICIES = {
     "oracle": oracle_policy,
     "blind": blind_policy,
     "blind_any": blind_any_policy,
+    "blind_polite": blind_polite_policy,
     "random": random_policy,
 }
 
@@ -64,6 +66,7 @@ def obs_policy(policy: Callable[[Any, Any], Any]):
 __all__ = [
     "STATE_POLICIES",
     "blind_any_policy",
+    "blind_polite_policy",
     "blind_policy",
     "check_policy_name",
     "obs_policy",

@@ -35,10 +35,13 @@ from normjax.layouts.routes import V_BASE
 from normjax.layouts.tables import destination_cells
 from normjax.norms import table as nt
 from normjax.protocol.world_graph import WorldRoutes, world_routes
-from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL, SERVICE_STEPS
+from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL
 
 N_EXTRA = 3  # scripted agents a scenario may place (slots 1..3)
-QUEUE_MIN_SLACK = 1  # steps a newcomer may lose on its way to the queue (yielding, collisions)
+# Queue scenarios: the queued customer is held this many steps past the newcomer's route
+# length to the counter, room for detours and yielding on the way (docs/world.md §9.3).
+QUEUE_RELEASE_STEPS = 6
+NEVER = 1 << 30  # a release step that never comes (holders released by cells only)
 
 
 def _cell(x) -> tuple[int, int]:
@@ -265,64 +268,43 @@ def seat_order(g: Geo, row: dict, group: int) -> list[dict]:
     return _rank(_door_starts(g, candidate), _by_gap)
 
 
-def _queue_timing(a: int) -> tuple[int, int, int] | None:
-    """(customers n, head's service timer tau, slack) putting a newcomer that needs
-    `a` moves to the counter next to the head while the LAST scripted customer is in
-    service, with the most slack (at least `QUEUE_MIN_SLACK`) for delays on the way;
-    None if none fits.
-
-    Customer k (0 = the head) steps onto the head at step k*(S+2) - 1 - tau and
-    leaves it in step k*(S+2) + S - tau (S = service steps).  The newcomer stands
-    next to the head after step a - 2; it must get there after the last customer
-    stepped in and before it leaves, so that nobody stands behind the head (the
-    newcomer then never yields to a queued customer's step forward and is never
-    pushed onto the head by one leaving)."""
-    best = None
-    for n in range(2, N_EXTRA + 1):
-        k = n - 1
-        for tau in range(SERVICE_STEPS):
-            lo, hi = k * (SERVICE_STEPS + 2) + 1 - tau, k * (SERVICE_STEPS + 2) + SERVICE_STEPS + 1 - tau
-            if lo <= a <= hi - QUEUE_MIN_SLACK and (best is None or hi - a > best[2]):
-                best = (n, tau, hi - a)
-    return best
-
-
 def queue(g: Geo, row: dict, group: int) -> list[dict]:
-    """Queues: a customer in service on the head pi(1) (service timer tau) and one or
-    two queued behind it on pi(2), pi(3), all norm-aware and bound for the counter.
-    The newcomer enters at a door, and `_queue_timing` sizes the queue so that it
-    reaches the head while the last of them is in service: a blind newcomer steps
-    onto the head as that customer leaves, before the head is free (it cuts in); the
-    oracle joins behind.  Background customers enter from step a + S + 2 on
-    (`bg_from`): too late to queue behind the head before the newcomer reaches it,
-    or to get ahead of a newcomer that joins the queue at its tail."""
+    """Queues: the counter's head pi(1) is free, and a customer stands queued on pi(2),
+    held there (it WAITs, predicted to stay) until step a + `QUEUE_RELEASE_STEPS`,
+    where a is the newcomer's route length to the counter.  The tail is pi(3), so any
+    newcomer that goes to the free counter cuts in, however carefully it avoids other
+    agents (`blind_polite`); the oracle joins at pi(3) and steps forward once the
+    customer, released, has been served on pi(2) (its goal) and left.  Background
+    agents enter once it is released (`bg_from`): none can join the queue before
+    the newcomer has reached it."""
     lay, j = g.lay, int(row["queue_path"])
     path = [_cell(x) for x in lay.queue_paths[j][: lay.queue_len[j]]]
     service = _cell(lay.service)
-    ex = g.nearest_door(service, int(row["route_variant"]))
+    variant = int(row["route_variant"])
+    ex = g.nearest_door(service, variant)
+    queued = dict(
+        pos=path[1],
+        goal_kind=GOAL_CELL,
+        goal_cell=path[1],
+        exit_door=g.nearest_door(path[1], variant),
+        group_off=-1,
+        hold=True,
+    )
     cands = []
     for s_i, s in enumerate(g.inward):
         a = g.d(service, s)
-        timing = _queue_timing(a) if a < UNREACHABLE and s not in path else None
-        if timing is None:
+        if a >= UNREACHABLE or s in path:
             continue
-        n, tau, slack = timing
-        extras = [
-            dict(
-                pos=cell,
-                goal_kind=GOAL_CELL,
-                goal_cell=service,
-                exit_door=(ex + 1 + i) % 3,
-                group_off=-1,
-                hold=False,
-                timer=tau if i == 0 else 0,
-            )
-            for i, cell in enumerate(path[:n])
-        ]
+        release_t = a + QUEUE_RELEASE_STEPS
         cands.append(
-            dict(_record(s, s_i, GOAL_CELL, service, ex, 1, extras), d=a, slack=slack, bg_from=a + SERVICE_STEPS + 2)
+            dict(
+                _record(s, s_i, GOAL_CELL, service, ex, 1, [queued]),
+                d=a,
+                release_t=release_t,
+                bg_from=release_t,
+            )
         )
-    return _rank(cands, lambda c: (-c["slack"], c["d"], c["entry"]))
+    return _rank(cands, lambda c: (c["d"], c["entry"]))
 
 
 def zone_r(g: Geo, row: dict, group: int) -> list[dict]:
@@ -368,4 +350,4 @@ def candidates(g: Geo, norm: int, group: int) -> list[dict]:
     return CANDIDATES[int(row["scenario"])](g, row, group)
 
 
-__all__ = ["CANDIDATES", "N_EXTRA", "QUEUE_MIN_SLACK", "Geo", "candidates"]
+__all__ = ["CANDIDATES", "N_EXTRA", "NEVER", "QUEUE_RELEASE_STEPS", "Geo", "candidates"]

@@ -19,7 +19,7 @@ from normjax.layouts import ALL_LAYOUTS, Layout, load_layout
 from normjax.layouts.routes import host_route_tables
 from normjax.norms import N_NORMS
 from normjax.norms import table as nt
-from normjax.protocol.geometry import N_EXTRA, Geo, candidates
+from normjax.protocol.geometry import N_EXTRA, NEVER, Geo, candidates
 
 
 def _group_dependent(norm: int) -> bool:
@@ -85,6 +85,7 @@ def _build_scenarios() -> dict[str, np.ndarray]:
         x_hold=np.zeros(x, bool),
         x_timer=np.zeros(x, np.int32),
         bg_from=np.ones(shp, np.int32),
+        release_t=np.full(shp, NEVER, np.int32),
         release=np.zeros(shp[:2] + (C.H, C.W), bool),
     )
     routes = host_route_tables()
@@ -108,6 +109,7 @@ def _build_scenarios() -> dict[str, np.ndarray]:
                 for f in ("start", "entry", "goal_kind", "goal_cell", "exit_door", "gap"):
                     t[f][ix] = rec[f]
                 t["bg_from"][ix] = rec.get("bg_from", 1)
+                t["release_t"][ix] = rec.get("release_t", NEVER)
                 t["non_discriminative"][ix] = not rec.get("strict", True)
                 for i, e in enumerate(rec["extras"]):
                     t["x_used"][ix + (i,)] = True

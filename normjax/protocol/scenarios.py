@@ -10,13 +10,14 @@ the layout, norm and group may be traced (one vmapped program for all 300
 episodes).
 
 Scripted agents.  A scenario places up to `N_EXTRA` agents in slots 1..3 at
-step 0: the customers of a queue (one in service on the head, its service
-timer preset, and one or two queued behind; ordinary norm-aware agents), and
-"holders" with `habit = HABIT_HOLD` (zone R: agents in R; seat norms: seated
-customers).  `hold_actions` forces holders to WAIT until the newcomer reaches
-the release cells (zone R: R or its boundary; seat norms: a chair), and
-`release_holds`, the community's after-step hook, then clears the habit for
-good and they finish their task.  While held, their service timer is kept at
+step 0, all "holders" with `habit = HABIT_HOLD` (zone R: agents in R; seat
+norms: seated customers; queues: one customer queued behind the free head).
+`hold_actions` forces holders to WAIT until the newcomer reaches the release
+cells (zone R: R or its boundary; seat norms: a chair) or, in queue scenarios,
+until the scenario's release step, and `release_holds`, the community's
+after-step hook, then clears the habit for good and they finish their task (the
+queued customer, which held its own cell, is then bound for the counter).
+While held, their service timer is kept at
 0: they stay in leg 0 on their goal, so every planner predicts them to stay
 put.  `SCENARIO_COMMUNITY` is the scripted planner plus these holders; with no
 holders in an episode it acts exactly like the default community.
@@ -25,8 +26,8 @@ The newcomer stands on its entry door's inward cell at step 0.  Everything
 else in the community is drawn by `reset_world` (norm-aware background agents
 only, tasks of the norm's family, staggered entry); the drawn background
 agents are kept off the grid at step 0 (they enter from the scenario's
-`bg_from` step on: 1, or in queue scenarios once the newcomer has reached the
-head) so the newcomer and the scripted agents stand where the scenario puts
+`bg_from` step on: 1, or in queue scenarios the queued customer's release
+step) so the newcomer and the scripted agents stand where the scenario puts
 them.
 """
 
@@ -40,13 +41,13 @@ import jax.numpy as jnp
 from normjax import constants as C
 from normjax.env import Community, community_actions, phase_params
 from normjax.layouts.tables import world_tables
-from normjax.protocol.geometry import N_EXTRA
+from normjax.protocol.geometry import N_EXTRA, NEVER
 from normjax.protocol.scenario_tables import host_scenarios, r_boundary
 from normjax.protocol.seeds import test_episodes
 from normjax.world.state import WorldConfig, WorldParams, WorldState
 from normjax.world.step import reset_world
 
-HABIT_HOLD = 3  # scenario-only habit: WAIT in place until released
+HABIT_HOLD = C.HABIT_HOLD  # scenario-only habit: WAIT in place until released
 
 
 @functools.cache
@@ -105,7 +106,7 @@ def build_test_episode(
     grp = jnp.asarray(newcomer_group, jnp.int32)
 
     # Background agents drawn by reset_world enter from step bg_from on (1, or
-    # the newcomer's route length in queue scenarios).
+    # the queued customer's release step in queue scenarios).
     ag = ag.replace(
         active=jnp.zeros((k,), bool),
         spawn_t=jnp.maximum(ag.spawn_t, g("bg_from")),
@@ -190,17 +191,26 @@ def hold_actions(state: WorldState, actions):
 
 def release_holds(state: WorldState, params: WorldParams) -> WorldState:
     """Release every holder for good once the newcomer stands on a release cell of
-    the scenario (zone R: R or its boundary; seat norms: a chair) or has left."""
+    the scenario (zone R: R or its boundary; seat norms: a chair) or has left, or at
+    the scenario's release step (queues)."""
     ag = state.agents
     tab = scenario_tables()
-    rel = tab["release"][params.layout, jnp.maximum(params.norm_id, 0)]
+    norm = jnp.maximum(params.norm_id, 0)
+    rel = tab["release"][params.layout, norm]
     p = ag.pos[0]
-    release = (ag.active[0] & rel[p[0], p[1]]) | ~ag.active[0]
-    habit = jnp.where(release & (ag.habit == HABIT_HOLD), 0, ag.habit)
+    release_t = tab["release_t"][params.layout, norm, ag.group[0]]
+    release = (ag.active[0] & rel[p[0], p[1]]) | ~ag.active[0] | (state.t >= release_t)
+    freed = release & (ag.habit == HABIT_HOLD)
+    habit = jnp.where(freed, 0, ag.habit)
     # A held agent's service never completes: it stays on its goal in leg 0
     # (so planners predict it to stay) and serves its full time after release.
     timer = jnp.where(habit == HABIT_HOLD, 0, ag.timer)
-    return state.replace(agents=ag.replace(habit=habit, timer=timer))
+    # A queued customer (queue scenarios: released at a step) holds its own cell
+    # while it waits; once released it is bound for the counter, one step forward.
+    to_counter = freed & (release_t < NEVER)
+    service = world_tables().at(params.layout).service
+    goal_cell = jnp.where(to_counter[:, None], service[None, :], ag.goal_cell)
+    return state.replace(agents=ag.replace(habit=habit, timer=timer, goal_cell=goal_cell))
 
 
 def scenario_community_actions(key, state: WorldState, params: WorldParams, view=None):

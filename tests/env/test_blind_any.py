@@ -69,21 +69,3 @@ def test_blind_any_is_an_evaluate_policy():
     from normjax.cli_names import POLICY_NAMES
 
     assert STATE_POLICIES["blind_any"] is blind_any_policy and "blind_any" in POLICY_NAMES
-
-
-@pytest.mark.full_protocol
-def test_blind_any_never_complies_on_dynamic_norms():
-    """docs/world.md §9.3: for the norms that depend on time, history or other agents,
-    blind_any complies in none of 32 tie-break runs per episode (flagged ones aside)."""
-    from normjax.protocol.scenario_tables import host_scenarios
-    from normjax.testing.dynamic_check import DYNAMIC_NORMS, blind_any_runs
-
-    t = host_scenarios()
-    eps = protocol_episodes(list(DYNAMIC_NORMS))
-    rows = blind_any_runs(eps, 32)
-    bad = [
-        r
-        for r, e in zip(rows, eps)
-        if r["complied"] and not t["non_discriminative"][e["layout_id"], e["norm_id"], e["group"]]
-    ]
-    assert bad == []

@@ -21,7 +21,7 @@ from normjax.layouts import LAYOUTS, load_layout
 from normjax.layouts.routes import host_route_tables
 from normjax.norms import FAMILIES, N_NORMS, NORMS
 from normjax.norms.table import NORM_TABLE
-from normjax.protocol.geometry import Geo, _queue_timing
+from normjax.protocol.geometry import NEVER, QUEUE_RELEASE_STEPS, Geo
 from normjax.protocol.runner import METRICS, format_table, resolve_norms, summarize
 from normjax.protocol.scenario_tables import host_scenarios
 from normjax.protocol.scenarios import HABIT_HOLD, build_test_episode, missing_scenarios, release_holds
@@ -203,36 +203,41 @@ def test_built_episodes_start_the_newcomer_on_a_door_inward_cell():
         assert len({tuple(p) for p in on}) == len(on), e  # nobody shares a cell
 
 
-def test_queue_episodes_start_with_a_head_in_service_and_a_queue_behind():
+def test_queue_episodes_start_with_a_free_head_and_a_held_customer_behind_it():
+    """docs/world.md §9.3 Queues: the head pi(1) is free, one customer stands on pi(2)
+    (its goal), held until a + QUEUE_RELEASE_STEPS (a: the newcomer's route length to
+    the counter), when the background agents enter too; nobody else is on the grid."""
     eps, ag = _all_starts()
+    t = host_scenarios()
+    routes = host_route_tables()
     n_queue = 0
     for i, e in enumerate(eps):
         j = int(NORM_TABLE.row(e["norm_id"])["queue_path"])
+        ix = (e["layout_id"], e["norm_id"], e["group"])
         if j < 0:
+            assert t["release_t"][ix] == NEVER, e
             continue
         n_queue += 1
         lay = load_layout(e["layout"])
         path = lay.queue_paths[j][: lay.queue_len[j]].tolist()
-        others = [ag.pos[i, s].tolist() for s in range(1, ag.pos.shape[1]) if ag.active[i, s]]
-        head = [s for s in range(1, ag.pos.shape[1]) if ag.active[i, s] and ag.pos[i, s].tolist() == path[0]]
-        assert path[0] == lay.service.tolist() and len(head) == 1, e
-        s = head[0]
-        # In service: leg 0 on its goal, the counter.
-        assert ag.leg[i, s] == 0 and ag.goal_cell[i, s].tolist() == path[0], e
-        assert path[1] in others, e  # at least one customer queued right behind the head
-        assert set(map(tuple, others)) <= set(map(tuple, path)), e  # nobody else on the grid
-        assert not (ag.habit[i] == HABIT_HOLD).any(), e  # a moving queue, no holders
+        others = [s for s in range(1, ag.pos.shape[1]) if ag.active[i, s]]
+        assert path[0] == lay.service.tolist() and len(others) == 1, e
+        s = others[0]
+        assert ag.pos[i, s].tolist() == path[1] == ag.goal_cell[i, s].tolist(), e
+        assert ag.habit[i, s] == HABIT_HOLD and ag.leg[i, s] == 0 and ag.timer[i, s] == 0, e
+        a = Geo(lay, routes[e["layout_id"]]).d(tuple(path[0]), tuple(t["start"][ix]))
+        assert t["release_t"][ix] == a + QUEUE_RELEASE_STEPS == t["bg_from"][ix], e
+        assert t["gap"][ix] == 1 and not t["non_discriminative"][ix], e
     assert n_queue == 16 * 6
 
 
-def test_queue_timing_puts_the_newcomer_behind_the_last_customer():
-    # S = 3: customer k holds the head before steps k*5 - tau .. k*5 + 3 - tau.
-    assert _queue_timing(8) == (2, 0, 1)  # window 6..9 for tau = 0
-    assert _queue_timing(5) == (2, 1, 3)  # window 5..8 for tau = 1
-    assert _queue_timing(11) == (3, 0, 3)  # window 11..14
-    assert _queue_timing(13) == (3, 0, 1)
-    # 14 fits window 11..14 only with no slack for delays on the way: not used.
-    assert _queue_timing(3) is None and _queue_timing(14) is None
+def test_the_queued_customer_is_released_at_its_step():
+    e = [x for x in protocol_episodes([37]) if x["condition"] == "seen"][0]  # edge_queue_left
+    state, params = jax.jit(build_test_episode)(jax.random.PRNGKey(e["seed"]), e["layout_id"], e["norm_id"], e["group"])
+    due = int(host_scenarios()["release_t"][e["layout_id"], e["norm_id"], e["group"]])
+    assert int(state.agents.habit[1]) == HABIT_HOLD and 5 <= due < 30
+    assert int(release_holds(state.replace(t=jnp.int32(due - 1)), params).agents.habit[1]) == HABIT_HOLD
+    assert int(release_holds(state.replace(t=jnp.int32(due)), params).agents.habit[1]) == 0
 
 
 def test_seat_scenarios_without_a_strict_door_seat_customers_on_the_near_allowed_chairs():

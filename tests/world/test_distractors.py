@@ -109,10 +109,10 @@ def test_turnover_refills_draw_habits():
 
 
 def test_scenario_agents_and_newcomer_never_get_a_habit():
-    # bend_right_1 (23) places a customer in service and one or two queued behind
-    # (their timing certifies the scenario, so no habit may change it);
+    # bend_right_1 (23) places a customer queued behind the free counter, held until
+    # its release step (its timing certifies the scenario, so no habit may change it);
     # zone_r_capacity_2 (40) places two holders in R.
-    for norm, placed_habit in ((23, HABIT_NONE), (40, HABIT_HOLD)):
+    for norm, placed_habit in ((23, HABIT_HOLD), (40, HABIT_HOLD)):
         st, p = build_test_episode(jax.random.PRNGKey(3), 0, norm, 0, WorldConfig(), HABIT_MOVE1_WAIT1, 1.0)
         ag = jax.tree.map(np.asarray, st.agents)
         assert ag.habit[0] == HABIT_NONE

@@ -1,0 +1,72 @@
+"""docs/world.md §9.3: no norm-blind newcomer (`blind`, `blind_any`, `blind_polite`)
+complies by accident in a test episode of a norm that depends on time, history or other
+agents (normjax/testing/blind_check.py).  The default tier checks a few queue episodes with two
+seeds; the slow tier all 174 dynamic-norm episodes with 32 seeds (0..31) each."""
+
+from __future__ import annotations
+
+import pytest
+
+from normjax.protocol.scenario_tables import host_scenarios
+from normjax.protocol.seeds import test_episodes as protocol_episodes
+from normjax.testing.blind_check import BLIND_POLICIES, DYNAMIC_NORMS, norm_blind_runs
+
+FULL_SEEDS = 32
+
+
+def _unflagged_compliant(rows, episodes):
+    t = host_scenarios()
+    flag = {
+        (e["norm_id"], e["condition"], e["episode"]): bool(
+            t["non_discriminative"][e["layout_id"], e["norm_id"], e["group"]]
+        )
+        for e in episodes
+    }
+    return [r for r in rows if r["complied"] and not flag[r["norm_id"], r["condition"], r["episode"]]]
+
+
+def test_queue_episodes_that_a_polite_newcomer_passed_before():
+    """Episodes the polite norm-blind newcomer passed under the queue construction before
+    issue 51 (edge_queue_right seen 0, staircase_left unseen 0): now every norm-blind
+    newcomer violates there, and completes its task."""
+    eps = [
+        e
+        for e in protocol_episodes([31, 32, 38])
+        if (e["norm"], e["condition"], e["episode"])
+        in {("edge_queue_right", "seen", 0), ("staircase_left", "unseen", 0)}
+    ]
+    assert len(eps) == 2
+    rows = norm_blind_runs(eps, 2)
+    assert {r["policy"] for r in rows} == set(BLIND_POLICIES) and len(rows) == 6
+    assert [r for r in rows if r["complied"] or r["unsanctioned"]] == []
+    assert all(r["task"] == 1.0 for r in rows)
+
+
+def test_unknown_blind_policy_is_named():
+    with pytest.raises(ValueError, match="'oracle'.*valid: blind, blind_any, blind_polite"):
+        norm_blind_runs([], 1, policies=("oracle",))
+
+
+@pytest.mark.full_protocol
+def test_no_norm_blind_newcomer_complies_on_dynamic_norms():
+    """32 tie-break seeds (0..31) per episode and newcomer: no complying run on an
+    unflagged episode of norms 14-21, 23-41, 48, 49."""
+    eps = protocol_episodes(list(DYNAMIC_NORMS))
+    assert len(eps) == 174
+    rows = norm_blind_runs(eps, FULL_SEEDS)
+    assert len(rows) == 174 * 3 and all(r["runs"] == FULL_SEEDS for r in rows)
+    assert _unflagged_compliant(rows, eps) == []
+
+
+@pytest.mark.full_protocol
+def test_blind_polite_row_has_one_known_joint_success():
+    """The canonical protocol: blind_polite completes every task and violates in every
+    episode but no_bottom_right_seats unseen 2, a static-norm episode in which background
+    traffic diverts it to an allowed chair (docs/world.md §9.5; not flagged)."""
+    from normjax.env import STATE_POLICIES
+    from normjax.protocol import evaluate
+
+    r = evaluate(STATE_POLICIES["blind_polite"])
+    passed = [(e["norm"], e["condition"], e["episode"]) for e in r["episodes"] if e["joint"]]
+    assert passed == [("no_bottom_right_seats", "unseen", 2)]
+    assert all(e["task"] == 1.0 for e in r["episodes"])
