@@ -1,8 +1,8 @@
 """Stable-Baselines3's DQN beside normjax's in-graph DQN, same task, same hyperparameters.
 
     pip install -e ".[sb3,gym]"                        # stable-baselines3 and torch==2.13.0 (CPU)
-    python benchmarks/sb3_compare.py                   # 3 norms x 100k transitions each (long on 2 cores)
-    python benchmarks/sb3_compare.py --steps 20000 --norms forbidden_zone_q
+    python -m benchmarks.sb3_compare                   # 3 norms x 100k transitions each (long on 2 cores)
+    python -m benchmarks.sb3_compare --steps 20000 --norms forbidden_zone_q
 
 Task: the newcomer on the cafe, train phase (200-step episodes with turnover, the
 scripted community, sparse_penalty rewards), one norm per family by default
