@@ -28,6 +28,7 @@ newcomer's finished-episode statistics under "normjax_episode" ("r" return,
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -163,6 +164,21 @@ class NormGymVectorEnv(PicklableJit, VectorEnv):
     """
 
     _JITTED = ("_reset_fn", "_advance_fn")
+    _spec = None
+
+    @property
+    def spec(self):
+        """The registry's spec, with `max_episode_steps` the horizon this env runs: gymnasium's
+        `make_vec(id, max_episode_steps=n)` passes n to the constructor, then sets the
+        registered spec (its 200) on the env; here it reads n."""
+        return self._spec
+
+    @spec.setter
+    def spec(self, value):
+        n = getattr(self, "_max_episode_steps", None)
+        if value is not None and n is not None and value.max_episode_steps != n:
+            value = dataclasses.replace(value, max_episode_steps=n)
+        self._spec = value
 
     def __init__(
         self,
@@ -185,6 +201,7 @@ class NormGymVectorEnv(PicklableJit, VectorEnv):
         self.env = resolve_env(env_id, env, overrides)
         self.num_envs = int(num_envs)
         self.params = resolve_params(self.env, params, max_episode_steps)
+        self._max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         batched = np.ndim(self.params.layout_id) == 1
         if batched and np.shape(self.params.layout_id)[0] != self.num_envs:
             raise ValueError(
