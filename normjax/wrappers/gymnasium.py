@@ -61,11 +61,11 @@ from normjax.wrappers.hostside import (  # noqa: E402 (after the check that name
     RENDER_FPS,
     PicklableJit,
     action_mask,
-    check_render_mode,
     refuse_forked_jax,
     resolve_env,
     resolve_params,
 )
+from normjax.wrappers.human import SINGLE_ENV_RENDER_MODES, HumanViewer, check_render_mode  # noqa: E402 (after the check that names the missing extra)
 
 # Horizon of each phase (docs/world.md §9.1), as `phase_params` sets `max_steps`.
 HORIZON = {"interaction": C.INTERACTION_STEPS, "train": C.INTERACTION_STEPS, "test": C.TEST_STEPS}
@@ -91,7 +91,7 @@ class NormGymGymnasiumEnv(PicklableJit, gymnasium.Env):
     `reset(options={"params": ...})` replaces them from that episode on.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": RENDER_FPS}
+    metadata = {"render_modes": list(SINGLE_ENV_RENDER_MODES), "render_fps": RENDER_FPS}
     _JITTED = ("_reset_fn", "_step_fn")
 
     def __init__(
@@ -108,7 +108,7 @@ class NormGymGymnasiumEnv(PicklableJit, gymnasium.Env):
         refuse_forked_jax(type(self).__name__)
         self.env = resolve_env(env_id, env, overrides)
         self.params = resolve_params(self.env, params, max_episode_steps)
-        self.render_mode = check_render_mode(render_mode)
+        self.render_mode = check_render_mode(render_mode, SINGLE_ENV_RENDER_MODES)
         self.cell_px = int(cell_px)
         self.observation_space = observation_box(self.env.capacity)
         self.action_space = spaces.Discrete(C.N_ACTIONS)
@@ -169,11 +169,21 @@ class NormGymGymnasiumEnv(PicklableJit, gymnasium.Env):
 
     def render(self):
         if self.render_mode is None:
-            gymnasium.logger.warn("render() called with render_mode=None; pass render_mode='rgb_array'")
+            gymnasium.logger.warn("render() called with render_mode=None; pass render_mode='rgb_array' or 'human'")
             return None
         if self._state is None:
             raise gymnasium.error.ResetNeeded("call reset() before render()")
-        return np.asarray(render_frame_jit(self._state, self.params, cell_px=self.cell_px))
+        frame = np.asarray(render_frame_jit(self._state, self.params, cell_px=self.cell_px))
+        if self.render_mode == "human":  # drawn in a window; the mode returns nothing
+            if getattr(self, "_viewer", None) is None:
+                self._viewer = HumanViewer("NormGym")
+            self._viewer.show(frame)
+            return None
+        return frame
+
+    def close(self):
+        if getattr(self, "_viewer", None) is not None:
+            self._viewer.close()
 
 
 _ENTRY_POINT = f"{__name__}:NormGymGymnasiumEnv"

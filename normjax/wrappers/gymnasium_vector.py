@@ -50,11 +50,11 @@ from normjax.wrappers.hostside import (
     RENDER_FPS,
     PicklableJit,
     action_mask,
-    check_render_mode,
     refuse_forked_jax,
     resolve_env,
     resolve_params,
 )
+from normjax.wrappers.human import check_render_mode
 from normjax.wrappers.stats import LogWrapper
 
 EPISODE_KEY = "normjax_episode"

@@ -6,7 +6,7 @@
   `PicklableJit` drops the functions and moves the arrays to NumPy, and rebuilds
   the functions on unpickle (from the per-process cache, so nothing recompiles
   that this process already compiled).
-* `resolve_env`, `check_render_mode`: the constructors' shared argument handling.
+* `resolve_env`: the constructors' shared argument handling (render modes: `normjax.wrappers.human`).
 * `resolve_params`: default params with an optional horizon (`max_episode_steps`,
   PettingZoo's `max_cycles`).
 * Fork safety: JAX's runtime does not survive `fork()` (its thread pools are gone
@@ -77,12 +77,6 @@ def resolve_env(env_id, env, overrides):
     return env
 
 
-def check_render_mode(render_mode):
-    if render_mode not in (None, "rgb_array"):
-        raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-    return render_mode
-
-
 def resolve_params(env, params, max_episode_steps):
     """The env's default params (or `params`), with the horizon `max_episode_steps` if given."""
     params = env.default_params if params is None else params
@@ -117,7 +111,6 @@ __all__ = [
     "PicklableJit",
     "RENDER_FPS",
     "action_mask",
-    "check_render_mode",
     "refuse_forked_jax",
     "resolve_env",
     "resolve_params",

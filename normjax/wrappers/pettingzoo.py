@@ -76,10 +76,10 @@ from normjax.wrappers.hostside import (  # noqa: E402 (after the check that name
     RENDER_FPS,
     PicklableJit,
     action_mask,
-    check_render_mode,
     refuse_forked_jax,
     resolve_params,
 )
+from normjax.wrappers.human import SINGLE_ENV_RENDER_MODES, HumanViewer, check_render_mode  # noqa: E402 (after the check that names the missing extra)
 
 
 @functools.cache
@@ -126,7 +126,7 @@ class NormGymParallelEnv(PicklableJit, pettingzoo.ParallelEnv):
 
     metadata = {
         "name": "normgym_v0",
-        "render_modes": ["rgb_array"],
+        "render_modes": list(SINGLE_ENV_RENDER_MODES),
         "render_fps": RENDER_FPS,
         "is_parallelizable": True,
     }
@@ -145,7 +145,7 @@ class NormGymParallelEnv(PicklableJit, pettingzoo.ParallelEnv):
         slots = tuple(int(s) for s in controlled)
         if not slots or len(set(slots)) != len(slots) or not all(0 <= s < env.capacity for s in slots):
             raise ValueError(f"controlled must be distinct slots in 0..{env.capacity - 1}, got {controlled!r}")
-        check_render_mode(render_mode)
+        check_render_mode(render_mode, SINGLE_ENV_RENDER_MODES)
         self.env = env
         self.slots = tuple(sorted(slots))
         params = resolve_params(env, params, max_cycles)
@@ -245,14 +245,21 @@ class NormGymParallelEnv(PicklableJit, pettingzoo.ParallelEnv):
 
     def render(self):
         if self.render_mode is None:
-            gymnasium.logger.warn("render() called with render_mode=None; pass render_mode='rgb_array'")
+            gymnasium.logger.warn("render() called with render_mode=None; pass render_mode='rgb_array' or 'human'")
             return None
         if self._state is None:
             raise RuntimeError("call reset() before render()")
-        return np.asarray(render_frame_jit(self._state, self.params, cell_px=self.cell_px))
+        frame = np.asarray(render_frame_jit(self._state, self.params, cell_px=self.cell_px))
+        if self.render_mode == "human":  # drawn in a window; the mode returns nothing
+            if getattr(self, "_viewer", None) is None:
+                self._viewer = HumanViewer("NormGym")
+            self._viewer.show(frame)
+            return None
+        return frame
 
     def close(self):
-        pass
+        if getattr(self, "_viewer", None) is not None:
+            self._viewer.close()
 
 
 def parallel_env(

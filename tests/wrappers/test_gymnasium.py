@@ -235,3 +235,20 @@ def test_missing_gymnasium_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, "normjax.wrappers.gymnasium")
     with pytest.raises(ImportError, match=r'pip install -e "\.\[gym\]"'):
         importlib.import_module("normjax.wrappers.gymnasium")
+
+
+def test_human_render_mode_draws_nothing_and_says_so_without_a_display(monkeypatch):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    env = NormGymGymnasiumEnv(ID, render_mode="human", cell_px=8)
+    assert env.metadata["render_modes"] == ["human", "rgb_array"]
+    env.reset(seed=0)
+    with pytest.warns(UserWarning, match="needs a display"):
+        assert env.render() is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once, not per frame
+        assert env.render() is None
+    env.close()
+    frame = NormGymGymnasiumEnv(ID, render_mode="rgb_array", cell_px=8)
+    frame.reset(seed=0)
+    assert frame.render().shape == (11 * 8, 15 * 8, 3)

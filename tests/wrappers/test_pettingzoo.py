@@ -147,3 +147,33 @@ def test_missing_pettingzoo_names_the_extra(monkeypatch):
     monkeypatch.delitem(sys.modules, "normjax.wrappers.pettingzoo")
     with pytest.raises(ImportError, match=r'pip install -e "\.\[pettingzoo\]"'):
         importlib.import_module("normjax.wrappers.pettingzoo")
+
+
+def test_pettingzoo_render_test_passes_without_a_display(monkeypatch):
+    """PettingZoo's own render_test, unchanged: it builds the env with render_mode="human"
+    first, then checks every mode in the metadata (human returns None, rgb_array a frame).
+    Without a display the human mode says so once and draws nothing."""
+    from pettingzoo.test import render_test
+
+    from normjax.wrappers.pettingzoo import env as aec_env
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+
+    def make(render_mode=None):
+        return aec_env(
+            layout="cafe",
+            norm="clockwise_circulation",
+            phase="train",
+            controlled=(0, 3, 9),
+            capacity=10,
+            render_mode=render_mode,
+            cell_px=8,
+        )
+
+    assert make().metadata["render_modes"] == ["human", "rgb_array"]
+    with pytest.warns(UserWarning, match="needs a display") as caught:
+        render_test(make)
+    assert len([w for w in caught if "needs a display" in str(w.message)]) == 1  # once per env, not per frame
+    with pytest.raises(ValueError, match="render_mode must be None or one of 'human', 'rgb_array', got 'ansi'"):
+        make("ansi")
