@@ -52,7 +52,6 @@ from gymnasium import spaces  # noqa: E402 (after the check that names the missi
 
 from normjax import constants as C  # noqa: E402 (after the check that names the missing extra)
 from normjax.env.environment import NormGymEnv  # noqa: E402 (after the check that names the missing extra)
-from normjax.interop.render import render_frame_jit  # noqa: E402 (after the check that names the missing extra)
 from normjax.registration import parse_env_id, registered_envs  # noqa: E402 (after the check that names the missing extra)
 from normjax.wrappers.actions import check_action  # noqa: E402 (after the check that names the missing extra)
 from normjax.wrappers.bounds import observation_box  # noqa: E402 (after the check that names the missing extra)
@@ -65,7 +64,7 @@ from normjax.wrappers.hostside import (  # noqa: E402 (after the check that name
     resolve_env,
     resolve_params,
 )
-from normjax.wrappers.human import SINGLE_ENV_RENDER_MODES, HumanViewer, check_render_mode  # noqa: E402 (after the check that names the missing extra)
+from normjax.wrappers.human import SINGLE_ENV_RENDER_MODES, RenderedEnv, check_render_mode  # noqa: E402 (after the check that names the missing extra)
 
 # Horizon of each phase (docs/world.md §9.1), as `phase_params` sets `max_steps`.
 HORIZON = {"interaction": C.INTERACTION_STEPS, "train": C.INTERACTION_STEPS, "test": C.TEST_STEPS}
@@ -82,7 +81,7 @@ def compiled_env(capacity: int):
     return jax.jit(env.reset), jax.jit(env.step)
 
 
-class NormGymGymnasiumEnv(PicklableJit, gymnasium.Env):
+class NormGymGymnasiumEnv(RenderedEnv, PicklableJit, gymnasium.Env):
     """One NormGym environment as a `gymnasium.Env` (the newcomer is the agent).
 
     Build from an id and overrides (`NormGymGymnasiumEnv("NormGym-cafe-none-test-v0",
@@ -91,6 +90,7 @@ class NormGymGymnasiumEnv(PicklableJit, gymnasium.Env):
     `reset(options={"params": ...})` replaces them from that episode on.
     """
 
+    not_reset_error = gymnasium.error.ResetNeeded
     metadata = {"render_modes": list(SINGLE_ENV_RENDER_MODES), "render_fps": RENDER_FPS}
     _JITTED = ("_reset_fn", "_step_fn")
 
@@ -166,24 +166,6 @@ class NormGymGymnasiumEnv(PicklableJit, gymnasium.Env):
             "exited": bool(info.exited[0]),
         }
         return obs, float(reward), term, trunc, info
-
-    def render(self):
-        if self.render_mode is None:
-            gymnasium.logger.warn("render() called with render_mode=None; pass render_mode='rgb_array' or 'human'")
-            return None
-        if self._state is None:
-            raise gymnasium.error.ResetNeeded("call reset() before render()")
-        frame = np.asarray(render_frame_jit(self._state, self.params, cell_px=self.cell_px))
-        if self.render_mode == "human":  # drawn in a window; the mode returns nothing
-            if getattr(self, "_viewer", None) is None:
-                self._viewer = HumanViewer("NormGym")
-            self._viewer.show(frame)
-            return None
-        return frame
-
-    def close(self):
-        if getattr(self, "_viewer", None) is not None:
-            self._viewer.close()
 
 
 _ENTRY_POINT = f"{__name__}:NormGymGymnasiumEnv"

@@ -15,6 +15,8 @@ import warnings
 
 import numpy as np
 
+from normjax.interop.render import render_frame_jit
+
 RENDER_MODES = ("rgb_array",)  # what every adapter renders, the vector env included
 SINGLE_ENV_RENDER_MODES = ("human", "rgb_array")  # one environment: also a window
 
@@ -64,6 +66,35 @@ class HumanViewer:
 
             plt.close(self._fig)
             self._fig = self._image = None
+
+
+class RenderedEnv:
+    """`render()` and `close()` of a host-side adapter that holds `render_mode`, `cell_px`,
+    `params` and the current `_state` (None before the first reset, which raises
+    `not_reset_error`)."""
+
+    not_reset_error: type[Exception] = RuntimeError
+    _viewer: HumanViewer | None = None
+
+    def render(self):
+        if self.render_mode is None:
+            warnings.warn(
+                "render() called with render_mode=None; pass render_mode='rgb_array' or 'human'", stacklevel=2
+            )
+            return None
+        if self._state is None:
+            raise self.not_reset_error("call reset() before render()")
+        frame = np.asarray(render_frame_jit(self._state, self.params, cell_px=self.cell_px))
+        if self.render_mode != "human":
+            return frame
+        if self._viewer is None:  # drawn in a window; the mode returns nothing
+            self._viewer = HumanViewer("NormGym")
+        self._viewer.show(frame)
+        return None
+
+    def close(self):
+        if self._viewer is not None:
+            self._viewer.close()
 
 
 def check_render_mode(render_mode, modes: tuple[str, ...] = RENDER_MODES):

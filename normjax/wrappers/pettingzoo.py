@@ -65,7 +65,6 @@ from gymnasium import spaces  # noqa: E402 (after the check that names the missi
 from normjax import constants as C  # noqa: E402 (after the check that names the missing extra)
 from normjax.env.environment import NormGymEnv  # noqa: E402 (after the check that names the missing extra)
 from normjax.env.step import env_step  # noqa: E402 (after the check that names the missing extra)
-from normjax.interop.render import render_frame_jit  # noqa: E402 (after the check that names the missing extra)
 from normjax.registration import make  # noqa: E402 (after the check that names the missing extra)
 from normjax.world.observation import observe  # noqa: E402 (after the check that names the missing extra)
 from normjax.world.step import terminated, truncated  # noqa: E402 (after the check that names the missing extra)
@@ -79,7 +78,7 @@ from normjax.wrappers.hostside import (  # noqa: E402 (after the check that name
     refuse_forked_jax,
     resolve_params,
 )
-from normjax.wrappers.human import SINGLE_ENV_RENDER_MODES, HumanViewer, check_render_mode  # noqa: E402 (after the check that names the missing extra)
+from normjax.wrappers.human import SINGLE_ENV_RENDER_MODES, RenderedEnv, check_render_mode  # noqa: E402 (after the check that names the missing extra)
 
 
 @functools.cache
@@ -121,7 +120,7 @@ def _agent_name(slot: int) -> str:
     return f"agent_{slot}"
 
 
-class NormGymParallelEnv(PicklableJit, pettingzoo.ParallelEnv):
+class NormGymParallelEnv(RenderedEnv, PicklableJit, pettingzoo.ParallelEnv):
     """A NormGym world with `controlled` slots driven by the caller (see module doc)."""
 
     metadata = {
@@ -242,24 +241,6 @@ class NormGymParallelEnv(PicklableJit, pettingzoo.ParallelEnv):
             infos[a]["action_mask"] = action_mask(observations[a])
         self.agents = [a for a in live if not (terms[a] or truncs[a])]
         return observations, rewards, terms, truncs, infos
-
-    def render(self):
-        if self.render_mode is None:
-            gymnasium.logger.warn("render() called with render_mode=None; pass render_mode='rgb_array' or 'human'")
-            return None
-        if self._state is None:
-            raise RuntimeError("call reset() before render()")
-        frame = np.asarray(render_frame_jit(self._state, self.params, cell_px=self.cell_px))
-        if self.render_mode == "human":  # drawn in a window; the mode returns nothing
-            if getattr(self, "_viewer", None) is None:
-                self._viewer = HumanViewer("NormGym")
-            self._viewer.show(frame)
-            return None
-        return frame
-
-    def close(self):
-        if getattr(self, "_viewer", None) is not None:
-            self._viewer.close()
 
 
 def parallel_env(
