@@ -10,6 +10,7 @@ After every test the executable cache's directory and JAX's cache settings are p
 (`_restore_cache_settings`), since a command run in-process changes them.
 """
 
+import json
 import os
 from pathlib import Path
 
@@ -77,6 +78,26 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(item.get_closest_marker(m) for m in NEEDS_SLOW_TIER) and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
+    items[:] = heavy_files_first(items)
+
+
+def heavy_files_first(items, durations: dict | None = None):
+    """The longest files first (stable otherwise): xdist hands out whole files in this order
+    (--dist loadfile), and a long file taken last would leave one worker running alone at the
+    end. A file's length is its seconds in tests/durations.json (written from a timed run by
+    `python -m normjax.testing.timing DIR --durations tests/durations.json`); a file not there
+    with slow-tier tests goes first."""
+    if durations is None:
+        path = Path(items[0].config.rootpath) / "tests" / "durations.json" if items else None
+        durations = json.loads(path.read_text()) if path is not None and path.is_file() else {}
+    weight: dict[str, float] = {}
+    for item in items:
+        f = item.nodeid.split("::")[0]
+        heavy = any(item.get_closest_marker(m) for m in (*NEEDS_SLOW_TIER, "slow"))
+        # an unmeasured file with heavy tests goes ahead of every measured one
+        weight[f] = durations[f] if f in durations else weight.get(f, 0) + heavy * 1e6
+    order = {f: i for i, f in enumerate(sorted(weight, key=lambda f: -weight[f]))}
+    return sorted(items, key=lambda item: order[item.nodeid.split("::")[0]])
 
 
 _JAX_CACHE_OPTIONS = (

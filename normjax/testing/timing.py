@@ -8,6 +8,7 @@ The report reads them back:
     NORMJAX_TEST_TIMING=/tmp/t python -m pytest -q -m slow
     python -m normjax.testing.timing /tmp/t            # the 20 slowest tests, compile vs run
     python -m normjax.testing.timing /tmp/t --by file  # per test file (a worker runs one file)
+    python -m normjax.testing.timing /tmp/t --durations tests/durations.json  # the files' order in a run
 """
 
 from __future__ import annotations
@@ -85,7 +86,11 @@ def main(argv=None) -> int:
     ap.add_argument("dir")
     ap.add_argument("--by", choices=("test", "file"), default="test")
     ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--durations", default=None, metavar="FILE", help="write every file's seconds here (JSON)")
     args = ap.parse_args(argv)
+    if args.durations:
+        rows = summarise(args.dir, "file", top=10**6)
+        Path(args.durations).write_text(json.dumps({r["name"]: r["wall_s"] for r in rows}, indent=1) + "\n")
     rows = summarise(args.dir, args.by, args.top)
     print(f"{'wall s':>8} {'compile':>8} {'trace':>7} {'lower':>7} {'hits':>5} {'miss':>5}  {args.by}")
     for r in rows:

@@ -40,3 +40,23 @@ def test_summary_sums_phases_per_test_and_per_file(tmp_path):
         ("tests/b.py", 5.0),
     ]
     assert len(summarise(tmp_path, top=1)) == 1
+
+
+def test_long_files_go_first_and_tests_keep_their_order_within_a_file():
+    from types import SimpleNamespace
+
+    from normjax.testing.pytest_plugin import heavy_files_first
+
+    def item(nodeid, *markers):
+        return SimpleNamespace(nodeid=nodeid, get_closest_marker=lambda m: m in markers or None)
+
+    items = [item("a.py::t1"), item("b.py::t1", "training"), item("a.py::t2"), item("c.py::t1"), item("b.py::t2")]
+    # an unmeasured file with heavy tests first (b), then measured seconds (c), then the rest (a)
+    assert [i.nodeid for i in heavy_files_first(items, {"c.py": 9.0})] == [
+        "b.py::t1",
+        "b.py::t2",
+        "c.py::t1",
+        "a.py::t1",
+        "a.py::t2",
+    ]
+    assert heavy_files_first([], {}) == []
