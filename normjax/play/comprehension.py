@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from normjax.play.guard import Refused
+from normjax.play.questionnaire import read_question_list
 
 RECORD = "comprehension.json"
 MAX_QUESTIONS = 20
@@ -21,12 +22,7 @@ MAX_QUESTIONS = 20
 def load(path) -> list[dict]:
     """The questions of a comprehension file; ValueError naming what is wrong."""
     p = Path(path)
-    try:
-        qs = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"--comprehension {p}: not a readable JSON file ({type(e).__name__})") from None
-    if not isinstance(qs, list) or not 1 <= len(qs) <= MAX_QUESTIONS:
-        raise ValueError(f"--comprehension {p}: must be a JSON list of 1..{MAX_QUESTIONS} questions")
+    qs = read_question_list(p, "--comprehension", MAX_QUESTIONS)
     ids = set()
     for i, q in enumerate(qs):
         ok = (

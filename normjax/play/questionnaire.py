@@ -33,15 +33,23 @@ DEFAULT = [
 ]
 
 
-def load(path) -> list[dict]:
-    """The questions of a questionnaire file; ValueError naming what is wrong."""
+def read_question_list(path, flag: str, max_questions: int) -> list:
+    """A JSON list of 1..max_questions entries from `path` (the file given to `flag`);
+    ValueError naming the flag, the file and what is wrong."""
     p = Path(path)
     try:
         qs = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"--questionnaire {p}: not a readable JSON file ({type(e).__name__})") from None
-    if not isinstance(qs, list) or not 1 <= len(qs) <= MAX_QUESTIONS:
-        raise ValueError(f"--questionnaire {p}: must be a JSON list of 1..{MAX_QUESTIONS} questions")
+        raise ValueError(f"{flag} {p}: not a readable JSON file ({type(e).__name__})") from None
+    if not isinstance(qs, list) or not 1 <= len(qs) <= max_questions:
+        raise ValueError(f"{flag} {p}: must be a JSON list of 1..{max_questions} questions")
+    return qs
+
+
+def load(path) -> list[dict]:
+    """The questions of a questionnaire file; ValueError naming what is wrong."""
+    p = Path(path)
+    qs = read_question_list(p, "--questionnaire", MAX_QUESTIONS)
     seen = set()
     for i, q in enumerate(qs):
         ok = (
