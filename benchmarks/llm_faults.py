@@ -94,7 +94,8 @@ def served_run(script, args, out, lockstep: bool = False) -> tuple[dict, float, 
     with FakeOpenAI(script, models=[SETTINGS["model"]]) as srv:
         t0 = time.perf_counter()
         result = asyncio.run(_with_client(srv.base_url, args, out, lockstep))
-        return result, time.perf_counter() - t0, list(srv.log)
+        wall = time.perf_counter() - t0
+        return result, wall, srv.settled_log(result["client"]["attempts"])
 
 
 def _rows(result: dict) -> dict:

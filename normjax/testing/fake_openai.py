@@ -147,6 +147,19 @@ class FakeOpenAI:
         self.httpd = _Server(("127.0.0.1", port), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
+    def settled_log(self, attempts: int, timeout_s: float = 30.0) -> list:
+        """A copy of the log once it holds the client's `attempts` requests.
+
+        A client that gave up on an attempt (timeout) may have sent it before
+        the server's handler thread ran; on a loaded machine that handler logs
+        after the client has finished, so an immediate copy can miss it.
+        """
+        deadline = time.monotonic() + timeout_s
+        while len(self.log) < attempts and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with self.lock:
+            return list(self.log)
+
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"

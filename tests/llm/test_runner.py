@@ -97,7 +97,7 @@ def _run(url, out, agent_wrap=None, norms=(NORM,), interaction_steps=40, text_on
 def _chaos_run(tmp_root):
     with FakeOpenAI(chaos()) as srv:
         result, stats = _run(srv.base_url, f"{tmp_root}/chaos")
-        return result, stats, list(srv.log)
+        return result, stats, srv.settled_log(stats["attempts"])
 
 
 @pytest.fixture(scope="module")
