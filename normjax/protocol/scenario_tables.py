@@ -4,7 +4,9 @@ from `normjax.protocol.geometry`'s candidates into numpy arrays [n_layouts, 50 n
 
 A (layout, norm) whose norm ignores groups is searched once and shared by the
 three groups; candidates that fail the discrimination check (geometry's module
-doc) are used only where none passes, flagged in `non_discriminative`.
+doc) are used only where none passes, flagged in `non_discriminative`, as are the
+episodes in which traffic was measured to divert a careful norm-blind newcomer onto a
+compliant route (`normjax.protocol.diverted`).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from normjax import constants as C
 from normjax.cache import stored
 from normjax.layouts import ALL_LAYOUTS, Layout, load_layout
 from normjax.layouts.routes import host_route_tables
-from normjax.norms import N_NORMS
+from normjax.norms import N_NORMS, norm_id
 from normjax.norms import table as nt
+from normjax.protocol.diverted import DIVERTED_BY_TRAFFIC
 from normjax.protocol.geometry import N_EXTRA, NEVER, Geo, candidates
 
 
@@ -120,6 +123,8 @@ def _build_scenarios() -> dict[str, np.ndarray]:
                     t["x_group_off"][ix + (i,)] = e["group_off"]
                     t["x_hold"][ix + (i,)] = e["hold"]
                     t["x_timer"][ix + (i,)] = e.get("timer", 0)
+    for norm, layout, grp in DIVERTED_BY_TRAFFIC:
+        t["non_discriminative"][ALL_LAYOUTS.index(layout), norm_id(norm), grp] = True
     return t
 
 

@@ -59,14 +59,16 @@ def test_no_norm_blind_newcomer_complies_on_dynamic_norms():
 
 
 @pytest.mark.full_protocol
-def test_blind_polite_row_has_one_known_joint_success():
+def test_blind_polite_complies_only_in_flagged_episodes():
     """The canonical protocol: blind_polite completes every task and violates in every
-    episode but no_bottom_right_seats unseen 2, a static-norm episode in which background
-    traffic diverts it to an allowed chair (docs/world.md §9.5; not flagged)."""
+    unflagged episode.  Its one joint success, no_bottom_right_seats unseen 2 (background
+    traffic diverts it to an allowed chair, docs/world.md §9.5), is flagged
+    `non_discriminative` (normjax/protocol/diverted.py)."""
     from normjax.env import STATE_POLICIES
     from normjax.protocol import evaluate
 
     r = evaluate(STATE_POLICIES["blind_polite"])
     passed = [(e["norm"], e["condition"], e["episode"]) for e in r["episodes"] if e["joint"]]
     assert passed == [("no_bottom_right_seats", "unseen", 2)]
+    assert [e for e in r["episodes"] if e["joint"] and not e["non_discriminative"]] == []
     assert all(e["task"] == 1.0 for e in r["episodes"])

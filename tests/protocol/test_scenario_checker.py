@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from normjax.layouts import LAYOUTS
+from normjax.protocol.diverted import DIVERTED_BY_TRAFFIC
 from normjax.protocol.scenario_tables import host_scenarios
 from normjax.protocol.seeds import test_episodes as protocol_episodes
 from normjax.testing.scenario_checker import STATIC_NORMS, check_episode, check_protocol
@@ -38,14 +39,19 @@ def test_every_static_episode_is_discriminative_or_documented():
             assert r["compliant_task"] is None or r["compliant_task"] > r["blind_task"], r
 
 
-def test_flags_match_the_documented_list():
+def test_flags_match_the_documented_lists():
+    """Flagged: the construction's list above and the episodes where traffic diverted a
+    norm-blind newcomer (normjax/protocol/diverted.py, tests/protocol/test_diverted.py)."""
     t = host_scenarios()
-    flagged = {
-        (e["norm"], e["condition"], e["episode"])
-        for e in protocol_episodes()
-        if t["non_discriminative"][e["layout_id"], e["norm_id"], e["group"]]
-    }
-    assert flagged == DOCUMENTED_NON_DISCRIMINATIVE
+    flagged, diverted = set(), set()
+    for e in protocol_episodes():
+        name = (e["norm"], e["condition"], e["episode"])
+        if t["non_discriminative"][e["layout_id"], e["norm_id"], e["group"]]:
+            flagged.add(name)
+        if (e["norm"], e["layout"], e["group"]) in DIVERTED_BY_TRAFFIC:
+            diverted.add(name)
+    assert len(diverted) == len(DIVERTED_BY_TRAFFIC) == 10
+    assert flagged == DOCUMENTED_NON_DISCRIMINATIVE | diverted
 
 
 @pytest.mark.parametrize(
