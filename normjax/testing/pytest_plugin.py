@@ -84,8 +84,9 @@ def pytest_collection_modifyitems(config, items):
 def heavy_files_first(items, durations: dict | None = None):
     """The longest files first (stable otherwise), so that a long file taken last does not leave
     one worker running alone at the end. xdist hands out whole files (--dist loadfile) in this
-    order only with --no-loadscope-reorder; by default it reorders them by their number of
-    tests, and the 2026-12-07 CI run still ended on one-test training files. A file's length is its seconds in tests/durations.json (written from a timed run by
+    order because pyproject's addopts pass --no-loadscope-reorder (by default it reorders them by
+    their number of tests, and CI runs ended on one-test training files). A file's length is
+    its seconds in tests/durations.json (written from a timed run by
     `python -m normjax.testing.timing DIR --durations tests/durations.json`); a file not there
     with slow-tier tests goes first."""
     if durations is None:
