@@ -15,7 +15,11 @@ Spaces: observations are the flat DQN vector of docs/world.md §10, a float32 `B
 move, which is 2 after a push).  Actions are `Discrete(5)` (UP, DOWN, LEFT, RIGHT,
 WAIT), checked by `normjax.wrappers.actions.check_action`; the physical action mask
 is the observation's last five entries and is also given as `info["action_mask"]`
-(int8, for `action_space.sample(mask=...)`).
+(int8, for `action_space.sample(mask=...)`).  Step info: "action_mask", "t" (the
+world's step) and the newcomer's "sanctioned", "collided", "goals_completed",
+"exited"; on the step that ends an episode also "normjax_episode", the newcomer's
+statistics over it ("r" return, "l" length, "sanctions", "goals", "collisions", as
+the vector env and `normjax.wrappers.LogWrapper` count them).
 
 Episode length: `max_episode_steps=n` (a constructor keyword, and what
 `gymnasium.make_vec(id, max_episode_steps=n)` passes) sets the world's horizon
@@ -116,6 +120,7 @@ class NormGymGymnasiumEnv(RenderedEnv, PicklableJit, gymnasium.Env):
         self._chain = None
         self._state = None
         self._done = True
+        self._episode = _no_episode()
 
     def _build_jitted(self):
         self._reset_fn, self._step_fn = compiled_env(self.env.capacity)
@@ -142,6 +147,7 @@ class NormGymGymnasiumEnv(RenderedEnv, PicklableJit, gymnasium.Env):
             self._chain = seed_key(self.np_random.integers(2**32))
         obs, self._state = self._reset_fn(self._next_key(), self.params)
         self._done = False
+        self._episode = _no_episode()
         obs = np.array(obs)
         return obs, {"action_mask": action_mask(obs), "t": 0}
 
@@ -165,7 +171,20 @@ class NormGymGymnasiumEnv(RenderedEnv, PicklableJit, gymnasium.Env):
             "goals_completed": int(info.goals_completed[0]),
             "exited": bool(info.exited[0]),
         }
+        ep = self._episode  # counted as normjax.wrappers.LogWrapper does (float32 return, int32 counts)
+        ep["r"] = np.float32(ep["r"] + np.float32(reward))
+        ep["l"] += np.int32(1)
+        ep["sanctions"] += np.int32(info["sanctioned"])
+        ep["goals"] += np.int32(info["goals_completed"])
+        ep["collisions"] += np.int32(info["collided"])
+        if self._done:
+            info["normjax_episode"] = dict(ep)
         return obs, float(reward), term, trunc, info
+
+
+def _no_episode() -> dict:
+    z = np.int32(0)
+    return {"r": np.float32(0), "l": z, "sanctions": z, "goals": z, "collisions": z}
 
 
 _ENTRY_POINT = f"{__name__}:NormGymGymnasiumEnv"
