@@ -37,12 +37,16 @@ time, c comes from `self.np_random`).  Every reset and every step first splits
 `NormGymEnv.step(k, state, action, params)`.
 
 Pickling rebuilds the jitted functions on unpickle; environments refuse to be
-built in a process forked after JAX started (`normjax.wrappers.hostside`).
+built in a process forked after JAX started (`normjax.wrappers.hostside`), and
+Gymnasium's `AsyncVectorEnv` with the 'fork' context fails in the parent, before it
+starts a worker (`refuse_async_fork`).
 """
 
 from __future__ import annotations
 
 import functools
+import multiprocessing
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -61,6 +65,7 @@ from normjax.wrappers.actions import check_action  # noqa: E402 (after the check
 from normjax.wrappers.bounds import observation_box  # noqa: E402 (after the check that names the missing extra)
 from normjax.wrappers.core import seed_key  # noqa: E402 (after the check that names the missing extra)
 from normjax.wrappers.hostside import (  # noqa: E402 (after the check that names the missing extra)
+    ASYNC_HINT,
     RENDER_FPS,
     PicklableJit,
     action_mask,
@@ -72,6 +77,29 @@ from normjax.wrappers.human import SINGLE_ENV_RENDER_MODES, RenderedEnv, check_r
 
 # Horizon of each phase (docs/world.md §9.1), as `phase_params` sets `max_steps`.
 HORIZON = {"interaction": C.INTERACTION_STEPS, "train": C.INTERACTION_STEPS, "test": C.TEST_STEPS}
+
+
+def refuse_async_fork(what: str) -> None:
+    """In the parent, before Gymnasium's `AsyncVectorEnv` starts its workers: refuse the
+    'fork' context with the clear error (a forked worker stops with it, and the caller
+    would see only a broken pipe).  `AsyncVectorEnv.__init__` stores its `context`, then
+    builds one env in the parent for the spaces; that call finds it on the stack."""
+    frame = sys._getframe(1)
+    for _ in range(32):  # make_vec -> AsyncVectorEnv.__init__ -> gymnasium.make -> wrappers -> here
+        if frame is None:
+            return
+        owner = frame.f_locals.get("self") if frame.f_code.co_name == "__init__" else None
+        if isinstance(owner, gymnasium.vector.AsyncVectorEnv):
+            context = getattr(owner, "context", None)
+            if multiprocessing.get_context(context).get_start_method() == "fork":
+                raise RuntimeError(
+                    f"{what} in Gymnasium's AsyncVectorEnv with the 'fork' multiprocessing context "
+                    f"(context={context!r}): JAX does not survive fork(), so its workers would fail.  "
+                    f"Start them with 'forkserver' or 'spawn', e.g. {ASYNC_HINT}, and keep a "
+                    'script\'s work under `if __name__ == "__main__":` (those workers import it)'
+                )
+            return
+        frame = frame.f_back
 
 
 @functools.cache
@@ -110,6 +138,7 @@ class NormGymGymnasiumEnv(RenderedEnv, PicklableJit, gymnasium.Env):
         **overrides,
     ):
         refuse_forked_jax(type(self).__name__)
+        refuse_async_fork(type(self).__name__)
         self.env = resolve_env(env_id, env, overrides)
         self.params = resolve_params(self.env, params, max_episode_steps)
         self.render_mode = check_render_mode(render_mode, SINGLE_ENV_RENDER_MODES)
@@ -209,4 +238,12 @@ register_envs()
 
 from normjax.wrappers.gymnasium_vector import NormGymVectorEnv, compiled_vector  # noqa: E402 (gymnasium_vector imports the names defined above)
 
-__all__ = ["HORIZON", "NormGymGymnasiumEnv", "NormGymVectorEnv", "compiled_env", "compiled_vector", "register_envs"]
+__all__ = [
+    "HORIZON",
+    "NormGymGymnasiumEnv",
+    "NormGymVectorEnv",
+    "compiled_env",
+    "compiled_vector",
+    "refuse_async_fork",
+    "register_envs",
+]

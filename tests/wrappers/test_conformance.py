@@ -233,8 +233,18 @@ def test_async_make_vec_default_context_errors_clearly_and_forkserver_runs():
         text = out.stdout + out.stderr
         if context == "forkserver" or multiprocessing.get_start_method() != "fork":
             assert "RAN (2, 553)" in out.stdout, text[-3000:]
-        else:
-            assert "forkserver" in text and "forked after JAX started" in text, text[-3000:]
+        else:  # the caller gets the clear error itself, raised before any worker starts
+            assert "ERROR RuntimeError" in out.stdout and "forkserver" in out.stdout, text[-3000:]
+
+
+def test_async_vector_env_with_fork_fails_in_the_parent_before_any_worker():
+    """Without it the workers stop with the error and the caller sees a ConnectionResetError."""
+    before = multiprocessing.active_children()
+    with pytest.raises(RuntimeError, match="'fork' multiprocessing context") as err:
+        gymnasium.make_vec(ID, num_envs=2, vectorization_mode="async", vector_kwargs={"context": "fork"})
+    assert 'vector_kwargs={"context": "forkserver"}' in str(err.value) and "__main__" in str(err.value)
+    assert multiprocessing.active_children() == before  # no worker was started
+    NormGymGymnasiumEnv(ID)  # outside AsyncVectorEnv nothing is refused
 
 
 # ---------------------------------------------------------------- slow tier: PettingZoo
