@@ -12,15 +12,26 @@ rules of the world are written down in docs/world.md.
 
 `normjax.make` is `normjax.registration.make`: it takes an environment id
 (`normjax.registered_envs`, e.g. "NormGym-cafe-clockwise_circulation-train-v0") or
-the keyword arguments of `normjax.env.make`; with `return_params=True` it returns
-`(env, env.default_params)`, the gymnax / XLand-MiniGrid idiom (gymnax's own
-wrappers want `normjax.wrappers.gymnax.make`).  Pure-JAX wrappers (auto-reset,
-episode statistics, flat or dict observations) live in `normjax.wrappers`.
+the keyword arguments of `normjax.env.make`, and returns the bare `NormGymEnv`.  With
+`return_params=True` it is gymnax's idiom, `env, params = make(id)`, and returns what
+`normjax.wrappers.gymnax.make` returns: `(GymnaxEnv, params)`, an env with gymnax's
+interface (spaces, dict info, auto-reset) that gymnax's own wrappers accept (so the
+package's `__init__` sits above `normjax.wrappers` in tests/test_import_layers.py).
+Pure-JAX wrappers (auto-reset, episode statistics, flat or dict observations) live in
+`normjax.wrappers`.
 """
 
+from __future__ import annotations
+
 import importlib
+from typing import TYPE_CHECKING, Literal, overload
 
 from normjax.constants import VERSION
+
+if TYPE_CHECKING:
+    from normjax.env.environment import NormGymEnv
+    from normjax.world.state import WorldParams
+    from normjax.wrappers.gymnax import GymnaxEnv
 
 # Importing normjax changes nothing in JAX.  `normjax.configure()` opts this
 # process into normjax's CPU code generation settings (normjax/xla_cpu.py: the
@@ -58,12 +69,81 @@ _LAZY = {
 }
 
 
+# The real parameters, for IDEs and type checkers: an id with keyword overrides of the
+# `NormGymEnv` fields, or the fields alone (positional or keyword) as `normjax.env.make`.
+@overload
+def make(
+    env_id: str,
+    /,
+    *,
+    layout: str = ...,
+    norm: str | int | None = ...,
+    capacity: int = ...,
+    phase: str = ...,
+    reward_condition: str = ...,
+    static_layout: bool = ...,
+    distractor: str = ...,
+    distractor_share: float = ...,
+    return_params: Literal[False] = False,
+) -> NormGymEnv: ...
+@overload
+def make(
+    env_id: str,
+    /,
+    *,
+    layout: str = ...,
+    norm: str | int | None = ...,
+    capacity: int = ...,
+    phase: str = ...,
+    reward_condition: str = ...,
+    static_layout: bool = ...,
+    distractor: str = ...,
+    distractor_share: float = ...,
+    return_params: Literal[True],
+) -> tuple[GymnaxEnv, WorldParams]: ...
+@overload
+def make(
+    layout: str = "cafe",
+    norm: str | int | None = None,
+    capacity: int = 10,
+    phase: str = "train",
+    reward_condition: str = "sparse_penalty",
+    static_layout: bool = False,
+    distractor: str = "none",
+    distractor_share: float = 0.0,
+    *,
+    return_params: Literal[False] = False,
+) -> NormGymEnv: ...
+@overload
+def make(
+    layout: str = "cafe",
+    norm: str | int | None = None,
+    capacity: int = 10,
+    phase: str = "train",
+    reward_condition: str = "sparse_penalty",
+    static_layout: bool = False,
+    distractor: str = "none",
+    distractor_share: float = 0.0,
+    *,
+    return_params: Literal[True],
+) -> tuple[GymnaxEnv, WorldParams]: ...
+
+
 def make(*args, return_params: bool = False, **kwargs):
-    """`normjax.registration.make`; `return_params=True` gives `(env, env.default_params)`."""
+    """A `NormGymEnv` from an id (plus field overrides) or from its fields (`normjax.registration.make`).
+
+    `return_params=True` is gymnax's idiom: `(env, params)` as `normjax.wrappers.gymnax.make`
+    returns them, the env a `GymnaxEnv` (gymnax's interface: `action_space`,
+    `observation_space`, dict info, auto-reset) over the same `NormGymEnv`, so gymnax's
+    `LogWrapper` and training loops take it unchanged; its spaces need gymnax installed.
+    """
+    if return_params:
+        from normjax.wrappers.gymnax import make as _make_gymnax
+
+        return _make_gymnax(*args, **kwargs)
     from normjax.registration import make as _make
 
-    env = _make(*args, **kwargs)
-    return (env, env.default_params) if return_params else env
+    return _make(*args, **kwargs)
 
 
 def enable_compilation_cache(path=None):

@@ -40,9 +40,10 @@ LAYERS = (
     ("normjax.community",),
     ("normjax.env",),
     ("normjax.protocol", "normjax.registration"),
-    ("normjax.interop", "normjax.observer", "normjax"),  # `normjax`: the package's own __init__ (make, lazy names)
+    ("normjax.interop", "normjax.observer"),
     ("normjax.llm", "normjax.wrappers"),
     (
+        "normjax",  # the package's own __init__ (make, lazy names): make(return_params=True) is the gymnax face
         "normjax.finetune",
         "normjax.play",
         "normjax.results",

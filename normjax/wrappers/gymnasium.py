@@ -15,7 +15,11 @@ Spaces: observations are the flat DQN vector of docs/world.md §10, a float32 `B
 move, which is 2 after a push).  Actions are `Discrete(5)` (UP, DOWN, LEFT, RIGHT,
 WAIT), checked by `normjax.wrappers.actions.check_action`; the physical action mask
 is the observation's last five entries and is also given as `info["action_mask"]`
-(int8, for `action_space.sample(mask=...)`).
+(int8, for `action_space.sample(mask=...)`).  Step info: "action_mask", "t" (the
+world's step) and the newcomer's "sanctioned", "collided", "goals_completed",
+"exited"; on the step that ends an episode also "normjax_episode", the newcomer's
+statistics over it ("r" return, "l" length, "sanctions", "goals", "collisions", as
+the vector env and `normjax.wrappers.LogWrapper` count them).
 
 Episode length: `max_episode_steps=n` (a constructor keyword, and what
 `gymnasium.make_vec(id, max_episode_steps=n)` passes) sets the world's horizon
@@ -33,12 +37,16 @@ time, c comes from `self.np_random`).  Every reset and every step first splits
 `NormGymEnv.step(k, state, action, params)`.
 
 Pickling rebuilds the jitted functions on unpickle; environments refuse to be
-built in a process forked after JAX started (`normjax.wrappers.hostside`).
+built in a process forked after JAX started (`normjax.wrappers.hostside`), and
+Gymnasium's `AsyncVectorEnv` with the 'fork' context fails in the parent, before it
+starts a worker (`refuse_async_fork`).
 """
 
 from __future__ import annotations
 
 import functools
+import multiprocessing
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -57,6 +65,7 @@ from normjax.wrappers.actions import check_action  # noqa: E402 (after the check
 from normjax.wrappers.bounds import observation_box  # noqa: E402 (after the check that names the missing extra)
 from normjax.wrappers.core import seed_key  # noqa: E402 (after the check that names the missing extra)
 from normjax.wrappers.hostside import (  # noqa: E402 (after the check that names the missing extra)
+    ASYNC_HINT,
     RENDER_FPS,
     PicklableJit,
     action_mask,
@@ -68,6 +77,29 @@ from normjax.wrappers.human import SINGLE_ENV_RENDER_MODES, RenderedEnv, check_r
 
 # Horizon of each phase (docs/world.md §9.1), as `phase_params` sets `max_steps`.
 HORIZON = {"interaction": C.INTERACTION_STEPS, "train": C.INTERACTION_STEPS, "test": C.TEST_STEPS}
+
+
+def refuse_async_fork(what: str) -> None:
+    """In the parent, before Gymnasium's `AsyncVectorEnv` starts its workers: refuse the
+    'fork' context with the clear error (a forked worker stops with it, and the caller
+    would see only a broken pipe).  `AsyncVectorEnv.__init__` stores its `context`, then
+    builds one env in the parent for the spaces; that call finds it on the stack."""
+    frame = sys._getframe(1)
+    for _ in range(32):  # make_vec -> AsyncVectorEnv.__init__ -> gymnasium.make -> wrappers -> here
+        if frame is None:
+            return
+        owner = frame.f_locals.get("self") if frame.f_code.co_name == "__init__" else None
+        if isinstance(owner, gymnasium.vector.AsyncVectorEnv):
+            context = getattr(owner, "context", None)
+            if multiprocessing.get_context(context).get_start_method() == "fork":
+                raise RuntimeError(
+                    f"{what} in Gymnasium's AsyncVectorEnv with the 'fork' multiprocessing context "
+                    f"(context={context!r}): JAX does not survive fork(), so its workers would fail.  "
+                    f"Start them with 'forkserver' or 'spawn', e.g. {ASYNC_HINT}, and keep a "
+                    'script\'s work under `if __name__ == "__main__":` (those workers import it)'
+                )
+            return
+        frame = frame.f_back
 
 
 @functools.cache
@@ -106,6 +138,7 @@ class NormGymGymnasiumEnv(RenderedEnv, PicklableJit, gymnasium.Env):
         **overrides,
     ):
         refuse_forked_jax(type(self).__name__)
+        refuse_async_fork(type(self).__name__)
         self.env = resolve_env(env_id, env, overrides)
         self.params = resolve_params(self.env, params, max_episode_steps)
         self.render_mode = check_render_mode(render_mode, SINGLE_ENV_RENDER_MODES)
@@ -116,6 +149,7 @@ class NormGymGymnasiumEnv(RenderedEnv, PicklableJit, gymnasium.Env):
         self._chain = None
         self._state = None
         self._done = True
+        self._episode = _no_episode()
 
     def _build_jitted(self):
         self._reset_fn, self._step_fn = compiled_env(self.env.capacity)
@@ -142,6 +176,7 @@ class NormGymGymnasiumEnv(RenderedEnv, PicklableJit, gymnasium.Env):
             self._chain = seed_key(self.np_random.integers(2**32))
         obs, self._state = self._reset_fn(self._next_key(), self.params)
         self._done = False
+        self._episode = _no_episode()
         obs = np.array(obs)
         return obs, {"action_mask": action_mask(obs), "t": 0}
 
@@ -165,7 +200,20 @@ class NormGymGymnasiumEnv(RenderedEnv, PicklableJit, gymnasium.Env):
             "goals_completed": int(info.goals_completed[0]),
             "exited": bool(info.exited[0]),
         }
+        ep = self._episode  # counted as normjax.wrappers.LogWrapper does (float32 return, int32 counts)
+        ep["r"] = np.float32(ep["r"] + np.float32(reward))
+        ep["l"] += np.int32(1)
+        ep["sanctions"] += np.int32(info["sanctioned"])
+        ep["goals"] += np.int32(info["goals_completed"])
+        ep["collisions"] += np.int32(info["collided"])
+        if self._done:
+            info["normjax_episode"] = dict(ep)
         return obs, float(reward), term, trunc, info
+
+
+def _no_episode() -> dict:
+    z = np.int32(0)
+    return {"r": np.float32(0), "l": z, "sanctions": z, "goals": z, "collisions": z}
 
 
 _ENTRY_POINT = f"{__name__}:NormGymGymnasiumEnv"
@@ -190,4 +238,12 @@ register_envs()
 
 from normjax.wrappers.gymnasium_vector import NormGymVectorEnv, compiled_vector  # noqa: E402 (gymnasium_vector imports the names defined above)
 
-__all__ = ["HORIZON", "NormGymGymnasiumEnv", "NormGymVectorEnv", "compiled_env", "compiled_vector", "register_envs"]
+__all__ = [
+    "HORIZON",
+    "NormGymGymnasiumEnv",
+    "NormGymVectorEnv",
+    "compiled_env",
+    "compiled_vector",
+    "refuse_async_fork",
+    "register_envs",
+]

@@ -7,9 +7,13 @@ Auto-reset modes (Gymnasium's `AutoresetMode`, the constructor's `autoreset_mode
   starts a new episode in that environment (its action is ignored) and returns
   the first observation with reward 0 and both flags False.
 * SAME_STEP: the step that ends an episode returns its reward and flags with the
-  NEW episode's first observation; `info["final_obs"]` holds the observations the
-  episodes ended on (rows valid where `info["_final_obs"]`).  The new episode
-  starts from `NormGymEnv.reset(reset_key(k))` (`normjax.wrappers.reset_key`).
+  NEW episode's first observation.  As `SyncVectorEnv` over the single env, only a
+  step on which some episode ended has `info["final_obs"]` (an object array: the
+  observation the episode ended on, None in the other rows) and `info["final_info"]`
+  (that step's info, episode statistics included), each with its mask
+  ("_final_obs", "_final_info"); the top-level keys of an ended row are those of the
+  new episode's reset.  The new episode starts from `NormGymEnv.reset(reset_key(k))`
+  (`normjax.wrappers.reset_key`).
 * DISABLED: nothing restarts by itself; `reset(options={"reset_mask": mask})`
   restarts the environments where `mask` holds (the others keep their state and
   observation), and stepping an environment whose episode ended is an error.
@@ -18,12 +22,15 @@ Keys as in `normjax.wrappers.gymnasium`: every call that advances an environment
 splits (c, k) = split(c) and runs `NormGymEnv.reset(k)` or `.step(k, ...)`; a
 NEXT_STEP restart is a reset with that step call's k.
 
-Info: per environment "sanctioned", "collided", "goals_completed", "exited" (the
-newcomer's, slot 0) and "action_mask" (int8), each with its "_<key>" mask; the
-newcomer's finished-episode statistics under "normjax_episode" ("r" return,
-"l" length, "sanctions", "goals", "collisions"; rows valid where
-"_normjax_episode"), so Gymnasium's `RecordEpisodeStatistics` (which owns
-"episode") can wrap this env.
+Info: Gymnasium's vector layout, key for key and array for array what
+`SyncVectorEnv` builds from the single env's infos (tests/wrappers/test_gymnasium.py
+compares them): a key is present only if some row has it, with its "_<key>" mask and
+zeros in the other rows.  Per environment "action_mask" (int8) and "t" (the world's
+step), "sanctioned", "collided", "goals_completed", "exited" (the newcomer's, slot 0)
+where a step ran, and on the step that ends an episode the newcomer's statistics
+under "normjax_episode" ("r" return, "l" length, "sanctions", "goals", "collisions",
+each with its mask), so Gymnasium's `RecordEpisodeStatistics` (which owns "episode")
+can wrap this env.
 """
 
 from __future__ import annotations
@@ -71,6 +78,22 @@ _STEP_KEYS = ("sanctioned", "collided", "goals_completed", "exited")
 def _rows(mask, a, b):
     """`a` where `mask` [N] else `b`, leaf by leaf (rows on axis 0)."""
     return jax.tree.map(lambda x, y: jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - 1)), x, y), a, b)
+
+
+def _add_info(infos: dict, key: str, values, rows: np.ndarray) -> None:
+    """Gymnasium's vector info layout (`VectorEnv._add_info`): `key` only if some row has
+    it, its values in those rows and zeros elsewhere, and the mask `_key`; a dict of
+    values nests, each of its keys with a mask of its own."""
+    if not rows.any():
+        return
+    if isinstance(values, dict):
+        infos[key] = {}
+        for name, v in values.items():
+            _add_info(infos[key], name, v, rows)
+    else:
+        values = np.asarray(values)
+        infos[key] = np.where(rows.reshape(rows.shape + (1,) * (values.ndim - 1)), values, np.zeros((), values.dtype))
+    infos[f"_{key}"] = rows.copy()
 
 
 def _autoreset_mode(mode) -> AutoresetMode:
@@ -139,7 +162,7 @@ def compiled_vector(capacity: int, batched_params: bool):
 
     def one(key, state, action, params, restart, same_step):
         obs, state, reward, term, trunc, info = run_where(restart, fresh, stepped, key, state, action, params)
-        info["final_obs"] = obs
+        info["final_obs"], info["t"] = obs, world_state(state).t
         obs, state = run_where((term | trunc) & same_step, again, lambda k, p, o, s: (o, s), key, params, obs, state)
         return obs, state, reward, term, trunc, info
 
@@ -282,7 +305,10 @@ class NormGymVectorEnv(PicklableJit, VectorEnv):
         return self._obs.copy(), self._reset_info(mask)
 
     def _reset_info(self, rows):
-        return {"action_mask": action_mask(self._obs), "_action_mask": rows.copy()}
+        infos = {}
+        _add_info(infos, "action_mask", action_mask(self._obs), rows)
+        _add_info(infos, "t", np.zeros(self.num_envs, np.int64), rows)
+        return infos
 
     def step(self, actions):
         if self._state is None:
@@ -298,14 +324,29 @@ class NormGymVectorEnv(PicklableJit, VectorEnv):
         obs, reward, term, trunc, info = self._advance(actions, restart, none)
         self._obs = obs
         self._ended = term | trunc
-        stepped = ~restart
-        infos = {key: np.array(info[key]) for key in _STEP_KEYS}
-        infos.update({f"_{key}": stepped.copy() for key in _STEP_KEYS})
-        infos["action_mask"], infos["_action_mask"] = action_mask(obs), np.ones(self.num_envs, bool)
-        if mode == AutoresetMode.SAME_STEP:
-            infos["final_obs"], infos["_final_obs"] = np.array(info["final_obs"]), self._ended.copy()
-        infos[EPISODE_KEY] = {key: np.array(v) for key, v in info["episode"].items()}
-        infos[f"_{EPISODE_KEY}"] = np.array(info["returned_episode"])
+        # SAME_STEP: an ended row's step info moves to final_info, its top level is the reset's.
+        moved = self._ended if mode == AutoresetMode.SAME_STEP else none
+        t = np.asarray(info["t"], np.int64)  # int64 as SyncVectorEnv batches the single env's ints
+        step_info = {key: np.asarray(info[key]) for key in _STEP_KEYS}
+        step_info["goals_completed"] = step_info["goals_completed"].astype(np.int64)
+        episode = {key: np.asarray(v) for key, v in info["episode"].items()}
+        infos = {}
+        _add_info(infos, "action_mask", action_mask(obs), ~none)
+        _add_info(infos, "t", np.where(moved, 0, t), ~none)
+        for key, values in step_info.items():
+            _add_info(infos, key, values, ~restart & ~moved)
+        if mode != AutoresetMode.SAME_STEP:
+            _add_info(infos, EPISODE_KEY, episode, np.asarray(info["returned_episode"]))
+        elif moved.any():
+            final_obs, final = np.full(self.num_envs, None, dtype=object), {}
+            for i in np.flatnonzero(moved):
+                final_obs[i] = np.array(info["final_obs"][i])
+            _add_info(final, "action_mask", action_mask(info["final_obs"]), moved)
+            _add_info(final, "t", t, moved)
+            for key, values in step_info.items():
+                _add_info(final, key, values, moved)
+            _add_info(final, EPISODE_KEY, episode, moved)
+            infos.update(final_obs=final_obs, _final_obs=moved.copy(), final_info=final, _final_info=moved.copy())
         return obs.copy(), reward, term, trunc, infos
 
     def render(self):

@@ -2,6 +2,7 @@
 
     from normjax.wrappers.gymnax import make
     env, params = make("NormGym-cafe-none-train-v0")        # the gymnax / XLand idiom
+    env, params = normjax.make("NormGym-cafe-none-train-v0", return_params=True)  # the same
     obs, state = env.reset(key, params)
     obs, state, reward, terminated, truncated, info = env.step(key, state, action, params)
 
@@ -21,6 +22,10 @@ unchanged, the reset `reset_key(key)`, and only ended environments run the reset
 under `vmap`.  Info also holds "terminated", "truncated", "discount" (0 when
 terminated) and "step", the per-slot `StepInfo`.
 
+gymnax itself is needed only for the spaces (`action_space`, `observation_space`,
+imported on first use, with an ImportError naming the [gymnax] extra); reset and
+step are normjax's own JAX code.
+
 Actions: an integer dtype is required (checked while tracing); an action outside
 0..4 is taken as WAIT (`normjax.wrappers.actions.as_valid_action`), since a traced
 value cannot raise.
@@ -38,7 +43,11 @@ from normjax.wrappers.actions import as_valid_action
 from normjax.wrappers.bounds import observation_bounds
 from normjax.wrappers.core import AutoResetWrapper, Wrapper, info_dict
 
-spaces = require("gymnax.environments.spaces", "gymnax", "normjax.wrappers.gymnax")
+
+def _spaces():
+    """gymnax's spaces module, imported when a space is asked for: building and stepping
+    a `GymnaxEnv` (what `normjax.make(id, return_params=True)` returns) needs only JAX."""
+    return require("gymnax.environments.spaces", "gymnax", "normjax.wrappers.gymnax")
 
 
 class GymnaxEnv(Wrapper):
@@ -59,11 +68,11 @@ class GymnaxEnv(Wrapper):
         return C.N_ACTIONS
 
     def action_space(self, params=None):
-        return spaces.Discrete(C.N_ACTIONS)
+        return _spaces().Discrete(C.N_ACTIONS)
 
     def observation_space(self, params=None):
         low, high = observation_bounds(self.unwrapped.capacity)
-        return spaces.Box(jnp.asarray(low), jnp.asarray(high), low.shape, jnp.float32)
+        return _spaces().Box(jnp.asarray(low), jnp.asarray(high), low.shape, jnp.float32)
 
     def reset(self, key, params=None):
         return self._env.reset(key, self.default_params if params is None else params)
@@ -80,7 +89,8 @@ class GymnaxEnv(Wrapper):
 
 
 def make(*args, **kwargs):
-    """`(GymnaxEnv, params)` from an id (or fields), as `normjax.make` builds the env."""
+    """`(GymnaxEnv, params)` from an id (or fields), as `normjax.make` builds the env
+    (`normjax.make(..., return_params=True)` returns this)."""
     env = GymnaxEnv(_make_env(*args, **kwargs))
     return env, env.default_params
 

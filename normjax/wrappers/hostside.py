@@ -13,7 +13,9 @@
   in the child, and the first computation there can hang).  A process forked from
   one whose JAX backend had started (Gymnasium's `AsyncVectorEnv` with the Linux
   default context "fork": `import normjax` already starts the backend) refuses to
-  build an environment with a clear error instead of hanging.
+  build an environment with a clear error instead of hanging; the Gymnasium adapter
+  also raises that error in the parent, before `AsyncVectorEnv` starts a worker
+  (`normjax.wrappers.gymnasium.refuse_async_fork`).
 """
 
 from __future__ import annotations

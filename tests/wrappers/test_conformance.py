@@ -129,10 +129,24 @@ def test_gymnax_face_metadata():
     assert isinstance(env.action_space(params), gymnax.environments.spaces.Discrete)
     box = env.observation_space(params)
     assert box.shape == (585,) and float(box.high[499]) == 2.0
-    native, p2 = normjax.make(ID, return_params=True)
-    assert native == env.unwrapped and jax.tree.all(jax.tree.map(lambda a, b: bool((a == b).all()), params, p2))
+    face, p2 = normjax.make(ID, return_params=True)  # gymnax's idiom: the same face, not the bare env
+    assert isinstance(face, GymnaxEnv) and face.name == ID and face.unwrapped == env.unwrapped
+    assert face.action_space(p2).n == 5 and face.observation_space(p2).shape == (585,)
+    assert jax.tree.all(jax.tree.map(lambda a, b: bool((a == b).all()), params, p2))
+    native = normjax.make(ID)
+    assert native == env.unwrapped and isinstance(native, normjax.NormGymEnv)
     with pytest.raises(TypeError, match="AutoResetWrapper"):
         GymnaxEnv(normjax.wrappers.AutoResetWrapper(native))
+
+
+def test_return_params_builds_the_gymnax_face_without_gymnax(monkeypatch):
+    """Building (and stepping) the face is normjax's JAX code; only its spaces need gymnax."""
+    monkeypatch.setitem(sys.modules, "gymnax.environments.spaces", None)  # as if not installed
+    env, params = normjax.make(ID, capacity=6, return_params=True)
+    assert type(env).__name__ == "GymnaxEnv" and env.unwrapped == normjax.make(ID, capacity=6)
+    assert int(params.max_steps) == 100
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[gymnax\]"'):
+        env.action_space(params)
 
 
 # ---------------------------------------------------------------- slow tier: Gymnasium
@@ -219,8 +233,18 @@ def test_async_make_vec_default_context_errors_clearly_and_forkserver_runs():
         text = out.stdout + out.stderr
         if context == "forkserver" or multiprocessing.get_start_method() != "fork":
             assert "RAN (2, 553)" in out.stdout, text[-3000:]
-        else:
-            assert "forkserver" in text and "forked after JAX started" in text, text[-3000:]
+        else:  # the caller gets the clear error itself, raised before any worker starts
+            assert "ERROR RuntimeError" in out.stdout and "forkserver" in out.stdout, text[-3000:]
+
+
+def test_async_vector_env_with_fork_fails_in_the_parent_before_any_worker():
+    """Without it the workers stop with the error and the caller sees a ConnectionResetError."""
+    before = multiprocessing.active_children()
+    with pytest.raises(RuntimeError, match="'fork' multiprocessing context") as err:
+        gymnasium.make_vec(ID, num_envs=2, vectorization_mode="async", vector_kwargs={"context": "fork"})
+    assert 'vector_kwargs={"context": "forkserver"}' in str(err.value) and "__main__" in str(err.value)
+    assert multiprocessing.active_children() == before  # no worker was started
+    NormGymGymnasiumEnv(ID)  # outside AsyncVectorEnv nothing is refused
 
 
 # ---------------------------------------------------------------- slow tier: PettingZoo
@@ -257,18 +281,23 @@ def test_pettingzoo_parallel_and_aec_suites(pz_env):
 @slow
 @needs_gymnax
 def test_gymnax_log_wrapper_under_jit_vmap():
-    env, params = gymnax_make(ID, capacity=6)
+    env, params = normjax.make(ID, capacity=6, return_params=True)  # gymnax's idiom (issue 57)
+    assert isinstance(env, GymnaxEnv) and env.unwrapped == gymnax_make(ID, capacity=6)[0].unwrapped
     params = params.replace(max_steps=jnp.int32(4))
     logged = GymnaxLogWrapper(env)
     keys = jax.random.split(jax.random.PRNGKey(0), 3)
     obs, state = jax.vmap(logged.reset, in_axes=(0, None))(keys, params)
     step = jax.jit(jax.vmap(logged.step, in_axes=(0, 0, 0, None)))
-    done_seen = np.zeros(3, bool)
+    done_seen, running = np.zeros(3, bool), np.zeros(3, np.float32)
     for t in range(5):
         keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, t)
         obs, state, reward, term, trunc, info = step(keys, state, jnp.array([4, 7, -1]), params)
         assert obs.shape == (3, 553) and bool(env.observation_space(params).contains(obs))
-        done_seen |= np.asarray(info["returned_episode"])
+        running += np.asarray(reward)
+        ended = np.asarray(info["returned_episode"])
+        np.testing.assert_array_equal(np.asarray(info["returned_episode_returns"])[ended], running[ended])
+        running[ended] = 0.0
+        done_seen |= ended
         final = np.asarray(info["final_observation"])
         assert final.shape == (3, 553)
     assert done_seen.all()  # horizon 4: every env ended and was reset inside the step

@@ -5,6 +5,7 @@ Compiled programs are shared through the module: the single env's reset/step
 (also used by the `make_vec` test), and the reference `jax.jit(NormGymEnv.step)`.
 """
 
+import functools
 import importlib
 import subprocess
 import sys
@@ -172,12 +173,13 @@ def test_vector_env_equals_the_jitted_env():
             ret[i] += r_rew
             length[i] += 1
             done = r_term or r_trunc
-            assert info["_final_obs"][i] == done and info["_normjax_episode"][i] == done
-            np.testing.assert_array_equal(info["final_obs"][i], r_final)
-            if done:
-                assert info["normjax_episode"]["r"][i] == pytest.approx(ret[i], abs=1e-4)
-                assert info["normjax_episode"]["l"][i] == length[i]
+            assert ("final_obs" in info and bool(info["_final_obs"][i] and info["_final_info"][i])) == done
+            if done:  # gymnasium's layout: the ended episode's last observation and info
+                np.testing.assert_array_equal(info["final_obs"][i], r_final)
+                stats = info["final_info"]["normjax_episode"]
+                assert stats["r"][i] == pytest.approx(ret[i], abs=1e-4) and stats["l"][i] == length[i]
                 ret[i], length[i], ended[i] = 0.0, 0, True
+        assert "normjax_episode" not in info  # SAME_STEP: only under final_info
         assert obs in venv.observation_space
     assert ended.all()
     frames = NormGymVectorEnv(ID, num_envs=N, params=BATCHED, render_mode="rgb_array")
@@ -212,6 +214,82 @@ def test_next_step_mode_restarts_on_the_following_call():
         assert "final_obs" not in info and "episode" not in info
         pending = term | trunc
     assert info["action_mask"].dtype == np.int8
+
+
+class _SameStepKeys(NormGymGymnasiumEnv):
+    """The single env whose reset after an ended episode takes the vector env's SAME_STEP
+    key (`reset_key` of the ending step's key, the chain not split again), so that
+    SyncVectorEnv over it runs the same episodes as NormGymVectorEnv in SAME_STEP."""
+
+    _pending = _last = None
+
+    def _next_key(self):
+        if self._pending is not None:
+            key, self._pending = reset_key(self._pending), None
+            return key
+        self._last = super()._next_key()
+        return self._last
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None:
+            self._pending = None
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        out = super().step(action)
+        if out[2] or out[3]:
+            self._pending = self._last
+        return out
+
+
+def _assert_same_info(ours, theirs, where):
+    assert set(ours) == set(theirs), f"{where}: keys differ: {sorted(set(ours) ^ set(theirs))}"
+    for key, a in ours.items():
+        b = theirs[key]
+        if isinstance(b, dict):
+            _assert_same_info(a, b, f"{where} {key}")
+            continue
+        assert (a.dtype, a.shape) == (b.dtype, b.shape), f"{where} {key}: {a.dtype}{a.shape} != {b.dtype}{b.shape}"
+        if a.dtype == object:  # final_obs: one observation per ended env, None elsewhere
+            assert [x is None for x in a] == [y is None for y in b], f"{where} {key}"
+            for x, y in zip(a, b):
+                if y is not None:
+                    np.testing.assert_array_equal(x, y, err_msg=f"{where} {key}")
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=f"{where} {key}")
+
+
+@pytest.mark.parametrize("mode", ["same_step", "next_step"])
+def test_vector_info_equals_sync_vector_env_over_the_single_env(mode):
+    """Same id, seeds and actions: our one-program vector env and gymnasium's SyncVectorEnv
+    over NormGymGymnasiumEnv give identical observations, rewards, flags and infos (keys,
+    masks, values, dtypes), through 2-4 episode ends per env (horizons 5, 3, 4), including
+    steps where two envs end at once and steps where none does."""
+    mode = gymnasium.vector.AutoresetMode(dict(same_step="SameStep", next_step="NextStep")[mode])
+    single = _SameStepKeys if mode == gymnasium.vector.AutoresetMode.SAME_STEP else NormGymGymnasiumEnv
+    ours = NormGymVectorEnv(ID, num_envs=N, params=BATCHED, autoreset_mode=mode)
+    theirs = gymnasium.vector.SyncVectorEnv(
+        [functools.partial(single, ID, params=_row(BATCHED, i)) for i in range(N)], autoreset_mode=mode
+    )
+    (obs, info), (ref_obs, ref_info) = ours.reset(seed=[5, 6, 7]), theirs.reset(seed=[5, 6, 7])
+    np.testing.assert_array_equal(obs, ref_obs)
+    _assert_same_info(info, ref_info, "reset")
+    ends, finals = np.zeros(N, int), 0
+    for t, actions in enumerate(np.random.default_rng(1).integers(0, 5, size=(12, N))):
+        obs, rew, term, trunc, info = ours.step(actions)
+        ref_obs, ref_rew, ref_term, ref_trunc, ref_info = theirs.step(actions)
+        np.testing.assert_array_equal(obs, ref_obs)
+        assert (rew.tolist(), term.tolist(), trunc.tolist()) == (
+            ref_rew.tolist(),
+            ref_term.tolist(),
+            ref_trunc.tolist(),
+        )
+        _assert_same_info(info, ref_info, f"step {t}")
+        ends += term | trunc
+        finals += "final_info" in info
+    assert (ends >= 2).all()
+    if mode == gymnasium.vector.AutoresetMode.SAME_STEP:
+        assert 0 < finals < 12 and "normjax_episode" in info["final_info"]
 
 
 def test_make_vec_and_seed_lists():

@@ -91,3 +91,27 @@ def test_env_id_round_trips():
         env_id("cafe", "clockwise", "train")
     with pytest.raises(TypeError):
         parse_env_id(3)
+
+
+def test_make_has_typed_overloads_with_its_real_parameters():
+    """IDEs and type checkers see the fields and what `return_params` returns; runtime is unchanged."""
+    import inspect
+    import typing
+
+    overloads = [inspect.signature(f) for f in typing.get_overloads(normjax.make)]
+    fields = [f.name for f in dataclasses.fields(normjax.NormGymEnv)]
+    returns = {"Literal[False]": "NormGymEnv", "Literal[True]": "tuple[GymnaxEnv, WorldParams]"}
+    assert len(overloads) == 4
+    for sig in overloads:
+        names = list(sig.parameters)
+        assert names[-1] == "return_params" and sig.parameters["return_params"].kind == inspect.Parameter.KEYWORD_ONLY
+        assert sig.return_annotation == returns[sig.parameters["return_params"].annotation]
+        if names[0] == "env_id":  # an id, then the fields as keyword overrides
+            assert sig.parameters["env_id"].kind == inspect.Parameter.POSITIONAL_ONLY and names[1:-1] == fields
+        else:  # the fields, as normjax.env.make takes them (same defaults)
+            assert names[:-1] == fields
+            assert [sig.parameters[n].default for n in fields] == [
+                p.default for p in inspect.signature(env_module.make).parameters.values()
+            ]
+    assert sorted(str(s.parameters["return_params"].annotation) for s in overloads).count("Literal[True]") == 2
+    assert isinstance(normjax.make(layout="bank", capacity=6), normjax.NormGymEnv)  # the runtime function
