@@ -68,7 +68,11 @@ def load_final_params(run_dir, pop, abstract_per_member) -> tuple:
 
 
 def run_config(run_dir):
-    """The DQNConfig a run directory was trained with."""
+    """The DQNConfig a run directory was trained with.  A config.json written before
+    `first_layer` existed was trained with the dense first layer (the default since is
+    "factorised"), so its absence reads as "dense"."""
     from normjax.train.config import make_config
 
-    return make_config(json.loads((Path(run_dir) / "config.json").read_text()))
+    fields = json.loads((Path(run_dir) / "config.json").read_text())
+    fields.setdefault("first_layer", "dense")
+    return make_config(fields)

@@ -199,3 +199,16 @@ def test_first_layer_is_validated_and_a_dense_era_run_resumes_dense(tmp_path):
     resumed = resumed_first_layer(cfg, tmp_path, True, logged.append)
     assert resumed.first_layer == "dense" and logged == ["resuming with first_layer=dense, the run's own"]
     assert resumed_first_layer(cfg, tmp_path, False, logged.append) == cfg
+
+
+def test_a_dense_era_run_directory_reads_as_dense(tmp_path):
+    """`normjax final-test` rebuilds a run from its config.json: one written before
+    `first_layer` existed was trained dense, and its results must say so."""
+    from normjax.train.params import run_config
+
+    cfg = DQNConfig(**TINY)
+    saved = {k: v for k, v in json.loads(json.dumps(cfg.to_dict())).items() if k != "first_layer"}
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    assert run_config(tmp_path).first_layer == "dense"
+    (tmp_path / "config.json").write_text(json.dumps(dict(saved, first_layer="factorised")))
+    assert run_config(tmp_path).first_layer == "factorised"
