@@ -83,11 +83,16 @@ class Records(list):
 class _Episodes:
     """Harvested episodes of one policy, generated batch by batch on demand."""
 
-    def __init__(self, norms: list[int], seed: int, policy: str, batch: int, steps: int, offset: int):
+    def __init__(
+        self, norms: list[int], seed: int, policy: str, batch: int, steps: int, offset: int, shared: dict | None = None
+    ):
         self.norms, self.seed, self.policy, self.batch, self.steps = norms, seed, policy, batch, steps
         self.next = offset
         self.episodes: list[Episode] = []
         self.seeds: list[int] = []
+        # batches harvested by earlier builds of the same call (`build(shared=...)`): a batch is a
+        # function of this key alone, so a build takes exactly the batches it would harvest itself
+        self.shared = {} if shared is None else shared
 
     def at_least(self, n: int | None) -> _Episodes:
         """Harvest until at least n episodes are held (None: nothing asked)."""
@@ -99,15 +104,29 @@ class _Episodes:
         idx = range(self.next, self.next + self.batch)
         self.next += self.batch
         seeds = [self.seed * SEED_STRIDE + j for j in idx]
-        h = harvest([self.norms[j % len(self.norms)] for j in idx], seeds, self.policy, self.steps)
-        new = [Episode(h, e) for e in range(self.batch)]
+        ids = [self.norms[j % len(self.norms)] for j in idx]
+        key = (self.policy, self.steps, tuple(ids), tuple(seeds))
+        if key not in self.shared:
+            h = harvest(ids, seeds, self.policy, self.steps)
+            self.shared[key] = [Episode(h, e) for e in range(self.batch)]
+        new = self.shared[key]
         self.episodes += new
         self.seeds += seeds
         return new
 
 
 def _newcomer_records(
-    task, eps, n, split, norms, rng, frames: bool, pngs: dict, tick, dropped: dict, balance_actions: bool = False
+    task,
+    eps,
+    n,
+    split,
+    norms,
+    rng,
+    frames: bool,
+    pngs: dict,
+    tick,
+    dropped: dict,
+    balance_actions: bool = False,
 ) -> list[dict]:
     min_step = R.MIN_STEP if task == "norm_selection" else 0
     scored = task == "compliant_action"
@@ -197,10 +216,14 @@ def build(
     frames: bool = False,
     states_from=None,
     progress=None,
+    shared: dict | None = None,
 ):
     """(records, manifest) of `n` records (fewer only when the episodes hold fewer: see the manifest).
 
-    `progress(k)`, if given, is called as every k records are made (a progress bar's ``update``)."""
+    `progress(k)`, if given, is called as every k records are made (a progress bar's ``update``).
+    `shared`: a dict kept across the builds of one call (`normjax.finetune.many`): harvested batches
+    are taken from it and added to it, so builds of the same episodes harvest them once (the
+    records do not change: a batch is a function of its norms, seeds, policy and steps)."""
     tick = progress or (lambda k: None)
     norms = check_args(task, family, split, n, policy)
     if episodes is not None and episodes < 1:
@@ -222,7 +245,7 @@ def build(
         source = read_run(states_from, norms)
         out += _newcomer_records(task, source, n, split, norms, rng, frames, out.pngs, tick, dropped, balance_actions)
     elif task in ("compliant_action", "norm_selection", "action_judgment"):
-        runs[policy] = _Episodes(norms, seed, policy, batch, steps, 0).at_least(episodes)
+        runs[policy] = _Episodes(norms, seed, policy, batch, steps, 0, shared).at_least(episodes)
         k = n if task != "action_judgment" else n - n // 2
         out += _newcomer_records(
             "compliant_action" if task == "action_judgment" else task,
@@ -239,7 +262,7 @@ def build(
         )
     if task in ("norm_judgment", "action_judgment"):
         if JUDGMENT_POLICY not in runs:
-            runs[JUDGMENT_POLICY] = _Episodes(norms, seed, JUDGMENT_POLICY, batch, steps, 0).at_least(episodes)
+            runs[JUDGMENT_POLICY] = _Episodes(norms, seed, JUDGMENT_POLICY, batch, steps, 0, shared).at_least(episodes)
         k = n if task == "norm_judgment" else n // 2
         out += _judgment_records(
             runs[JUDGMENT_POLICY], k, split, rng, max_episodes, balance, frames, out.pngs, tick, judged_by_norm

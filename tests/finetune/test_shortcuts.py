@@ -242,3 +242,36 @@ def test_balance_actions_spreads_the_oracle_action(files):
     assert max(after.values()) < max(before.values()) and len(after) >= len(before)
     best = baselines(spread)["compliant_action"]["best constant"]
     assert best <= baselines(plain)["compliant_action"]["best constant"], best
+
+
+def test_one_call_writes_the_files_of_separate_calls(tmp_path, monkeypatch):
+    """`finetune-data --task A B --split all` in one call: each file byte-identical to the file
+    built alone with the same arguments, the episodes both tasks read harvested once (here both
+    read the norm-blind episodes), and the harvest program traced once for all files."""
+    from normjax.cli import main
+    from normjax.finetune import harvest as H
+
+    calls = []
+    real = D.harvest
+    monkeypatch.setattr(D, "harvest", lambda *a, **k: calls.append((*a[0], *a[1], a[2])) or real(*a, **k))
+    n, tasks = 16, ("norm_judgment", "norm_selection")
+    args = ["--family", "access", "--split", "all", "--examples", str(n), "--steps", str(STEPS), "--seed", "3"]
+    args += ["--policy", "blind", "--text-only", "--no-progress", "--out", str(tmp_path / "one")]
+    assert main(["finetune-data", "--task", *tasks, *args]) == 0
+    together = len(calls)
+    written = sorted(p.name for p in (tmp_path / "one").iterdir())
+    stems = [f"{t}_access_{s}" for t in tasks for s in ("train", "heldout")]
+    assert written == sorted([f"{s}.jsonl" for s in stems] + [f"{s}.manifest.json" for s in stems])
+    calls.clear()
+    for task in tasks:
+        for split in ("train", "heldout"):
+            records, manifest = D.build(task, "access", split, n, seed=3, policy="blind", steps=STEPS)
+            data, meta = D.write(tmp_path / "alone", records, manifest)
+            assert (tmp_path / "one" / data.name).read_bytes() == data.read_bytes(), data.name
+            one = json.loads((tmp_path / "one" / meta.name).read_text())
+            alone = json.loads(meta.read_text())
+            drop = ("wall_s", "records_per_s")
+            assert {k: v for k, v in one.items() if k not in drop} == {k: v for k, v in alone.items() if k not in drop}
+    # each batch (its seeds) harvested once in the one call: norm_selection took norm_judgment's
+    assert together == len(set(calls)) < len(calls)
+    assert H._program("blind", STEPS, 10)._cache_size() == 1  # one trace and compile for all files
