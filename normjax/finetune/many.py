@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from normjax.finetune.dataset import SPLITS, build, check_args, write
+from normjax.finetune.dataset import DEFAULT_POLICY, SPLITS, build, check_args, write
 from normjax.finetune.rewards import TASKS
 from normjax.norms import FAMILIES
 
@@ -48,7 +48,7 @@ def plan(tasks, families, splits) -> list[tuple[str, str, str]]:
     return [(t, f, s) for f in fs for s in ss for t in ts]
 
 
-def build_many(tasks, families, splits, n: int, out, policy: str = "oracle", on_file=None, **kwargs) -> list:
+def build_many(tasks, families, splits, n: int, out, policy: str = DEFAULT_POLICY, on_file=None, **kwargs) -> list:
     """Build and write every (task, family, split) file of `plan`; returns [(jsonl path, manifest
     path, manifest)].  `kwargs` go to `dataset.build` (seed, batch, steps, frames, ...);
     `on_file(jsonl, manifest_path, manifest)` is called as each file is written."""

@@ -16,7 +16,7 @@ from normjax.norms import FAMILIES, NORMS
         (dict(family="cafe"), r"unknown family 'cafe'; valid: access"),
         (dict(split="test"), r"unknown split 'test'; valid: train, heldout"),
         (dict(n=0), r"examples \(--examples\) must be >= 1, got 0"),
-        (dict(policy="random"), r"unknown harvest policy 'random'; valid: oracle, blind, mixture"),
+        (dict(policy="random"), r"unknown harvest policy 'random'; valid: oracle, blind, mixture, epsilon_blind"),
     ],
 )
 def test_build_refuses(kwargs, match):

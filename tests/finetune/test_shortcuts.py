@@ -275,3 +275,27 @@ def test_one_call_writes_the_files_of_separate_calls(tmp_path, monkeypatch):
     # each batch (its seeds) harvested once in the one call: norm_selection took norm_judgment's
     assert together == len(set(calls)) < len(calls)
     assert H._program("blind", STEPS, 10)._cache_size() == 1  # one trace and compile for all files
+
+
+def test_manifest_counts_the_prompts_that_show_the_newcomers_own_violation(files):
+    """`newcomer_own_violation` (from the episode's memory) equals the count of prompts whose memory
+    lists a step of the newcomer's own with a violation mark (read from the text here); the norm-blind
+    newcomer of these files shows some, judgment files report none."""
+    mark = "I had a violation mark this step."
+    for fam in FAMILIES:
+        for task in ("compliant_action", "norm_selection"):
+            records, manifest = files[task, fam]
+            shown = sum(mark in r["prompt"][1]["content"] for r in records)
+            own = manifest["newcomer_own_violation"]
+            assert own == dict(records=len(records), shown=shown, share=round(shown / len(records), 4)), (task, fam)
+            assert 0 < shown
+        assert files["norm_judgment", fam][1]["newcomer_own_violation"] is None
+
+
+def test_default_harvest_policy_is_the_epsilon_blind_oracle_everywhere():
+    from normjax.cli import build_parser
+    from normjax.finetune.harvest import EPSILON_BLIND, HARVEST_POLICIES
+
+    assert D.DEFAULT_POLICY == "epsilon_blind" and D.DEFAULT_POLICY in HARVEST_POLICIES and 0 < EPSILON_BLIND < 0.5
+    args = ["finetune-data", "--task", "all", "--family", "all", "--split", "all", "--n", "2", "--out", "o"]
+    assert build_parser().parse_args(args).policy == D.DEFAULT_POLICY
