@@ -13,7 +13,7 @@ TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
 # `normjax finetune-data` (normjax.finetune; equal to rewards.TASKS, norms.FAMILIES, harvest.HARVEST_POLICIES: tested).
 FINETUNE_TASKS = ("compliant_action", "norm_judgment", "norm_selection", "action_judgment")
 FAMILIES = ("access", "procedure", "coordination", "allocation")
-HARVEST_POLICIES = ("oracle", "blind", "mixture")
+HARVEST_POLICIES = ("oracle", "blind", "mixture", "epsilon_blind")
 # The family's training norms or its held-out norms (paper Table A4; normjax.finetune.dataset).
 FINETUNE_SPLITS = ("train", "heldout")
 # `normjax table` (normjax.results): its views besides the Table 1 layout, and its output formats.

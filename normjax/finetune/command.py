@@ -1,4 +1,4 @@
-"""`normjax finetune-data`: one task's records for one family and split, as JSON Lines + manifest."""
+"""`normjax finetune-data`: each task's records for each family and split asked, as JSON Lines + manifest."""
 
 from __future__ import annotations
 
@@ -39,20 +39,23 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
         parents=parents,
         help="training / held-out records of the paper's fine-tuning tasks (docs/finetune.md)",
     )
-    f.add_argument("--task", required=True, choices=FINETUNE_TASKS)
-    f.add_argument("--family", required=True, choices=FAMILIES)
+    # several names (or "all") build every task x family x split file in one call, programs compiled once
+    f.add_argument("--task", required=True, nargs="+", choices=FINETUNE_TASKS + ("all",), help="one or more, or all")
+    f.add_argument("--family", required=True, nargs="+", choices=FAMILIES + ("all",), help="one or more, or all")
     f.add_argument(
         "--split",
         required=True,
-        choices=FINETUNE_SPLITS,
-        help="the family's training norms, or its held-out norms (paper Table A4)",
+        nargs="+",
+        choices=FINETUNE_SPLITS + ("all",),
+        help="the family's training norms, or its held-out norms (paper Table A4); one or both, or all",
     )
     f.add_argument("--examples", "--n", dest="n", type=int, required=True, metavar="N", help="number of records")
     f.add_argument(
         "--policy",
         choices=HARVEST_POLICIES,
-        default="oracle",
-        help="the newcomer whose states are harvested (compliant_action, norm_selection)",
+        default="epsilon_blind",  # dataset.DEFAULT_POLICY (tested equal)
+        help="the newcomer whose states are harvested (compliant_action, norm_selection); default epsilon_blind: "
+        "the oracle, norm-blind at a random 10%% of steps, so the newcomer sometimes violates",
     )
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--batch", type=int, default=16, help="episodes per compiled call")
@@ -93,30 +96,45 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
         action="store_true",
         help="compliant_action: spread each norm's records evenly over the oracle's action (a constant action scores less)",
     )
-    f.add_argument("--out", required=True, metavar="DIR", help="writes TASK_FAMILY_SPLIT.jsonl and .manifest.json")
+    f.add_argument(
+        "--out", required=True, metavar="DIR", help="writes TASK_FAMILY_SPLIT.jsonl and .manifest.json per file"
+    )
     f.set_defaults(fn=cmd_finetune_data)
     return f
 
 
 def cmd_finetune_data(args) -> int:
-    from normjax.finetune.dataset import build, check_args, write
+    from normjax.finetune.many import build_many, plan
 
-    check_args(args.task, args.family, args.split, args.n, args.policy)  # before tracing
+    files = plan(args.task, args.family, args.split)  # refusals before tracing
     if args.batch < 1 or args.steps < 1:
         raise ValueError(f"--batch and --steps must be >= 1, got {args.batch} and {args.steps}")
     from tqdm import tqdm
 
+    short = []
+
+    def done(data, meta, manifest):
+        print(json.dumps({k: manifest[k] for k in ("records", "counts", "violation_share", "wall_s")}))
+        print(f"wrote {data} and {meta}")
+        if manifest["records"] < args.n:
+            short.append(f"{data.name}: only {manifest['records']} of {args.n} records could be drawn (see {meta})")
+
     # disable=None: tqdm draws only on a terminal
     with tqdm(
-        total=args.n, unit="record", desc=f"finetune-data {args.task}", disable=True if args.no_progress else None
+        total=args.n * len(files),
+        unit="record",
+        desc=f"finetune-data {len(files)} file{'s' if len(files) > 1 else ''}",
+        disable=True if args.no_progress else None,
     ) as bar:
-        records, manifest = build(
+        build_many(
             args.task,
             args.family,
             args.split,
             args.n,
-            seed=args.seed,
+            args.out,
             policy=args.policy,
+            on_file=done,
+            seed=args.seed,
             batch=args.batch,
             steps=args.steps,
             balance=not args.unbalanced,
@@ -126,13 +144,9 @@ def cmd_finetune_data(args) -> int:
             states_from=args.states_from,
             progress=bar.update,
         )
-    data, meta = write(args.out, records, manifest)
-    print(json.dumps({k: manifest[k] for k in ("records", "counts", "violation_share", "wall_s")}))
-    print(f"wrote {data} and {meta}")
-    if len(records) < args.n:
-        print(f"normjax: error: only {len(records)} of {args.n} records could be drawn (see {meta})", file=sys.stderr)
-        return 1
-    return 0
+    for line in short:
+        print(f"normjax: error: {line}", file=sys.stderr)
+    return 1 if short else 0
 
 
 def cmd_finetune_eval(args) -> int:

@@ -1,6 +1,6 @@
 """Building a training or held-out file of one task and one family.
 
-    build(task, family, split, n, seed=0, policy="oracle", frames=False) -> (records, manifest)
+    build(task, family, split, n, seed=0, policy=DEFAULT_POLICY, frames=False) -> (records, manifest)
     write(out_dir, records, manifest) -> (jsonl path, manifest path)
 
 With `frames` the records carry their rendered frame
@@ -44,7 +44,7 @@ from normjax.finetune.balance import balanced_by_norm, judgment_pool, pair_capac
 from normjax.finetune.frames import CHUNK, record_frames
 from normjax.finetune.harvest import check_policy, harvest
 from normjax.finetune.rewards import TASKS
-from normjax.finetune.text import Episode
+from normjax.finetune.text import Episode, own_violation_shown
 from normjax.norms import FAMILIES, NORMS
 
 SPLITS = FINETUNE_SPLITS
@@ -54,6 +54,11 @@ SEED_STRIDE = 1_000_003
 # Judgment episodes: every agent scripted, the newcomer norm-blind, so that fresh agents
 # (each replaced newcomer) violate before they have any red cross (`balance`).
 JUDGMENT_POLICY = "blind"
+# The newcomer whose states Compliant Action and Norm Selection records show: the norm-aware oracle,
+# except that at each step with probability harvest.EPSILON_BLIND the norm-blind policy acts, so
+# that, like the paper's states (harvested from an SFT policy), some prompts show the newcomer's own
+# red crosses (manifest `newcomer_own_violation`); the oracle's newcomer never violates.
+DEFAULT_POLICY = "epsilon_blind"
 
 
 def split_norms(family: str, split: str) -> list[int]:
@@ -83,11 +88,16 @@ class Records(list):
 class _Episodes:
     """Harvested episodes of one policy, generated batch by batch on demand."""
 
-    def __init__(self, norms: list[int], seed: int, policy: str, batch: int, steps: int, offset: int):
+    def __init__(
+        self, norms: list[int], seed: int, policy: str, batch: int, steps: int, offset: int, shared: dict | None = None
+    ):
         self.norms, self.seed, self.policy, self.batch, self.steps = norms, seed, policy, batch, steps
         self.next = offset
         self.episodes: list[Episode] = []
         self.seeds: list[int] = []
+        # batches harvested by earlier builds of the same call (`build(shared=...)`): a batch is a
+        # function of this key alone, so a build takes exactly the batches it would harvest itself
+        self.shared = {} if shared is None else shared
 
     def at_least(self, n: int | None) -> _Episodes:
         """Harvest until at least n episodes are held (None: nothing asked)."""
@@ -99,15 +109,30 @@ class _Episodes:
         idx = range(self.next, self.next + self.batch)
         self.next += self.batch
         seeds = [self.seed * SEED_STRIDE + j for j in idx]
-        h = harvest([self.norms[j % len(self.norms)] for j in idx], seeds, self.policy, self.steps)
-        new = [Episode(h, e) for e in range(self.batch)]
+        ids = [self.norms[j % len(self.norms)] for j in idx]
+        key = (self.policy, self.steps, tuple(ids), tuple(seeds))
+        if key not in self.shared:
+            h = harvest(ids, seeds, self.policy, self.steps)
+            self.shared[key] = [Episode(h, e) for e in range(self.batch)]
+        new = self.shared[key]
         self.episodes += new
         self.seeds += seeds
         return new
 
 
 def _newcomer_records(
-    task, eps, n, split, norms, rng, frames: bool, pngs: dict, tick, dropped: dict, balance_actions: bool = False
+    task,
+    eps,
+    n,
+    split,
+    norms,
+    rng,
+    frames: bool,
+    pngs: dict,
+    tick,
+    dropped: dict,
+    balance_actions: bool = False,
+    shown: dict | None = None,
 ) -> list[dict]:
     min_step = R.MIN_STEP if task == "norm_selection" else 0
     scored = task == "compliant_action"
@@ -123,6 +148,9 @@ def _newcomer_records(
             dropped["of_states"] = dropped.get("of_states", 0) + int(R.newcomer_states(ep, min_step).sum())
     by_action = (lambda item: int(item[0].data["oracle_action"][item[1]])) if balance_actions and scored else None
     picked = R.stratified(pool, n, rng, within=by_action)
+    if shown is not None:  # how many of the records' prompts show a red cross of the newcomer's own
+        own = sum(own_violation_shown(ep, i) for ep, i in picked)
+        shown.update(records=len(picked), shown=own, share=round(own / len(picked), 4) if picked else None)
     if task == "norm_selection":
         family = NORMS[norms[0]].family
         by_split = {s: split_norms(family, s) for s in SPLITS}
@@ -187,7 +215,7 @@ def build(
     split: str,
     n: int,
     seed: int = 0,
-    policy: str = "oracle",
+    policy: str = DEFAULT_POLICY,
     batch: int = 16,
     steps: int = INTERACTION_STEPS,
     max_episodes: int = 512,
@@ -197,10 +225,14 @@ def build(
     frames: bool = False,
     states_from=None,
     progress=None,
+    shared: dict | None = None,
 ):
     """(records, manifest) of `n` records (fewer only when the episodes hold fewer: see the manifest).
 
-    `progress(k)`, if given, is called as every k records are made (a progress bar's ``update``)."""
+    `progress(k)`, if given, is called as every k records are made (a progress bar's ``update``).
+    `shared`: a dict kept across the builds of one call (`normjax.finetune.many`): harvested batches
+    are taken from it and added to it, so builds of the same episodes harvest them once (the
+    records do not change: a batch is a function of its norms, seeds, policy and steps)."""
     tick = progress or (lambda k: None)
     norms = check_args(task, family, split, n, policy)
     if episodes is not None and episodes < 1:
@@ -214,15 +246,18 @@ def build(
     runs = {}
     dropped: dict = {}  # why candidate states were left out, counted
     judged_by_norm: dict = {}
+    shown: dict = {}  # newcomer records whose prompt shows the newcomer's own red cross
     out = Records()
     out.pngs = {}
     if states_from is not None:
         from normjax.finetune.readback import read_run
 
         source = read_run(states_from, norms)
-        out += _newcomer_records(task, source, n, split, norms, rng, frames, out.pngs, tick, dropped, balance_actions)
+        out += _newcomer_records(
+            task, source, n, split, norms, rng, frames, out.pngs, tick, dropped, balance_actions, shown
+        )
     elif task in ("compliant_action", "norm_selection", "action_judgment"):
-        runs[policy] = _Episodes(norms, seed, policy, batch, steps, 0).at_least(episodes)
+        runs[policy] = _Episodes(norms, seed, policy, batch, steps, 0, shared).at_least(episodes)
         k = n if task != "action_judgment" else n - n // 2
         out += _newcomer_records(
             "compliant_action" if task == "action_judgment" else task,
@@ -236,10 +271,11 @@ def build(
             tick,
             dropped,
             balance_actions,
+            shown,
         )
     if task in ("norm_judgment", "action_judgment"):
         if JUDGMENT_POLICY not in runs:
-            runs[JUDGMENT_POLICY] = _Episodes(norms, seed, JUDGMENT_POLICY, batch, steps, 0).at_least(episodes)
+            runs[JUDGMENT_POLICY] = _Episodes(norms, seed, JUDGMENT_POLICY, batch, steps, 0, shared).at_least(episodes)
         k = n if task == "norm_judgment" else n // 2
         out += _judgment_records(
             runs[JUDGMENT_POLICY], k, split, rng, max_episodes, balance, frames, out.pngs, tick, judged_by_norm
@@ -265,6 +301,9 @@ def build(
         selection_options=R.SELECTION_OPTIONS if task == "norm_selection" else None,
         balance_actions=bool(balance_actions),
         dropped=dropped,
+        # newcomer records (compliant_action, norm_selection): how many prompts list a step where the
+        # newcomer itself got a red cross (the paper's states come from a policy that sometimes violates)
+        newcomer_own_violation=shown or None,
         episodes={p: dict(n=len(e.seeds), seeds=e.seeds, steps=steps) for p, e in runs.items()},
         frames=bool(frames),
         images=len(out.pngs),
@@ -292,4 +331,4 @@ def write(out_dir, records: list[dict], manifest: dict) -> tuple[Path, Path]:
     return data, meta
 
 
-__all__ = ["FORMAT", "Records", "SPLITS", "build", "check_args", "split_norms", "write"]
+__all__ = ["DEFAULT_POLICY", "FORMAT", "Records", "SPLITS", "build", "check_args", "split_norms", "write"]

@@ -54,7 +54,9 @@ from normjax.observer.interaction import INTERACTION_STEPS, learn
 from normjax.world.state import WorldConfig
 from normjax.world.step import state_norm
 
-HARVEST_POLICIES = ("oracle", "blind", "mixture")
+HARVEST_POLICIES = ("oracle", "blind", "mixture", "epsilon_blind")
+# epsilon_blind: the oracle, but at each step with this probability the norm-blind policy acts
+EPSILON_BLIND = 0.1
 # Why an action scores 0 for the Compliant Action verifier (index = code; 0 scores 1).
 REASONS = ("compliant", "violating", "colliding", "blocked", "suboptimal")
 VERIFIER_SALT = 0x6E6A  # keeps the verifier's keys apart from the episode's
@@ -165,7 +167,17 @@ def _mixture(key, state, params):
     )
 
 
-_POLICIES = {"oracle": oracle_policy, "blind": blind_policy, "mixture": _mixture}
+def _epsilon_blind(key, state, params):
+    """The oracle, except that at each step with probability EPSILON_BLIND the norm-blind policy acts."""
+    k_pick, k_act = jax.random.split(key)
+    return jnp.where(
+        jax.random.bernoulli(k_pick, EPSILON_BLIND),
+        blind_policy(k_act, state, params),
+        oracle_policy(k_act, state, params),
+    )
+
+
+_POLICIES = {"oracle": oracle_policy, "blind": blind_policy, "mixture": _mixture, "epsilon_blind": _epsilon_blind}
 
 
 def _with_state(state, info, belief, params):
@@ -235,6 +247,7 @@ def harvest(
 
 
 __all__ = [
+    "EPSILON_BLIND",
     "HARVEST_POLICIES",
     "Harvest",
     "REASONS",

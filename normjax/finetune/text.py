@@ -113,6 +113,14 @@ class Episode:
         return self._records
 
 
+def own_violation_shown(ep: Episode, i: int) -> bool:
+    """Whether the prompt of the newcomer's state i lists a step of its own with a red cross
+    (its memory: the recent window or the earlier sanctioned steps, as `newcomer_turn` selects them)."""
+    t = int(ep.data["t"][i])
+    recent, earlier = select_memory([r for r in ep.memory() if r.t < t])
+    return any(r.sanctioned for r in recent + earlier)
+
+
 def newcomer_turn(ep: Episode, i: int) -> Turn:
     d = ep.data
     t = int(d["t"][i])

@@ -16,7 +16,7 @@ from normjax.norms import FAMILIES, NORMS
         (dict(family="cafe"), r"unknown family 'cafe'; valid: access"),
         (dict(split="test"), r"unknown split 'test'; valid: train, heldout"),
         (dict(n=0), r"examples \(--examples\) must be >= 1, got 0"),
-        (dict(policy="random"), r"unknown harvest policy 'random'; valid: oracle, blind, mixture"),
+        (dict(policy="random"), r"unknown harvest policy 'random'; valid: oracle, blind, mixture, epsilon_blind"),
     ],
 )
 def test_build_refuses(kwargs, match):
@@ -107,3 +107,34 @@ def test_request_messages_send_frames_as_llm_eval_does(tmp_path):
     assert request_messages(text, tmp_path) == [{"role": "user", "content": "U"}]
     with pytest.raises(ValueError, match="missing"):
         request_messages(dict(rec, images=["images/b.png"]), tmp_path)
+
+
+def test_several_files_in_one_call_are_planned_and_refused_by_name():
+    from normjax.cli import build_parser
+    from normjax.finetune.many import build_many, plan
+
+    out = ["--examples", "2", "--out", "o"]
+    a = build_parser().parse_args(["finetune-data", "--task", "all", "--family", "all", "--split", "all", *out])
+    files = plan(a.task, a.family, a.split)
+    assert len(files) == len(set(files)) == 4 * 4 * 2  # tasks x families x splits
+    assert files[:5] == [
+        ("compliant_action", "access", "train"),
+        ("norm_judgment", "access", "train"),
+        ("norm_selection", "access", "train"),
+        ("action_judgment", "access", "train"),
+        ("compliant_action", "access", "heldout"),
+    ]
+    a = build_parser().parse_args(
+        ["finetune-data", "--task", "norm_selection", "norm_judgment", "norm_selection", "--family", "procedure"]
+        + ["--split", "heldout", *out]
+    )
+    assert plan(a.task, a.family, a.split) == [
+        ("norm_selection", "procedure", "heldout"),
+        ("norm_judgment", "procedure", "heldout"),
+    ]
+    with pytest.raises(ValueError, match=r"unknown family 'cafe'; valid: access, .*allocation, all"):
+        plan(["norm_judgment"], ["access", "cafe"], ["train"])
+    with pytest.raises(ValueError, match=r"serve compliant_action and norm_selection, not \['norm_judgment'\]"):
+        build_many(["norm_selection", "norm_judgment"], "access", "train", 2, "o", states_from="runs/x")
+    with pytest.raises(ValueError, match=r"must be >= 1, got 0"):
+        build_many("all", "all", "all", 0, "o")

@@ -212,7 +212,9 @@ def test_frames_are_the_recorded_states(tmp_path):
     from normjax.llm.frames import annotated_png
     from normjax.llm.turns import Other
 
-    recs, man = D.build("norm_selection", "access", "train", 6, seed=9, batch=BATCH, steps=STEPS, frames=True)
+    recs, man = D.build(
+        "norm_selection", "access", "train", 6, seed=9, policy="oracle", batch=BATCH, steps=STEPS, frames=True
+    )
     judged, man_j = D.build("norm_judgment", "access", "train", 6, seed=9, batch=BATCH, steps=STEPS, frames=True)
     data, _ = D.write(tmp_path, recs, man)
     data_j, _ = D.write(tmp_path, judged, man_j)

@@ -242,3 +242,60 @@ def test_balance_actions_spreads_the_oracle_action(files):
     assert max(after.values()) < max(before.values()) and len(after) >= len(before)
     best = baselines(spread)["compliant_action"]["best constant"]
     assert best <= baselines(plain)["compliant_action"]["best constant"], best
+
+
+def test_one_call_writes_the_files_of_separate_calls(tmp_path, monkeypatch):
+    """`finetune-data --task A B --split all` in one call: each file byte-identical to the file
+    built alone with the same arguments, the episodes both tasks read harvested once (here both
+    read the norm-blind episodes), and the harvest program traced once for all files."""
+    from normjax.cli import main
+    from normjax.finetune import harvest as H
+
+    calls = []
+    real = D.harvest
+    monkeypatch.setattr(D, "harvest", lambda *a, **k: calls.append((*a[0], *a[1], a[2])) or real(*a, **k))
+    n, tasks = 16, ("norm_judgment", "norm_selection")
+    args = ["--family", "access", "--split", "all", "--examples", str(n), "--steps", str(STEPS), "--seed", "3"]
+    args += ["--policy", "blind", "--text-only", "--no-progress", "--out", str(tmp_path / "one")]
+    assert main(["finetune-data", "--task", *tasks, *args]) == 0
+    together = len(calls)
+    written = sorted(p.name for p in (tmp_path / "one").iterdir())
+    stems = [f"{t}_access_{s}" for t in tasks for s in ("train", "heldout")]
+    assert written == sorted([f"{s}.jsonl" for s in stems] + [f"{s}.manifest.json" for s in stems])
+    calls.clear()
+    for task in tasks:
+        for split in ("train", "heldout"):
+            records, manifest = D.build(task, "access", split, n, seed=3, policy="blind", steps=STEPS)
+            data, meta = D.write(tmp_path / "alone", records, manifest)
+            assert (tmp_path / "one" / data.name).read_bytes() == data.read_bytes(), data.name
+            one = json.loads((tmp_path / "one" / meta.name).read_text())
+            alone = json.loads(meta.read_text())
+            drop = ("wall_s", "records_per_s")
+            assert {k: v for k, v in one.items() if k not in drop} == {k: v for k, v in alone.items() if k not in drop}
+    # each batch (its seeds) harvested once in the one call: norm_selection took norm_judgment's
+    assert together == len(set(calls)) < len(calls)
+    assert H._program("blind", STEPS, 10)._cache_size() == 1  # one trace and compile for all files
+
+
+def test_manifest_counts_the_prompts_that_show_the_newcomers_own_violation(files):
+    """`newcomer_own_violation` (from the episode's memory) equals the count of prompts whose memory
+    lists a step of the newcomer's own with a violation mark (read from the text here); the norm-blind
+    newcomer of these files shows some, judgment files report none."""
+    mark = "I had a violation mark this step."
+    for fam in FAMILIES:
+        for task in ("compliant_action", "norm_selection"):
+            records, manifest = files[task, fam]
+            shown = sum(mark in r["prompt"][1]["content"] for r in records)
+            own = manifest["newcomer_own_violation"]
+            assert own == dict(records=len(records), shown=shown, share=round(shown / len(records), 4)), (task, fam)
+            assert 0 < shown
+        assert files["norm_judgment", fam][1]["newcomer_own_violation"] is None
+
+
+def test_default_harvest_policy_is_the_epsilon_blind_oracle_everywhere():
+    from normjax.cli import build_parser
+    from normjax.finetune.harvest import EPSILON_BLIND, HARVEST_POLICIES
+
+    assert D.DEFAULT_POLICY == "epsilon_blind" and D.DEFAULT_POLICY in HARVEST_POLICIES and 0 < EPSILON_BLIND < 0.5
+    args = ["finetune-data", "--task", "all", "--family", "all", "--split", "all", "--n", "2", "--out", "o"]
+    assert build_parser().parse_args(args).policy == D.DEFAULT_POLICY
