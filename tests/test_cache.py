@@ -20,6 +20,7 @@ from types import SimpleNamespace
 import pytest
 
 from normjax.cache import default_cache_dir, resolve_cache_dir
+from tests.support.processes import clean_env, xla_flags
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = (
@@ -30,8 +31,7 @@ SCRIPT = (
 
 def _start(tmp_path, argv, **env_extra):
     """The `normjax` command `argv` in a fresh subprocess (started, not awaited)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "NORMJAX_", "XLA_"))}
-    env.update(PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", XDG_CACHE_HOME=str(tmp_path / "xdg"), **env_extra)
+    env = clean_env(PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", XDG_CACHE_HOME=str(tmp_path / "xdg"), **env_extra)
     return subprocess.Popen(
         [sys.executable, "-c", SCRIPT, *argv],
         cwd=tmp_path,
@@ -417,8 +417,7 @@ def test_stored_programs_keep_their_devices(tmp_path):
     where it was compiled to (a loaded program used to expect every device: "Expected args to
     execute_sharded_on_local_devices to have 2 shards, got: [1]", which stopped a second
     `normjax train` on two devices at its probe collection)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "NORMJAX_", "XLA_"))}
-    env.update(PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=2")
+    env = clean_env(PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", XLA_FLAGS=xla_flags(2))
     runs = []
     for _ in range(2):
         run = subprocess.run(

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.processes import clean_env, xla_flags
+
 ROOT = Path(__file__).resolve().parents[2]
 # test_tiny with 8 transitions per run, no validation: one small compiled block.
 TINY = [
@@ -65,17 +67,15 @@ def _port() -> int:
 
 
 def _env(devices: int) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_", "NORMJAX_"))}
     cache = os.environ.get("NORMJAX_TEST_CACHE", str(ROOT / ".jax_cache"))
-    env.update(
+    return clean_env(
         PYTHONPATH=str(ROOT),
         JAX_PLATFORMS="cpu",
         JAX_COMPILATION_CACHE_DIR=cache,
         JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
         JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1",
-        XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+        XLA_FLAGS=xla_flags(devices),
     )
-    return env
 
 
 def _launch(argv_of, n: int, devices: int, timeout: int = 900, **env) -> list[str]:

@@ -14,6 +14,8 @@ from pathlib import Path
 import jax
 import pytest
 
+from tests.support.processes import xla_flags
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -45,7 +47,7 @@ SHARD_SCRIPT = textwrap.dedent(
 def test_sharded_population_equals_single_device(tmp_path):
     env = dict(
         os.environ,
-        XLA_FLAGS="--xla_force_host_platform_device_count=4",
+        XLA_FLAGS=xla_flags(4),
         PYTHONPATH=str(ROOT),
         JAX_PLATFORMS="cpu",
         JAX_COMPILATION_CACHE_DIR=str(jax.config.jax_compilation_cache_dir or ROOT / ".jax_cache"),
