@@ -4,8 +4,8 @@ Two local processes on 127.0.0.1, one forced CPU device each, join one
 distributed run (CPU collectives over Gloo); the population of two runs is
 sharded over the two processes' devices.  Their parameters (gathered across
 processes), metrics and files equal a single-process run of the same config
-on two forced CPU devices.  The slow test does the same through the command
-line with validation and the final tests (results.json).
+on two forced CPU devices, through the command line (with validation and the
+final tests) and after a stop and resume.
 """
 
 from __future__ import annotations
@@ -34,6 +34,11 @@ TINY = [
     "episode_steps=8",
     "validation_at=",
     "progress_every=4",
+]
+# Two blocks of 8 transitions with validation between them: a run to stop and resume.
+TWO_BLOCKS = [a for a in TINY if not a.startswith(("total_steps", "validation_at"))] + [
+    "total_steps=16",
+    "validation_at=8",
 ]
 
 WORKER = textwrap.dedent(
@@ -140,70 +145,43 @@ def test_distributed_flags(capsys):
 
 
 @pytest.mark.distributed
-def test_two_processes_equal_one_process(tmp_path):
+def test_two_processes_equal_one_process_uninterrupted_and_resumed(tmp_path):
+    """One config (two blocks of 8 transitions, validation after the first) run four ways:
+    `normjax train --distributed` with two processes, the same command in one process on two
+    devices, and two processes stopped after the first block (as if killed) then started
+    again.  All end with the same parameters, metrics, validation and (through the command)
+    final tests.  The runs share their compiled programs through the persistent cache, so
+    the stopped and resumed runs compile almost nothing."""
+    cli = [sys.executable, "-m", "normjax.cli", "train", "--config", "configs/test_tiny", "--no-progress"]
+
+    def distributed(port):
+        return ["--distributed", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id"]
+
     port = _port()
-    two = _launch(
-        lambda i: [sys.executable, "-c", WORKER, str(i), "2", str(port), str(tmp_path / "two"), *TINY], n=2, devices=1
-    )
-    for i, out in enumerate(two):
-        assert f"PROCESS {i} 2 2 1" in out  # process i of 2, 2 devices in all, one shard of the runs here
-    one = _launch(lambda i: [sys.executable, "-c", WORKER, "0", "1", "0", str(tmp_path / "one"), *TINY], n=1, devices=2)
-    assert "PROCESS 0 1 2 2" in one[0]
-    assert _same_npz(tmp_path / "two" / "carry.npz", tmp_path / "one" / "carry.npz")
-    metrics = (tmp_path / "two" / "metrics.jsonl").read_text()
-    assert metrics == (tmp_path / "one" / "metrics.jsonl").read_text()
-    assert len(metrics.splitlines()) == 2  # one block x 2 runs, written once (by process 0)
-    assert sorted(p.name for p in (tmp_path / "two" / "checkpoints").iterdir() if p.name.isdigit()) == ["8"]
-
-
-@pytest.mark.distributed
-def test_two_processes_resume_a_killed_run(tmp_path):
-    """Stopped after the first block and started again, two processes end as one uninterrupted process."""
-    tiny = [a for a in TINY if not a.startswith(("total_steps", "validation_at"))]
-    tiny += ["total_steps=16", "validation_at=8"]  # two blocks of 8 transitions
-
-    def worker(out, n, port):
-        return lambda i: [sys.executable, "-c", WORKER, str(i), str(n), str(port), str(out), *tiny]
-
-    stopped = _launch(worker(tmp_path / "two", 2, _port()), n=2, devices=1, STOP_AFTER="8")
-    assert all("resumed" not in out for out in stopped)
-    resumed = _launch(worker(tmp_path / "two", 2, _port()), n=2, devices=1)
-    assert "resumed from checkpoint at 8 transitions" in resumed[0]
-    _launch(worker(tmp_path / "one", 1, 0), n=1, devices=2)
-    assert _same_npz(tmp_path / "two" / "carry.npz", tmp_path / "one" / "carry.npz")
-    for name in ("metrics.jsonl", "validation.jsonl"):
-        assert (tmp_path / "two" / name).read_text() == (tmp_path / "one" / name).read_text(), name
-
-
-@pytest.mark.distributed
-def test_cli_two_processes_equal_one_process(tmp_path):
-    """`normjax train --distributed` with validation and final tests: the same files as one process."""
-    port = _port()
-    base = [sys.executable, "-m", "normjax.cli", "train", "--config", "configs/test_tiny", "--no-progress"]
-    _launch(
-        lambda i: (
-            base
-            + [
-                "--out",
-                str(tmp_path / "two"),
-                "--distributed",
-                "--coordinator",
-                f"127.0.0.1:{port}",
-                "--num-processes",
-                "2",
-                "--process-id",
-                str(i),
-            ]
-        ),
-        n=2,
-        devices=1,
-    )
-    _launch(lambda i: base + ["--out", str(tmp_path / "one")], n=1, devices=2)
+    _launch(lambda i: cli + ["--out", str(tmp_path / "two"), *distributed(port), str(i), *TWO_BLOCKS], n=2, devices=1)
+    _launch(lambda i: cli + ["--out", str(tmp_path / "one"), *TWO_BLOCKS], n=1, devices=2)
+    one, two = tmp_path / "one", tmp_path / "two"
     for name in ("metrics.jsonl", "validation.jsonl", "config.json", "population.json"):
-        assert (tmp_path / "two" / name).read_text() == (tmp_path / "one" / name).read_text(), name
-    a, b = (json.loads((tmp_path / d / "results.json").read_text()) for d in ("two", "one"))
+        assert (two / name).read_text() == (one / name).read_text(), name
+    assert len((one / "metrics.jsonl").read_text().splitlines()) == 4  # 2 blocks x 2 runs, written once
+    a, b = (json.loads((d / "results.json").read_text()) for d in (two, one))
     a.pop("train_seconds"), b.pop("train_seconds")
     assert a == b
+    assert _same_npz(two / "final_params.npz", one / "final_params.npz")
+    assert sorted(p.name for p in (two / "checkpoints").iterdir() if p.name.isdigit()) == ["16", "8"]
+
+    def worker(port):
+        return lambda i: [sys.executable, "-c", WORKER, str(i), "2", str(port), str(tmp_path / "resumed"), *TWO_BLOCKS]
+
+    stopped = _launch(worker(_port()), n=2, devices=1, STOP_AFTER="8")
+    assert all("resumed" not in out for out in stopped)
+    resumed = _launch(worker(_port()), n=2, devices=1)
+    assert "resumed from checkpoint at 8 transitions" in resumed[0]
+    for i, out in enumerate(resumed):
+        assert f"PROCESS {i} 2 2 1" in out  # process i of 2, 2 devices in all, one shard of the runs here
+    assert _same_npz(tmp_path / "resumed" / "final_params.npz", one / "final_params.npz")
+    for name in ("metrics.jsonl", "validation.jsonl"):
+        assert (tmp_path / "resumed" / name).read_text() == (one / name).read_text(), name
 
 
 PER_DEVICE_CHUNKS = textwrap.dedent(
