@@ -346,7 +346,13 @@ def main(argv=None) -> int:
         ),
         cells=cells,
         training_starts=_training_starts(),
-        training_phase_exits=dict(episodes_per_run=TRAINING_EPISODES, **train_exits),
+        training_phase_exits=dict(
+            episodes_per_run=TRAINING_EPISODES,
+            **{
+                c: dict(t, left_in_goal1_pct=round(100 * t["left_in_goal1"] / max(t["tasks_ended"], 1), 1))
+                for c, t in train_exits.items()
+            },
+        ),
         reference=_reference(args.runs / args.conditions[0] / "part0"),
         noise=noise_rows(args.runs, rows),
         validation=validation_rows(args.runs, args.conditions),
