@@ -15,7 +15,8 @@ Each failed episode (task < 1) gets an outcome and, for time-outs, a behaviour
 (`classify`); the totals per condition, split, family, norm and unseen layout, the task
 points each cause costs, and indicators (collisions received, the specified goal-1 cell held
 by another agent, service interrupted) go to benchmarks/results/dqn_failure_causes.json with
-the intervals of `benchmarks.dqn_reproduction_rows` (the table cells vs the paper's).
+the table cells' intervals against the paper's numbers (`benchmarks.dqn_failure_report`), and
+the training-side checks and the closed-door counterfactual (`benchmarks.dqn_failure_training`).
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from benchmarks.common import RESULTS, machine
-from benchmarks.dqn_failure_report import breakdown, noise_rows, quartiles, validation_rows
+from benchmarks.dqn_failure_report import breakdown, closed_door_cells, noise_rows, quartiles, validation_rows
 from benchmarks.dqn_failure_training import (
     TRAINING_EPISODES,
+    closed_door_tests,
     goal_distance,
     training_phase_exits,
     training_start_distances,
@@ -311,11 +313,13 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS / "dqn_failure_causes.json")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    rows, problems, chunks, train_exits = [], [], [], {}
+    rows, problems, chunks, train_exits, closed = [], [], [], {}, []
     for cond in args.conditions:
         for part in sorted((args.runs / cond).glob("part*")):
             r, p = replay_chunk(part)
-            t = training_phase_exits(*load_run(part))
+            loaded = load_run(part)
+            t = training_phase_exits(*loaded)
+            closed += closed_door_tests(*loaded)
             train_exits[cond] = {k: train_exits.get(cond, {}).get(k, 0) + v for k, v in t.items()}
             rows += r
             problems += p
@@ -353,6 +357,7 @@ def main(argv=None) -> int:
                 for c, t in train_exits.items()
             },
         ),
+        closed_door=closed_door_cells(closed),
         reference=_reference(args.runs / args.conditions[0] / "part0"),
         noise=noise_rows(args.runs, rows),
         validation=validation_rows(args.runs, args.conditions),

@@ -206,6 +206,33 @@ def noise_rows(runs: Path, episodes: list[dict]) -> list[dict]:
     return out
 
 
+def closed_door_cells(rows: list[dict]) -> dict:
+    """Per reward condition and split: task and joint (%, intervals as `noise_rows`' WAIT share)
+    of the closed-door counterfactual, and how its remaining failures end."""
+    out = {}
+    for cond in sorted({r["reward_condition"] for r in rows}):
+        for split in ("seen", "unseen"):
+            sel = [r for r in rows if r["reward_condition"] == cond and r["condition"] == split]
+            norms = np.array([r["norm"] for r in sel])
+            fams = np.array([r["family"] for r in sel])
+            cell = dict(
+                episodes=len(sel),
+                failed=sum(r["task"] < 1.0 for r in sel),
+                timeouts=sum(not r["finished"] for r in sel),
+                left_with_task_below_1=sum(r["finished"] and r["task"] < 1.0 for r in sel),
+            )
+            for metric in SUCCESS:
+                values = np.array([float(r[metric]) for r in sel])
+                c = stats.cell_interval(
+                    values, norms, fams, cell_rng(0, "closed", cond, split, metric), proportion=True
+                )
+                cell[metric] = dict(
+                    mean=round(100 * c["mean"], 2), low=round(100 * c["low"], 2), high=round(100 * c["high"], 2)
+                )
+            out[f"{cond} {split}"] = cell
+    return out
+
+
 def validation_rows(runs: Path, conditions) -> dict:
     """Per reward condition: cafe validation at 1M (joint and task, %), per-norm values
     resampled like the final tests' norms (`stats.cell_interval`, norms within families)."""
@@ -233,4 +260,4 @@ def validation_rows(runs: Path, conditions) -> dict:
     return out
 
 
-__all__ = ["breakdown", "noise_rows", "quartiles", "validation_rows"]
+__all__ = ["breakdown", "closed_door_cells", "noise_rows", "quartiles", "validation_rows"]

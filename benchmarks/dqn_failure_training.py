@@ -9,6 +9,10 @@
   episode seeds 10^6 + 10^5 i + e) for the 200-step horizon with turnover, as in training:
   how many of the newcomer's tasks end by leaving during goal 1, where leaving is followed
   by a fresh task instead of the end of the episode.  The steps' keys are not training's.
+* `closed_door_tests`: a counterfactual of the final tests: the same episodes and keys
+  through the protocol's own `run_episode`, with the stored policies' moves onto a door
+  masked while goal 1 is open (the greedy action among the rest): how much task success the
+  early exit alone costs these policies.
 """
 
 from __future__ import annotations
@@ -18,11 +22,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
+from normjax.agents.networks import action_mask, masked_argmax
 from normjax.env import COMMUNITY, NormGymEnv, obs_policy, phase_params
 from normjax.env.episode import episode_step, start_episode, state_newcomer
+from normjax.ground.moves import DELTAS
 from normjax.layouts.tables import layout_id, world_tables
+from normjax.protocol.runner import run_episode
+from normjax.train import evaluate as ev
 from normjax.train.dqn import population
 from normjax.world import tasks
+from normjax.world.observation import observe
 from normjax.world.state import WorldConfig
 from normjax.world.step import reset_world
 
@@ -101,4 +110,51 @@ def training_phase_exits(pop, q_all) -> dict:
     return dict(tasks_ended=int(out[0]), left_in_goal1=int(out[1]), goals=int(out[2]))
 
 
-__all__ = ["goal_distance", "training_phase_exits", "training_start_distances"]
+def closed_door_policy(tr, q_params):
+    """The greedy policy of `tr` with moves onto a door cell masked while the leg is goal 1."""
+
+    def policy(key, state, params):
+        obs = observe(state, params).flat()
+        doors = world_tables().at(params.layout).doors
+        onto_door = ((state.agents.pos[0] + DELTAS)[:, None, :] == doors[None]).all(-1).any(-1)
+        mask = action_mask(obs) & ~(onto_door & (state.agents.leg[0] == 0))
+        return masked_argmax(tr.apply(q_params, obs), mask)
+
+    return policy
+
+
+_CLOSED: dict = {}
+
+
+def closed_door_tests(pop, q_all) -> list[dict]:
+    """The chunk's final-test episode rows (`summarize_groups`) under `closed_door_policy`."""
+    rows_out = []
+    for (m, rows, _), q_params in zip(pop.member_rows(), q_all):
+        key = (m.config.arch, m.config.first_layer, m.config.capacity)
+        if key not in _CLOSED:
+            cfg = WorldConfig(capacity=m.config.capacity)
+
+            def one_run(q, keys, lay, nid, grp, m=m, cfg=cfg):
+                pol = closed_door_policy(m, q)
+                return jax.vmap(lambda k, la, n, g: run_episode(pol, k, la, n, g, cfg))(keys, lay, nid, grp)
+
+            _CLOSED[key] = jax.jit(jax.vmap(one_run))
+        per_run = ev.episodes_for([r["norm_id"] for r in rows])
+        arr = lambda f: jnp.asarray([[f(e) for e in eps] for eps in per_run], jnp.int32)
+        keys = jnp.stack([jnp.stack([jax.random.PRNGKey(e["seed"]) for e in eps]) for eps in per_run])
+        raw = _CLOSED[key](
+            q_params, keys, arr(lambda e: e["layout_id"]), arr(lambda e: e["norm_id"]), arr(lambda e: e["group"])
+        )
+        raw = {k: np.asarray(v) for k, v in raw.items()}
+        for cond, t in ev.summarize_groups(rows, per_run, raw, "reward_condition").items():
+            rows_out += [dict(e, reward_condition=cond) for e in t["episodes"]]
+    return rows_out
+
+
+__all__ = [
+    "closed_door_policy",
+    "closed_door_tests",
+    "goal_distance",
+    "training_phase_exits",
+    "training_start_distances",
+]
