@@ -1,12 +1,22 @@
 """benchmarks/dqn_failure_causes.py: the classification of an episode from its newcomer's
-per-step record, on hand-built records, and the replay check that must fail on a mismatch."""
+per-step record, on hand-built records; the replay check that must fail on a mismatch; the
+closed-door counterfactual's policy."""
 
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from benchmarks.dqn_failure_causes import _differences, classify
 from benchmarks.dqn_failure_report import breakdown
+from benchmarks.dqn_failure_training import closed_door_policy
 from normjax import constants as C
+from normjax.env import phase_params
+from normjax.ground.moves import DELTAS
+from normjax.layouts.tables import layout_id, world_tables
 from normjax.world.state import GOAL_ANY_CHAIR, GOAL_CELL
+from normjax.world.step import reset_world
 
 UP, DOWN = 0, 1  # any two moves; only WAIT's code matters to the classification
 
@@ -99,3 +109,17 @@ def test_the_replay_check_names_every_difference():
         "x.overall.task: replay 74.0, committed 74.33333333333333",
     ]
     assert _differences("x", {"episodes": [1]}, {"episodes": [1, 2]}) == ["x.episodes: 1 entries, committed 2"]
+
+
+def test_the_closed_door_policy_masks_the_door_only_during_goal_1():
+    params = phase_params("test", layout_id("cafe"), 1)
+    state = jax.jit(reset_world)(jax.random.PRNGKey(3), params)
+    pos = np.asarray(state.agents.pos[0])  # the newcomer enters on its door's inward neighbour
+    doors = np.asarray(world_tables().at(params.layout).doors)
+    onto = [a for a in range(5) if (np.asarray(pos + DELTAS[a]) == doors).all(-1).any()]
+    assert len(onto) == 1  # one move steps back out
+    q = jnp.zeros(5).at[onto[0]].set(10.0)  # the Q-values prefer leaving
+    policy = jax.jit(closed_door_policy(SimpleNamespace(apply=lambda q_params, obs: q_params), q))
+    assert int(policy(None, state, params)) != onto[0]
+    leg1 = state.replace(agents=state.agents.replace(leg=state.agents.leg.at[0].set(1)))
+    assert int(policy(None, leg1, params)) == onto[0]
