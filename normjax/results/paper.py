@@ -2,6 +2,7 @@
 
 `APPENDIX_DQN[(arch, reward_condition)][split][family] = (joint, task)` in
 percent (Tables A6-A9; `train.report` prints it beside a run's final tests).
+`APPENDIX_WAIT[(arch, reward_condition)] = (WAIT share, all-wait episodes)`, seen layouts.
 `TABLE1[label][(split, family, metric)]` is Table 1: joint success per family
 and overall, and overall task success, seen and unseen; its two DQN rows are
 the sparse_penalty rows of `APPENDIX_DQN` (the same numbers in the paper).
@@ -50,6 +51,11 @@ APPENDIX_DQN = {
     ("cnn", "dense"): {"seen": {"overall": (7.3, 54.7)}, "unseen": {"overall": (2.0, 17.0)}},
 }
 
+# The paper's "Waiting and low Task success" paragraph (Appendix, penalty ablation): under
+# sparse_penalty on seen-layout tests, the episode-averaged share of steps on which the policy
+# chose WAIT and the share of episodes that contain only waits, in percent.
+APPENDIX_WAIT = {("mlp", "sparse_penalty"): (55.4, 19.3), ("cnn", "sparse_penalty"): (55.2, 20.0)}
+
 # Table 1 as printed: joint per family (access, procedure, coordination, allocation), joint
 # overall, task overall; each (seen, unseen).
 _PRINTED = {
@@ -97,4 +103,4 @@ def _table1() -> dict:
 
 TABLE1 = _table1()
 
-__all__ = ["APPENDIX_DQN", "TABLE1"]
+__all__ = ["APPENDIX_DQN", "APPENDIX_WAIT", "TABLE1"]
