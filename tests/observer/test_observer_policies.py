@@ -162,11 +162,16 @@ def test_identify_command_on_one_norm(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_evaluate_bayes_policies_on_two_norms(tmp_path):
-    """The whole path: interaction phase, then the 6 test episodes per norm."""
+    """The whole path: interaction phase, then the 6 test episodes per norm; the command
+    (the same norms, so the same compiled programs) writes what the function returns."""
+    norms = ["even_turns_only", "bend_left_1"]
     for name in ("bayes_map", "bayes_safe"):
-        res = evaluate(observer_policy(name), norms=["even_turns_only", "bend_left_1"])
+        res = evaluate(observer_policy(name), norms=norms)
         assert res["seen"]["overall"]["episodes"] == 6
         assert res["seen"]["overall"]["task"] > 0
     path = tmp_path / "b.json"
-    assert main(["evaluate", "--policy", "bayes_safe", "--norms", "even_turns_only", "--out", str(path)]) == 0
-    assert json.loads(path.read_text())["meta"]["threshold"] == 0.05
+    assert main(["evaluate", "--policy", "bayes_safe", "--norms", *norms, "--out", str(path)]) == 0
+    written = json.loads(path.read_text())
+    assert written["meta"]["threshold"] == 0.05
+    for split in ("seen", "unseen"):
+        assert written[split]["overall"] == res[split]["overall"], split
