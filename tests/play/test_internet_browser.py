@@ -131,6 +131,23 @@ def _wait(pred, timeout=300.0):
     raise AssertionError("timed out waiting for the page")
 
 
+def _files(out: Path) -> dict:
+    return {str(p): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != "timing.jsonl"}
+
+
+def _settled(out: Path, quiet_s: float = 1.0, timeout: float = 60.0) -> dict:
+    """The study's files once they have not changed for `quiet_s` (the server has finished writing)."""
+    end = time.time() + timeout
+    last = _files(out)
+    while time.time() < end:
+        time.sleep(quiet_s)
+        now = _files(out)
+        if now == last:
+            return now
+        last = now
+    raise AssertionError("the study's files kept changing")
+
+
 def _call(url, cookie=None, body=None, data=None):
     headers = {"Content-Type": "application/json", **({"Cookie": cookie} if cookie else {})}
     raw = data if data is not None else (None if body is None else json.dumps(body).encode())
@@ -169,15 +186,15 @@ def test_a_crowdsourced_participant_through_a_proxy(study, tmp_path):
         meta = json.loads((out / pid / "participant.json").read_text())
         assert meta["ids"] == {"PROLIFIC_PID": pid, "STUDY_ID": "st1", "SESSION_ID": "se1"}
 
-        # Someone else (no token): the same answer as for an unknown id; nothing changes.
-        before = {str(p): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != "timing.jsonl"}
+        # Someone else (no token): the same answer as for an unknown id; nothing changes.  The
+        # participant's own step may still be writing its transcript: start from a settled study.
+        before = _settled(out)
         for path in ("view", "frame.png"):
             assert _call(f"{url}/api/{pid}/{path}") == _call(f"{url}/api/nobody{path[:2]}/{path}")
         step = dict(turn=1, action="up")
         assert _call(f"{url}/api/{pid}/step", body=step) == _call(f"{url}/api/nobody/step", body=step)
         assert _call(f"{url}/api/{pid}/step", body=step)[0] == 404
-        after = {str(p): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.name != "timing.jsonl"}
-        assert after == before
+        assert _files(out) == before
 
         code, got = _call(f"{url}/api/{pid}/step", data=b"x" * (10 * 1024 * 1024))
         assert code == 413 and got == {"error": "request entity too large"}
