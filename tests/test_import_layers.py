@@ -2,7 +2,8 @@
 
 LAYERS names normjax's units from the bottom up.  A unit is a subpackage (`normjax.norms`),
 a top-level module (`normjax.constants`), or a module named in full (the command line's
-`normjax.finetune.command`, which belongs to the CLI layer, not to `normjax.finetune`); a
+`normjax.finetune.command`, which belongs to the CLI layer, not to `normjax.finetune`; the
+``llm-eval`` pipeline `normjax.llm.evaluate`, which sits above the analysis it runs); a
 module belongs to the longest unit name it starts with.  The order is the import graph's own
 (each unit sits one above the highest unit it imports; the base modules, of which
 `cache` imports `xla_cpu` and `compile_afresh`, and the command line are one layer each), not a wish: a new import that runs
@@ -41,10 +42,13 @@ LAYERS = (
     ("normjax.env",),
     ("normjax.protocol", "normjax.registration"),
     ("normjax.interop", "normjax.observer"),
-    ("normjax.llm", "normjax.wrappers"),
+    ("normjax.runtime", "normjax.wrappers"),  # runtime: the host runtime for external agents
+    ("normjax.llm",),  # the LLM agent, an external agent of the runtime
+    ("normjax.analysis",),  # the analysis after a run: judge, belief analysis
     (
         "normjax",  # the package's own __init__ (make, lazy names): make(return_params=True) is the gymnax face
         "normjax.finetune",
+        "normjax.llm.evaluate",  # the llm-eval pipeline: agent, runtime and the judge's export / import
         "normjax.play",
         "normjax.results",
         "normjax.testing",

@@ -10,7 +10,7 @@ scenarios as `normjax.protocol.evaluate`), each with a fresh memory and the
 norm's final interaction belief and confidence frozen into its prompts.
 
 All episodes of a stage are rows of one batch stepped by one jitted, vmapped
-step (`normjax.llm.batch`; the stage loop is `normjax.llm.stage`), but each
+step (`normjax.runtime.batch`; the stage loop is `normjax.runtime.stage`), but each
 episode advances on its own clock: an async agent (``async def act``, e.g.
 `LLMAgent`) is asked once per turn, and an episode steps as soon as its own
 newcomer's reply is in (with whatever other episodes are ready then; rows
@@ -48,11 +48,11 @@ and raises if it is unusable), and only then is ``run.json`` written, so a
 run that never started leaves no identity behind.  ``results.json`` is
 removed at the start and written only when every requested episode is
 complete; otherwise the result has ``incomplete`` (the names of the
-episodes whose decisions mostly got no reply, `normjax.llm.stage`) and no
+episodes whose decisions mostly got no reply, `normjax.runtime.stage`) and no
 ``results.json`` is written.
 
-Transcripts, resume and the judge export: `normjax.llm.transcripts`,
-`normjax.llm.judge`.
+Transcripts, resume and the judge export: `normjax.runtime.transcripts`,
+`normjax.analysis.judge`.
 """
 
 from __future__ import annotations
@@ -65,12 +65,12 @@ from pathlib import Path
 
 import numpy as np
 
-from normjax.llm.stage import COUNTERS, Episode, Stage
-from normjax.llm.transcripts import TranscriptStore, check_run, write_run
 from normjax.norms import NORMS
 from normjax.protocol.runner import resolve_norms, summarize
 from normjax.protocol.seeds import TEST_STEPS, base_seed, test_episodes
 from normjax.protocol.stamp import protocol_stamp
+from normjax.runtime.stage import COUNTERS, Episode, Stage
+from normjax.runtime.transcripts import TranscriptStore, check_run, write_run
 from normjax.world.habits import check_distractor
 
 INTERACTION_STEPS = 200
@@ -128,7 +128,7 @@ async def run_protocol_async(
     `out`: a run directory for transcripts, frames, ``run.json`` and
     ``results.json``; None keeps everything in memory.  `settings` (model, prompt
     mode, ...) are stored in ``run.json`` and checked on resume (`allow_mixed_endpoint`:
-    `normjax.llm.transcripts.check_run`).  `distractor` / `distractor_share`: see the
+    `normjax.runtime.transcripts.check_run`).  `distractor` / `distractor_share`: see the
     module docstring (default off).  `lockstep`: every episode of a stage waits for the
     whole step's replies (same results for the same replies; a simpler schedule to reason about).
     """
