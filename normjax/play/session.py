@@ -41,7 +41,7 @@ from normjax.protocol.runner import format_table
 from normjax.protocol.seeds import TEST_STEPS
 from normjax.protocol.stamp import protocol_stamp
 from normjax.runtime.programs import programs_line
-from normjax.runtime.runner import INTERACTION_STEPS, _stored, assemble, interaction_episodes, protocol_test_episodes
+from normjax.runtime.runner import INTERACTION_STEPS, assemble, freeze_beliefs, protocol_episodes, restore
 from normjax.runtime.stage import Episode, Stage
 from normjax.runtime.transcripts import TranscriptStore, check_run, write_run
 from normjax.runtime.turns import Decision
@@ -192,21 +192,20 @@ class Session:
     async def _stage(self, store, e: Episode, horizon: int, steps: int) -> None:
         header = store.load(e.name)
         if header is not None:  # finished before a restart: its transcript holds the result
-            _stored(e, header)
+            restore(e, header)
             return
         await Stage(self.agent, [e], horizon, steps, self.capacity, store, self.settings, self.cell_px, None).run()
 
     async def _protocol(self) -> None:
         store = TranscriptStore(self.dir)
-        inter = [Episode(s) for s in interaction_episodes(self.norm_ids, self.seed)] if self.interaction_steps else []
-        tests = [Episode(s) for s in protocol_test_episodes(self.norm_ids, self.seed)]
-        for nid in self.norm_ids:
-            belief = (None, None)
-            for e in (x for x in inter if x.spec["norm_id"] == nid):
+        inter, tests = protocol_episodes(self.norm_ids, self.seed, interaction=bool(self.interaction_steps))
+        for nid in self.norm_ids:  # the runner's episodes, one norm at a time
+            mine = [x for x in inter if x.spec["norm_id"] == nid]
+            for e in mine:
                 await self._stage(store, e, INTERACTION_STEPS, self.interaction_steps)
-                belief = (e.belief, e.confidence)
-            for e in (x for x in tests if x.spec["norm_id"] == nid):
-                e.belief, e.confidence = belief  # frozen for the tests
+            theirs = [x for x in tests if x.spec["norm_id"] == nid]
+            freeze_beliefs(theirs, mine)
+            for e in theirs:
                 await self._stage(store, e, TEST_STEPS, TEST_STEPS)
         result = assemble(tests, inter)
         result["meta"] = dict(self.settings, norms=[NORMS[n].name for n in self.norm_ids], **protocol_stamp())

@@ -53,6 +53,10 @@ episodes whose decisions mostly got no reply, `normjax.runtime.stage`) and no
 
 Transcripts, resume and the judge export: `normjax.runtime.transcripts`,
 `normjax.analysis.judge`.
+
+`normjax play` plays the same episodes (`protocol_episodes`), each test episode with its
+norm's frozen belief (`freeze_beliefs`) and stored ones restored (`restore`), one episode
+per stage, norm by norm.
 """
 
 from __future__ import annotations
@@ -98,7 +102,24 @@ def protocol_test_episodes(norm_ids, seed: int = 0) -> list[dict]:
     return [dict(e, name=f"{e['norm']}/{e['condition']}_{e['episode']}") for e in test_episodes(norm_ids, seed)]
 
 
-def _stored(e: Episode, header: dict) -> Episode:
+def protocol_episodes(norm_ids, seed: int = 0, interaction: bool = True) -> tuple[list[Episode], list[Episode]]:
+    """(interaction episodes, test episodes) of the protocol: one interaction episode per norm
+    (none when `interaction` is false: the phase is skipped), then every norm's test episodes,
+    in protocol order.  The runner plays them stage by stage, `normjax play` norm by norm."""
+    inter = [Episode(s) for s in interaction_episodes(norm_ids, seed)] if interaction else []
+    return inter, [Episode(s) for s in protocol_test_episodes(norm_ids, seed)]
+
+
+def freeze_beliefs(tests: list[Episode], inter: list[Episode]) -> None:
+    """Give each test episode its norm's final interaction belief and confidence (None, None
+    without one), frozen into its prompts."""
+    belief = {e.spec["norm_id"]: (e.belief, e.confidence) for e in inter}
+    for e in tests:
+        e.belief, e.confidence = belief.get(e.spec["norm_id"], (None, None))
+
+
+def restore(e: Episode, header: dict) -> Episode:
+    """Mark `e` finished with the result (and final belief) its stored transcript's header holds."""
     e.result, e.done = header["result"], True
     e.belief, e.confidence = e.result["llm"]["belief"], e.result["llm"]["confidence"]
     return e
@@ -151,18 +172,17 @@ async def run_protocol_async(
     load = (lambda name: store.load(name)) if store is not None else (lambda name: None)
     t0 = time.perf_counter()
 
-    inter = [Episode(s) for s in interaction_episodes(ids, seed)]
-    tests = [Episode(s) for s in protocol_test_episodes(ids, seed)]
-    pending = any(load(e.name) is None for e in (inter if interaction_steps > 0 else []) + tests)
+    inter, tests = protocol_episodes(ids, seed, interaction=interaction_steps > 0)
+    pending = any(load(e.name) is None for e in inter + tests)
     if pending and hasattr(agent, "preflight"):
         await agent.preflight()
     if out is not None:
         write_run(out, run_json)
     todo = []
-    for e in inter if interaction_steps > 0 else []:
+    for e in inter:
         header = load(e.name)
         if header is not None:
-            _stored(e, header)
+            restore(e, header)
             continue
         todo.append(e)
         for t in tests:  # their frozen belief would come from a new interaction
@@ -185,20 +205,19 @@ async def run_protocol_async(
         )
         await stage.run()
         timing["interaction"] = stage.timing
-    belief = {e.spec["norm_id"]: (e.belief, e.confidence) for e in inter}
+    freeze_beliefs(tests, inter)  # a stored test episode's own header overrides it (`restore`)
     todo = []
     for e in tests:
         header = load(e.name)
         if header is not None:
-            _stored(e, header)
+            restore(e, header)
             continue
-        e.belief, e.confidence = belief.get(e.spec["norm_id"], (None, None))
         todo.append(e)
     if todo:
         stage = Stage(agent, todo, TEST_STEPS, TEST_STEPS, capacity, store, settings, cell_px, progress, on, lockstep)
         await stage.run()
         timing["test"] = stage.timing
-    result = assemble(tests, inter if interaction_steps > 0 else [])
+    result = assemble(tests, inter)
     result["meta"] = dict(
         settings,
         norms=[NORMS[n].name for n in ids],
@@ -247,8 +266,11 @@ def assemble(tests: list[Episode], inter: list[Episode]) -> dict:
 __all__ = [
     "INTERACTION_STEPS",
     "assemble",
+    "freeze_beliefs",
     "interaction_episodes",
+    "protocol_episodes",
     "protocol_test_episodes",
+    "restore",
     "run_protocol",
     "run_protocol_async",
 ]
