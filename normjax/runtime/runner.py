@@ -125,6 +125,19 @@ def restore(e: Episode, header: dict) -> Episode:
     return e
 
 
+def unfinished(episodes: list[Episode], load: Callable) -> list[Episode]:
+    """The episodes still to run; each of the others (`load(name)` gives its stored transcript's
+    header) is restored from it (`restore`)."""
+    todo = []
+    for e in episodes:
+        header = load(e.name)
+        if header is None:
+            todo.append(e)
+        else:
+            restore(e, header)
+    return todo
+
+
 async def run_protocol_async(
     agent,
     norms=None,
@@ -178,13 +191,8 @@ async def run_protocol_async(
         await agent.preflight()
     if out is not None:
         write_run(out, run_json)
-    todo = []
-    for e in inter:
-        header = load(e.name)
-        if header is not None:
-            restore(e, header)
-            continue
-        todo.append(e)
+    todo = unfinished(inter, load)
+    for e in todo:
         for t in tests:  # their frozen belief would come from a new interaction
             if t.spec["norm_id"] == e.spec["norm_id"] and store is not None:
                 store.discard(t.name)
@@ -206,13 +214,7 @@ async def run_protocol_async(
         await stage.run()
         timing["interaction"] = stage.timing
     freeze_beliefs(tests, inter)  # a stored test episode's own header overrides it (`restore`)
-    todo = []
-    for e in tests:
-        header = load(e.name)
-        if header is not None:
-            restore(e, header)
-            continue
-        todo.append(e)
+    todo = unfinished(tests, load)
     if todo:
         stage = Stage(agent, todo, TEST_STEPS, TEST_STEPS, capacity, store, settings, cell_px, progress, on, lockstep)
         await stage.run()
@@ -271,6 +273,7 @@ __all__ = [
     "protocol_episodes",
     "protocol_test_episodes",
     "restore",
+    "unfinished",
     "run_protocol",
     "run_protocol_async",
 ]
