@@ -56,8 +56,8 @@ from pathlib import Path
 from benchmarks.common import save
 from normjax.llm.agents import LLMAgent
 from normjax.llm.client import ChatClient, ClientConfig
-from normjax.llm.runner import run_protocol_async
-from normjax.llm.transcripts import TranscriptStore
+from normjax.runtime.runner import run_protocol_async
+from normjax.runtime.transcripts import TranscriptStore
 from normjax.testing.fake_openai import FakeOpenAI, fault, navigator, with_faults, with_latency
 from normjax.testing.fault_replay import Replay, errored_decisions, transcript_differences
 

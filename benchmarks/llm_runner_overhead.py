@@ -1,4 +1,4 @@
-"""Host overhead of the external-agent runner (`normjax.llm.runner`) per lockstep step.
+"""Host overhead of the external-agent runner (`normjax.runtime.runner`) per lockstep step.
 
 The protocol's test stage for all 50 norms is 300 concurrent episodes (3 seen
 + 3 unseen per norm), stepped in lockstep by one jitted, vmapped step; every
@@ -61,10 +61,11 @@ import jax
 import jax.numpy as jnp
 
 from benchmarks.common import RESULTS, block, save
-from normjax.llm import batch
-from normjax.llm.agents import LLMAgent, ScriptedAgent
+from normjax.llm.agents import LLMAgent
 from normjax.llm.client import ChatResult
-from normjax.llm.runner import protocol_test_episodes, run_protocol
+from normjax.runtime import batch
+from normjax.runtime.agents import ScriptedAgent
+from normjax.runtime.runner import protocol_test_episodes, run_protocol
 
 MODES = ("runner", "transcripts", "llm_text", "llm_frames", "prompts")
 MOVES = ("move up", "move down", "move left", "move right", "wait")

@@ -1,7 +1,7 @@
 """The frame a VLM newcomer sees -> docs/llm_frame.png.
 
 Run from the repository root: `python docs/make_llm_frame.py`.  The runner of
-`normjax.llm` plays the interaction phase of clockwise_circulation with the
+`normjax.runtime` plays the interaction phase of clockwise_circulation with the
 norm-aware planner as the newcomer (wrapped as an external agent that asks for
 frames), and the first frame in which another agent carries a public
 sanction (red X) and several agents show their intended move (arrows) is
@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from normjax.env import oracle_policy
-from normjax.llm.agents import StatePolicyAgent
-from normjax.llm.runner import run_protocol
+from normjax.runtime.agents import StatePolicyAgent
+from normjax.runtime.runner import run_protocol
 
 DOCS = Path(__file__).resolve().parent
 

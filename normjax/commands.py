@@ -348,8 +348,8 @@ def cmd_llm_eval(args) -> int:
 
 def cmd_llm_judge(args) -> int:
     """Exit 0: every belief scored; 1: some judge replies unusable; 3: the endpoint failed."""
+    from normjax.analysis.judge_run import JudgeIncomplete, judge_run
     from normjax.llm.client import ClientConfig, EndpointError
-    from normjax.llm.judge_run import JudgeIncomplete, judge_run
 
     config = ClientConfig(base_url=args.base_url, model=args.model, **client_settings(args))
     try:
@@ -379,7 +379,7 @@ def _mean(values) -> str:
 
 
 def cmd_llm_beliefs(args) -> int:
-    from normjax.llm.belief_analysis import analyse_beliefs, format_summary
+    from normjax.analysis.belief_analysis import analyse_beliefs, format_summary
 
     out = Path(args.out) if args.out else Path(args.run) / "beliefs"
     result = analyse_beliefs(

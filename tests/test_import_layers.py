@@ -2,7 +2,8 @@
 
 LAYERS names normjax's units from the bottom up.  A unit is a subpackage (`normjax.norms`),
 a top-level module (`normjax.constants`), or a module named in full (the command line's
-`normjax.finetune.command`, which belongs to the CLI layer, not to `normjax.finetune`); a
+`normjax.finetune.command`, which belongs to the CLI layer, not to `normjax.finetune`; the
+``llm-eval`` pipeline `normjax.llm.evaluate`, which sits above the analysis it runs); a
 module belongs to the longest unit name it starts with.  The order is the import graph's own
 (each unit sits one above the highest unit it imports; the base modules, of which
 `cache` imports `xla_cpu` and `compile_afresh`, and the command line are one layer each), not a wish: a new import that runs
@@ -12,7 +13,9 @@ Checked, for imports at module level and inside functions alike: every module un
 normjax/ belongs to a unit; no module imports from a higher layer; no two units import each
 other, directly or round a circle; only the CLI layer imports the top-level `train` and
 `agents` folders, installed as `normjax.train` and `normjax.agents` (the trainer sits beside the
-library, under the command line).
+library, under the command line); no module outside `normjax.runtime` uses a private
+(underscore) name of it, whether imported by name or read as a module's attribute: the
+runtime's users (llm, play, finetune) go through its public names.
 """
 
 from __future__ import annotations
@@ -41,10 +44,13 @@ LAYERS = (
     ("normjax.env",),
     ("normjax.protocol", "normjax.registration"),
     ("normjax.interop", "normjax.observer"),
-    ("normjax.llm", "normjax.wrappers"),
+    ("normjax.runtime", "normjax.wrappers"),  # runtime: the host runtime for external agents
+    ("normjax.llm",),  # the LLM agent, an external agent of the runtime
+    ("normjax.analysis",),  # the analysis after a run: judge, belief analysis
     (
         "normjax",  # the package's own __init__ (make, lazy names): make(return_params=True) is the gymnax face
         "normjax.finetune",
+        "normjax.llm.evaluate",  # the llm-eval pipeline: agent, runtime and the judge's export / import
         "normjax.play",
         "normjax.results",
         "normjax.testing",
@@ -170,3 +176,73 @@ def test_only_the_cli_imports_train_and_agents():
     assert not library, "the library imports the trainer (only the CLI layer may):\n" + "\n".join(library)
     # normjax.commands imports train only inside functions: seeing it shows the scan reads function bodies
     assert any(a == "normjax.commands" and b.startswith("normjax.train.") for a, b, _line in edges), "the scan is blind"
+
+
+PUBLIC_ONLY = "normjax.runtime"  # units whose private names no module outside them may use
+
+
+def _private_uses(module: str, source: str, files) -> list[tuple[str, int]]:
+    """(`unit.module._name`, line) for each private name of PUBLIC_ONLY that `module` uses."""
+    package = module.split(".")[:-1] if not module.endswith("__init__") else module.split(".")
+    inside = (PUBLIC_ONLY, PUBLIC_ONLY + ".")
+    tree = ast.parse(source)
+    aliases = {}  # local name -> a runtime module bound to it (`from normjax.runtime import batch`)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+            if not base.startswith(inside):
+                continue
+            for a in node.names:
+                if f"{base}.{a.name}" in files:
+                    aliases[a.asname or a.name] = f"{base}.{a.name}"
+                elif a.name.startswith("_"):
+                    out.append((f"{base}.{a.name}", node.lineno))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith(inside) and a.asname:
+                    aliases[a.asname] = a.name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            value = node.value
+            dotted = []
+            while isinstance(value, ast.Attribute):
+                dotted.insert(0, value.attr)
+                value = value.value
+            if isinstance(value, ast.Name):
+                name = ".".join([aliases.get(value.id, value.id)] + dotted)
+                if name.startswith(inside) and name in files:
+                    out.append((f"{name}.{node.attr}", node.lineno))
+    return out
+
+
+def test_no_private_name_of_the_runtime_is_used_outside_it():
+    files, _ = _graph()
+    used = [
+        f"{_where(m, line)} {m} uses {name}"
+        for m, path in files.items()
+        if not (m == PUBLIC_ONLY or m.startswith(PUBLIC_ONLY + "."))
+        for name, line in _private_uses(m, path.read_text(), files)
+    ]
+    assert not used, f"private names of {PUBLIC_ONLY} used outside it (make them public):\n" + "\n".join(used)
+
+
+def test_the_private_name_scan_sees_uses():
+    # Deliberate offences, found the same way: the check above can fail.
+    files, _ = _graph()
+    source = (
+        "from normjax.runtime.runner import _stored, assemble\n"
+        "from normjax.runtime import batch\n"
+        "import normjax.runtime.stage\n"
+        "def f():\n"
+        "    from ..runtime.lazy import _hidden\n"
+        "    return batch._pad_index(3), normjax.runtime.stage._collect, batch.render\n"
+    )
+    assert sorted(_private_uses("normjax.play.session", source, files)) == [
+        ("normjax.runtime.batch._pad_index", 6),
+        ("normjax.runtime.lazy._hidden", 5),
+        ("normjax.runtime.runner._stored", 1),
+        ("normjax.runtime.stage._collect", 6),
+    ]

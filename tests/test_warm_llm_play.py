@@ -1,4 +1,4 @@
-"""`normjax llm-eval` and `normjax play` keep their programs whole (normjax/llm/programs.py).
+"""`normjax llm-eval` and `normjax play` keep their programs whole (normjax/runtime/programs.py).
 
 Default tier: `programs.run` stores a program once, hits it in memory on the next
 call, loads it whole after the memo is cleared (a new process), and keys it by the
@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from normjax import cache
-from normjax.llm import programs
+from normjax.runtime import programs
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = re.compile(r"programs: (\d+) loaded whole, (\d+) compiled and stored, ([0-9.]+)s")

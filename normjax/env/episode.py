@@ -20,7 +20,7 @@ Consumers: the protocol (`normjax.protocol.runner.run_episode`), the exporter
 (`normjax.observer.interaction.learn`) and the DQN probe set
 (`train.probes`, which passes its own `StepKeys` so that stored probe sets
 reproduce), the DQN trainer (`train.dqn`, its own `StepKeys` too, so
-recorded training runs reproduce), and the LLM batch runner (`normjax.llm.batch`, with the
+recorded training runs reproduce), and the LLM batch runner (`normjax.runtime.batch`, with the
 host's action as a `fixed_action` newcomer).
 
 `NormGymEnv.step(key, state, action)` is not the protocol's step for the same

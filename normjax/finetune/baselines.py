@@ -29,8 +29,8 @@ from collections import Counter
 
 import numpy as np
 
-from normjax.llm.parse import PROMPT_ACTIONS
 from normjax.norms import NORMS
+from normjax.runtime.turns import PROMPT_ACTIONS
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 

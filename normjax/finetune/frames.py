@@ -4,9 +4,9 @@
     pngs = record_frames([(episode, step index, slot), ...])    # judgment records
 
 Each frame is the harvested world state before the step (`Episode.states`)
-drawn by the runner's own renderer (`normjax.llm.batch.render`: no
+drawn by the runner's own renderer (`normjax.runtime.batch.render`: no
 distractor-habit badges, hidden state the community cannot see) at the
-runner's default cell size, then annotated by `normjax.llm.frames.annotated_png`
+runner's default cell size, then annotated by `normjax.runtime.frames.annotated_png`
 with the other agents' intended moves of the record's `Turn` (the arrows
 the VLM prompt refers to) and the coordinate margin.  A judgment record's
 frame has one arrow, the judged agent's proposed move (the others' moves
@@ -26,12 +26,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax.finetune.text import Episode, newcomer_turn
-from normjax.llm import batch
-from normjax.llm.frames import annotated_png
-from normjax.llm.turns import Other
 from normjax.observer.interaction import interaction_params
+from normjax.runtime import batch
+from normjax.runtime.frames import annotated_png
+from normjax.runtime.turns import Other
 
-CELL_PX = 32  # normjax.llm.runner's default cell size
+CELL_PX = 32  # normjax.runtime.runner's default cell size
 CHUNK = 16
 
 

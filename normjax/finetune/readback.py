@@ -3,11 +3,11 @@
     source = read_run(run_dir, norm_ids)   # .episodes: [text.Episode], .manifest()
 
 For every finished, complete interaction transcript of the run
-(``OUT/transcripts/<norm>/interaction.jsonl``, `normjax.llm.transcripts`)
+(``OUT/transcripts/<norm>/interaction.jsonl``, `normjax.runtime.transcripts`)
 whose norm is among `norm_ids`, the episode is stepped again, not taken from
 the file: the protocol's episode (key ``PRNGKey(seed)`` of the header, the
 run's interaction length and capacity, the same key schedule as the
-runner's `normjax.llm.batch`) with slot 0 taking the action the model chose
+runner's `normjax.runtime.batch`) with slot 0 taking the action the model chose
 at each step (WAIT where it was not asked: off the grid or in service), in
 the harvest program (`harvest(..., "replay")`), which labels every step as
 for scripted newcomers (the norm-aware oracle's tie set and the reasons).
@@ -36,9 +36,9 @@ import numpy as np
 from normjax import constants as C
 from normjax.finetune.harvest import harvest
 from normjax.finetune.text import Episode
-from normjax.llm.transcripts import TRANSCRIPT_FORMAT, TranscriptStore
 from normjax.norms import NORMS
 from normjax.protocol.seeds import base_seed
+from normjax.runtime.transcripts import TRANSCRIPT_FORMAT, TranscriptStore
 
 
 class RunStates:

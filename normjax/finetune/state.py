@@ -21,7 +21,7 @@ import functools
 
 import numpy as np
 
-from normjax.llm.turns import EARLIER_SANCTIONED, RECENT_STEPS, select_memory
+from normjax.runtime.turns import EARLIER_SANCTIONED, RECENT_STEPS, select_memory
 
 NO_CROSS, EARLIER_CROSS, LAST_CROSS = 0, 1, 2  # `cross_level`
 CROSS_LEVELS = ("none", "earlier", "last_step")

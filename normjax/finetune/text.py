@@ -1,6 +1,6 @@
 """Prompts of the training records, built from a harvested episode (host code).
 
-* `newcomer_turn(ep, i)`: the `normjax.llm.turns.Turn` of the newcomer at step
+* `newcomer_turn(ep, i)`: the `normjax.runtime.turns.Turn` of the newcomer at step
   i of a harvested episode, exactly as `llm-eval` builds it in text-only mode
   (memory of the previous newcomer steps in the episode, forced service WAITs
   remembered as such, the other agents with their intended moves and last
@@ -28,13 +28,20 @@ from __future__ import annotations
 import jax
 
 from normjax import constants as C
-from normjax.llm.parse import PROMPT_ACTIONS
 from normjax.llm.prompts import cell, object_positions, system_prompt, user_prompt, world_description
-from normjax.llm.turns import EARLIER_SANCTIONED, RECENT_STEPS, Other, StepRecord, Turn, select_memory
+from normjax.runtime.turns import (
+    EARLIER_SANCTIONED,
+    PROMPT_ACTIONS,
+    RECENT_STEPS,
+    Other,
+    StepRecord,
+    Turn,
+    select_memory,
+)
 
 LAYOUT = "cafe"  # the interaction phase's layout
 FORCED = "(serving at the goal: the action was forced to wait)"  # as the LLM runner remembers it
-BLOCKED = "blocked: I did not move"  # likewise (normjax.llm.stage)
+BLOCKED = "blocked: I did not move"  # likewise (normjax.runtime.stage)
 DECIDE = "Decide the next action for yourself."
 
 

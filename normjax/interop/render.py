@@ -20,7 +20,7 @@ models alike:
   docs/world.md §5), and a letter (bottom left) on background agents that have a
   distractor habit (D = same_exit_door, W = move1_wait1, docs/world.md §8.5) unless
   ``show_habits=False``: habits are hidden state (the community cannot see them), so
-  the frames a VLM newcomer sees (`normjax.llm.batch.render`) leave them out.
+  the frames a VLM newcomer sees (`normjax.runtime.batch.render`) leave them out.
   Inactive agents are not drawn.
 
 Implementation: sprite coverage masks (anti-aliased by 4x4 supersampling) and the

@@ -5,13 +5,13 @@
 
 Builds the client (`normjax.llm.client`) and the paper's LLM newcomer
 (`normjax.llm.agents.LLMAgent`), runs (or resumes) the protocol into `out`
-(`normjax.llm.runner`), writes the judge prompts of the interaction beliefs
-(``OUT/judge_prompts.jsonl``, `normjax.llm.judge`), and with `judge_scores`
+(`normjax.runtime.runner`), writes the judge prompts of the interaction beliefs
+(``OUT/judge_prompts.jsonl``, `normjax.analysis.judge`), and with `judge_scores`
 imports a judge's scores into ``results.json`` as ``belief_accuracy``.  A run
 whose episodes are all finished makes no model request, so importing scores
 later is the same command with ``--judge-scores FILE`` added.  `distractor` /
 `distractor_share` give the background agents a distractor habit
-(docs/world.md §8.5; `normjax.llm.runner`).
+(docs/world.md §8.5; `normjax.runtime.runner`).
 
 A broken endpoint never becomes a result: `llm_eval` raises
 `normjax.llm.client.EndpointError` when the preflight request fails or too
@@ -20,7 +20,7 @@ episode's decisions mostly got no reply; neither writes ``results.json``.
 Every invocation, failed ones included, is appended to
 ``OUT/invocations.jsonl`` (start time, wall time, endpoint, client
 statistics, outcome; with a cache directory also ``programs``: how many of
-this process's programs were loaded whole or compiled, `normjax.llm.programs`), and ``meta``
+this process's programs were loaded whole or compiled, `normjax.runtime.programs`), and ``meta``
 sums them (`meta.invocations`, `meta.client`, `meta.wall_s_total`).
 """
 
@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 from normjax.cache import cache_stats, persistent
-from normjax.llm.programs import programs_line
-from normjax.llm.runner import INTERACTION_STEPS, run_protocol_async
+from normjax.runtime.programs import programs_line
+from normjax.runtime.runner import INTERACTION_STEPS, run_protocol_async
 
 INVOCATIONS = "invocations.jsonl"
 
@@ -106,9 +106,9 @@ def llm_eval(
     """Run or resume the protocol for one model; returns the results dict (also in OUT/results.json)."""
     import asyncio
 
+    from normjax.analysis.judge import export_judge_prompts, import_judge_scores
     from normjax.llm.agents import LLMAgent
     from normjax.llm.client import ChatClient, ClientConfig
-    from normjax.llm.judge import export_judge_prompts, import_judge_scores
 
     # The distractor settings are validated by run_protocol_async, before anything is traced.
     extra_body = dict(extra_body or {})
@@ -176,7 +176,7 @@ def llm_eval(
             outcome=outcome,
             client=dict(stats, **client_settings),
         )
-        if persistent():  # how this invocation got its programs (normjax.llm.programs)
+        if persistent():  # how this invocation got its programs (normjax.runtime.programs)
             s = cache_stats()
             entry["programs"] = dict(
                 loaded=s["executable_loads"], compiled=s["executable_stores"], seconds=round(s["program_s"], 3)

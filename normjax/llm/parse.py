@@ -48,8 +48,6 @@ import json
 import re
 
 ACTION_WORDS = {"up": 0, "down": 1, "left": 2, "right": 3, "wait": 4, "stay": 4, "noop": 4, "no op": 4}
-# The prompt's spelling of each action id (paper appendix).
-PROMPT_ACTIONS = ("move up", "move down", "move left", "move right", "wait")
 
 _ALIASES = {
     "reasoning": "reasoning",
@@ -261,7 +259,6 @@ def _parse(text, stage: str) -> ParsedReply:
 
 __all__ = [
     "ACTION_WORDS",
-    "PROMPT_ACTIONS",
     "ParsedReply",
     "extract_object",
     "find_objects",

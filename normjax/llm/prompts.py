@@ -16,7 +16,7 @@ its placeholders filled from the `Turn`:
   region (top-left, bottom-left, bottom-right; docs/world.md §1.3), zones Q
   and R, obstacles;
 * memory: the 10 most recent steps and up to 5 earlier sanctioned steps
-  (`normjax.llm.turns.select_memory`), and in the interactive stage the
+  (`normjax.runtime.turns.select_memory`), and in the interactive stage the
   latest belief and confidence.
 
 Decisions where the paper leaves room:
@@ -53,9 +53,8 @@ import functools
 
 from normjax import constants as C
 from normjax.layouts import load_layout
-from normjax.llm.parse import PROMPT_ACTIONS
-from normjax.llm.turns import StepRecord, Turn
 from normjax.norms import NORMS
+from normjax.runtime.turns import PROMPT_ACTIONS, StepRecord, Turn
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R
 
 DOOR_WALLS = ("left", "bottom", "right")

@@ -144,8 +144,8 @@ def add_parsers(sub, parents: list, formatter: type) -> None:
 
 def cmd_play(args) -> int:
     norms = _norm_list(args.norms)  # before any tracing
-    from normjax.llm.runner import INTERACTION_STEPS
     from normjax.protocol import resolve_norms
+    from normjax.runtime.runner import INTERACTION_STEPS
 
     if not 0 <= args.interaction_steps <= INTERACTION_STEPS:
         raise ValueError(f"--interaction-steps must be in 0..{INTERACTION_STEPS}, got {args.interaction_steps}")

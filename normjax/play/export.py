@@ -37,8 +37,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from normjax.llm.judge import JUDGE_FILE, export_judge_prompts, read_prompts
-from normjax.llm.transcripts import TranscriptStore
+from normjax.analysis.judge import JUDGE_FILE, export_judge_prompts, read_prompts
 from normjax.norms import FAMILIES, get_norm
 from normjax.play import questionnaire, report
 from normjax.play.comprehension import RECORD as CHECK_RECORD
@@ -47,6 +46,7 @@ from normjax.play.session import LOG, TIMING, read_log
 from normjax.play.study import ASSIGNMENT_FILE, STATUS_FILE, write_json
 from normjax.protocol.runner import aggregate_rows, format_table
 from normjax.protocol.seeds import CONDITIONS
+from normjax.runtime.transcripts import TranscriptStore
 
 EXPORT_FORMAT = "normjax.play-export/1"
 TESTS = tuple(f"{c}_{e}" for c in CONDITIONS for e in range(3))  # a norm's six test episodes

@@ -1,10 +1,10 @@
 """One participant's protocol run for `normjax play`: the human as an external agent.
 
-The participant is an agent of `normjax.llm.runner` (``act(turns, ctx)``):
+The participant is an agent of `normjax.runtime.runner` (``act(turns, ctx)``):
 the protocol's episodes, seeds, scenarios, the jitted world step, the
 transcripts (export format, docs/world.md §12) and the results
-(`normjax.llm.runner.assemble`, i.e. `normjax.protocol.summarize`) are the
-LLM runner's own (`normjax.llm.stage.Stage`).  The only difference: each
+(`normjax.runtime.runner.assemble`, i.e. `normjax.protocol.summarize`) are the
+runtime's own (`normjax.runtime.stage.Stage`).  The only difference: each
 stage holds ONE episode (the interaction phase of a norm, then each test
 episode in protocol order), so a person plays one episode at a time.
 
@@ -16,7 +16,7 @@ restarted session reads the log back, skips finished episodes (their
 transcripts are complete) and replays the logged actions of the episode in
 progress through the same step, which is deterministic for the protocol's
 keys, so the participant resumes in exactly the state they left.  The
-programs are the runner's (`normjax.llm.programs`): with the command's cache
+programs are the runner's (`normjax.runtime.programs`): with the command's cache
 directory a restarted server loads them whole, and a finished session prints
 how they were got (the ``programs:`` line of the other commands).
 """
@@ -35,16 +35,16 @@ import time
 from pathlib import Path
 
 from normjax import constants as C
-from normjax.llm.programs import programs_line
 from normjax.llm.prompts import cell, goal_texts, system_prompt, target_text, user_prompt
-from normjax.llm.runner import INTERACTION_STEPS, _stored, assemble, interaction_episodes, protocol_test_episodes
-from normjax.llm.stage import Episode, Stage
-from normjax.llm.transcripts import TranscriptStore, check_run, write_run
-from normjax.llm.turns import Decision
 from normjax.norms import NORMS
 from normjax.protocol.runner import format_table
 from normjax.protocol.seeds import TEST_STEPS
 from normjax.protocol.stamp import protocol_stamp
+from normjax.runtime.programs import programs_line
+from normjax.runtime.runner import INTERACTION_STEPS, assemble, freeze_beliefs, protocol_episodes, restore
+from normjax.runtime.stage import Episode, Stage
+from normjax.runtime.transcripts import TranscriptStore, check_run, write_run
+from normjax.runtime.turns import Decision
 
 ACTIONS = {"up": C.UP, "down": C.DOWN, "left": C.LEFT, "right": C.RIGHT, "wait": C.WAIT}
 LOG = "actions.jsonl"
@@ -192,21 +192,20 @@ class Session:
     async def _stage(self, store, e: Episode, horizon: int, steps: int) -> None:
         header = store.load(e.name)
         if header is not None:  # finished before a restart: its transcript holds the result
-            _stored(e, header)
+            restore(e, header)
             return
         await Stage(self.agent, [e], horizon, steps, self.capacity, store, self.settings, self.cell_px, None).run()
 
     async def _protocol(self) -> None:
         store = TranscriptStore(self.dir)
-        inter = [Episode(s) for s in interaction_episodes(self.norm_ids, self.seed)] if self.interaction_steps else []
-        tests = [Episode(s) for s in protocol_test_episodes(self.norm_ids, self.seed)]
-        for nid in self.norm_ids:
-            belief = (None, None)
-            for e in (x for x in inter if x.spec["norm_id"] == nid):
+        inter, tests = protocol_episodes(self.norm_ids, self.seed, interaction=bool(self.interaction_steps))
+        for nid in self.norm_ids:  # the runner's episodes, one norm at a time
+            mine = [x for x in inter if x.spec["norm_id"] == nid]
+            for e in mine:
                 await self._stage(store, e, INTERACTION_STEPS, self.interaction_steps)
-                belief = (e.belief, e.confidence)
-            for e in (x for x in tests if x.spec["norm_id"] == nid):
-                e.belief, e.confidence = belief  # frozen for the tests
+            theirs = [x for x in tests if x.spec["norm_id"] == nid]
+            freeze_beliefs(theirs, mine)
+            for e in theirs:
                 await self._stage(store, e, TEST_STEPS, TEST_STEPS)
         result = assemble(tests, inter)
         result["meta"] = dict(self.settings, norms=[NORMS[n].name for n in self.norm_ids], **protocol_stamp())
@@ -331,9 +330,9 @@ class Session:
             return out
 
     def frame_png(self) -> bytes:
-        """The waiting turn's frame (`normjax.llm.batch.render` + arrows), as a VLM sees it."""
-        from normjax.llm import batch
-        from normjax.llm.frames import annotated_png
+        """The waiting turn's frame (`normjax.runtime.batch.render` + arrows), as a VLM sees it."""
+        from normjax.runtime import batch
+        from normjax.runtime.frames import annotated_png
 
         with self.cond:
             turn, ctx, n = self.turn, self.ctx, self.n_turns

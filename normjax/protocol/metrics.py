@@ -2,7 +2,7 @@
 
 Both functions use only array methods and operators, so they run on jax arrays
 inside the compiled protocol (`normjax.protocol.runner`) and on host numpy
-arrays in the lockstep LLM runner (`normjax.llm.runner`) with the same result.
+arrays in the lockstep LLM runner (`normjax.runtime.runner`) with the same result.
 
 * `collision_involvement(info)`: per slot, whether the agent took part in a
   collision on the step: charged as the mover (docs/world.md §4.1 rule 6),

@@ -11,8 +11,8 @@ from __future__ import annotations
 from normjax import constants as C
 from normjax.llm.agents import LLMAgent
 from normjax.llm.client import ChatResult
-from normjax.llm.transcripts import TranscriptStore
-from normjax.llm.turns import Decision
+from normjax.runtime.transcripts import TranscriptStore
+from normjax.runtime.turns import Decision
 from normjax.testing.fake_openai import navigator_text
 
 

@@ -146,7 +146,7 @@ def test_excluded_states(harvested):
 
 def _oracle_reply(rec) -> str:
     if rec["task"] == "compliant_action":
-        from normjax.llm.parse import PROMPT_ACTIONS
+        from normjax.runtime.turns import PROMPT_ACTIONS
 
         return json.dumps(
             {"reasoning": "", "action": PROMPT_ACTIONS[rec["allowed_actions"][0]], "belief": "b", "confidence": 0.5}
@@ -209,8 +209,8 @@ def test_frames_are_the_recorded_states(tmp_path):
 
     from PIL import Image
 
-    from normjax.llm.frames import annotated_png
-    from normjax.llm.turns import Other
+    from normjax.runtime.frames import annotated_png
+    from normjax.runtime.turns import Other
 
     recs, man = D.build(
         "norm_selection", "access", "train", 6, seed=9, policy="oracle", batch=BATCH, steps=STEPS, frames=True

@@ -18,8 +18,8 @@ from normjax.finetune.readback import read_run
 from normjax.finetune.text import action_messages, newcomer_turn
 from normjax.llm.agents import LLMAgent
 from normjax.llm.client import ChatClient, ClientConfig
-from normjax.llm.runner import run_protocol_async
-from normjax.llm.transcripts import TranscriptStore
+from normjax.runtime.runner import run_protocol_async
+from normjax.runtime.transcripts import TranscriptStore
 from normjax.testing.fake_openai import FakeOpenAI, chaos
 
 pytestmark = pytest.mark.slow

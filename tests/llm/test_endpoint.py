@@ -9,7 +9,7 @@
   reused on resume, never tabulated.
 * The endpoint is part of the run's identity (--allow-mixed-endpoint).
 
-Runs use one norm (forbidden_zone_q), as tests/llm/test_runner.py does, so
+Runs use one norm (forbidden_zone_q), as tests/runtime/test_runner.py does, so
 the compiled steps are shared.
 """
 
@@ -25,11 +25,12 @@ import zlib
 import pytest
 
 from normjax.env import oracle_policy
-from normjax.llm.agents import LLMAgent, StatePolicyAgent
+from normjax.llm.agents import LLMAgent
 from normjax.llm.client import PREFLIGHT_PROMPT, ChatClient, ClientConfig, EndpointError
-from normjax.llm.runner import run_protocol, run_protocol_async
-from normjax.llm.transcripts import TranscriptStore
 from normjax.protocol.seeds import base_seed
+from normjax.runtime.agents import StatePolicyAgent
+from normjax.runtime.runner import run_protocol, run_protocol_async
+from normjax.runtime.transcripts import TranscriptStore
 from normjax.testing.fake_openai import FakeOpenAI, Reply, chaos, navigator_text, prompt_text
 
 NORM = "forbidden_zone_q"

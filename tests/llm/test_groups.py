@@ -14,7 +14,7 @@ import pytest
 
 from normjax.llm.agents import LLMAgent
 from normjax.llm.client import ChatClient, ClientConfig
-from normjax.llm.runner import run_protocol_async
+from normjax.runtime.runner import run_protocol_async
 from normjax.testing.fake_openai import FakeOpenAI, Reply, navigate, prompt_text
 
 WALL_DOOR = {"left": "A", "bottom": "B", "right": "C"}

@@ -1,5 +1,5 @@
-"""normjax.llm.prompts, turns and frames: the paper's prompt templates filled
-from a Turn (positions as (row, column)), the memory window (10 recent steps +
+"""normjax.llm.prompts, with the runtime's turns and frames (normjax.runtime): the paper's prompt
+templates filled from a Turn (positions as (row, column)), the memory window (10 recent steps +
 5 earlier sanctioned ones), known-norm and text-only modes, and the arrows
 drawn on VLM frames."""
 
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from normjax import constants as C
-from normjax.llm.frames import ARROW_RGB, annotate, annotated_png
 from normjax.llm.prompts import goal_texts, system_prompt, target_text, user_prompt
-from normjax.llm.turns import Other, StepRecord, Turn, select_memory
 from normjax.norms import get_norm
+from normjax.runtime.frames import ARROW_RGB, annotate, annotated_png
+from normjax.runtime.turns import Other, StepRecord, Turn, select_memory
 from normjax.world.state import ANY_DOOR, GOAL_ANY_CHAIR, GOAL_ANY_R, GOAL_CELL
 
 

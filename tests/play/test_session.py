@@ -31,17 +31,17 @@ import pytest
 
 pytest.importorskip("flask", reason="needs the [play] extra (Flask)")
 
+from normjax.analysis.judge import export_judge_prompts
 from normjax.env import oracle_policy
-from normjax.llm.batch import policy_actions
-from normjax.llm.judge import export_judge_prompts
-from normjax.llm.runner import run_protocol
-from normjax.llm.transcripts import TranscriptStore
-from normjax.llm.turns import Decision
 from normjax.play.app import create_app
 from normjax.play.export import export_study
 from normjax.play.session import LOG, read_log
 from normjax.protocol.runner import run_episodes, summarize
 from normjax.protocol.seeds import test_episodes as protocol_episodes
+from normjax.runtime.batch import policy_actions
+from normjax.runtime.runner import run_protocol
+from normjax.runtime.transcripts import TranscriptStore
+from normjax.runtime.turns import Decision
 
 NORM = "forbidden_zone_q"
 NORM_ID = 0

@@ -24,11 +24,11 @@ import pytest
 pytest.importorskip("flask", reason="needs the [play] extra (Flask)")
 
 from normjax.cli import build_parser
-from normjax.llm.transcripts import TRANSCRIPT_FORMAT
 from normjax.norms import FAMILY_IDS, FAMILY_OF, N_NORMS, NORMS
 from normjax.play.app import create_app
 from normjax.play.export import export_study
 from normjax.play.study import Study, assign_norms, check_assign, max_assign
+from normjax.runtime.transcripts import TRANSCRIPT_FORMAT
 
 ALL = list(range(N_NORMS))
 

@@ -1,7 +1,7 @@
 """Hand-built llm-eval run directories for the judge and belief-analysis tests (no JAX, no model).
 
 A run holds finished interaction transcripts in the transcript format
-(`normjax.llm.transcripts`): a header, then one line per step with the agents
+(`normjax.runtime.transcripts`): a header, then one line per step with the agents
 (slot 0 is the newcomer) and the ``llm`` record the runner writes; optionally
 ``results.json`` with the norms of its table.  `judge_script` is a fake judge
 for `tests.fake_openai.FakeOpenAI` that answers from a {belief: reply} table.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 
-from normjax.llm.transcripts import TRANSCRIPT_FORMAT, TranscriptStore
+from normjax.runtime.transcripts import TRANSCRIPT_FORMAT, TranscriptStore
 from normjax.testing.fake_openai import Reply
 
 

@@ -1,4 +1,4 @@
-"""Slow-tier end-to-end checks of normjax.llm.runner (pytest -m slow).
+"""Slow-tier end-to-end checks of normjax.runtime.runner (pytest -m slow).
 
 * all 50 norms: the oracle and blind state policies as external agents equal
   `normjax.protocol.evaluate` episode by episode;
@@ -18,12 +18,13 @@ import pytest
 
 from normjax.env import COMMUNITY, blind_policy, env_step, oracle_policy, phase_params
 from normjax.interop.export import trajectory_records
-from normjax.llm.agents import LLMAgent, StatePolicyAgent
+from normjax.llm.agents import LLMAgent
 from normjax.llm.client import ChatClient, ClientConfig
-from normjax.llm.runner import run_protocol, run_protocol_async
-from normjax.llm.transcripts import TranscriptStore
 from normjax.protocol import evaluate, format_table
 from normjax.protocol.seeds import base_seed
+from normjax.runtime.agents import StatePolicyAgent
+from normjax.runtime.runner import run_protocol, run_protocol_async
+from normjax.runtime.transcripts import TranscriptStore
 from normjax.testing.fake_openai import FakeOpenAI, category, chaos, prompt_text
 from normjax.world.state import WorldConfig
 from normjax.world.step import reset_world

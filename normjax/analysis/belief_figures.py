@@ -1,4 +1,4 @@
-"""Figures of the belief analysis (`normjax.llm.belief_analysis`), in the style of train/report.py.
+"""Figures of the belief analysis (`normjax.analysis.belief_analysis`, which draws them), as train/report.py.
 
 * `correctness_figure`: paper Figure 4b: per interaction step, the mean judge
   score (shaded: one standard error across norms), the share of norms whose
@@ -8,14 +8,14 @@
   stated confidence after each class of event (error bars: one standard
   error), each bar labelled with its number of events.
 
-Matplotlib's object API (`matplotlib.figure.Figure`), so no display backend is needed.
+Both read only the analysis's result dict: this module imports nothing from the analysis, so
+the two do not import each other.  Matplotlib's object API (`matplotlib.figure.Figure`), so no
+display backend is needed.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-
-from normjax.llm.belief_analysis import EVENT_TYPES
 
 EVENT_LABELS = {
     "own_violation": "own violation",
@@ -73,15 +73,16 @@ def change_figure(result: dict, path) -> Path:
     from matplotlib.figure import Figure
 
     stats = result["change"]["overall"]
+    kinds = list(stats)  # the event classes in the analysis's order (`belief_analysis.EVENT_TYPES`)
     fig = Figure(figsize=(11, 4))
     axes = fig.subplots(1, 2)
-    x = list(range(len(EVENT_TYPES)))
+    x = list(range(len(kinds)))
     for ax, key, title in (
         (axes[0], "score", "change in judge score"),
         (axes[1], "confidence", "change in stated confidence"),
     ):
-        means = [stats[k][f"mean_{key}_change"] for k in EVENT_TYPES]
-        errs = [stats[k][f"se_{key}_change"] for k in EVENT_TYPES]
+        means = [stats[k][f"mean_{key}_change"] for k in kinds]
+        errs = [stats[k][f"se_{key}_change"] for k in kinds]
         ax.bar(
             x,
             [m or 0.0 for m in means],
@@ -89,12 +90,12 @@ def change_figure(result: dict, path) -> Path:
             capsize=4,
             color=["tab:red", "tab:orange", "tab:green"],
         )
-        for i, k in enumerate(EVENT_TYPES):
+        for i, k in enumerate(kinds):
             ax.annotate(
                 f"n={stats[k]['n']}", (i, 0), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=8
             )
         ax.axhline(0, color="black", lw=0.8)
-        ax.set_xticks(x, [EVENT_LABELS[k] for k in EVENT_TYPES], fontsize=8)
+        ax.set_xticks(x, [EVENT_LABELS[k] for k in kinds], fontsize=8)
         n = result["replies_after"]
         after = "the next reply" if n == 1 else f"{n} replies later"
         ax.set_title(f"{title} (belief after {after})", fontsize=10)

@@ -25,6 +25,8 @@ from normjax import constants as C
 
 RECENT_STEPS = 10
 EARLIER_SANCTIONED = 5
+# The prompt's spelling of each action id (paper appendix), as the memory records it.
+PROMPT_ACTIONS = ("move up", "move down", "move left", "move right", "wait")
 
 Cell = tuple[int, int]
 
@@ -115,4 +117,14 @@ def select_memory(
     return window, [r for r in older if r.sanctioned][-earlier:] if earlier > 0 else []
 
 
-__all__ = ["Cell", "Decision", "EARLIER_SANCTIONED", "Other", "RECENT_STEPS", "StepRecord", "Turn", "select_memory"]
+__all__ = [
+    "Cell",
+    "Decision",
+    "EARLIER_SANCTIONED",
+    "Other",
+    "PROMPT_ACTIONS",
+    "RECENT_STEPS",
+    "StepRecord",
+    "Turn",
+    "select_memory",
+]

@@ -1,4 +1,4 @@
-"""The runner's packed host rows and lazily built turns and memory (normjax.llm.lazy, batch.observe/advance).
+"""The runner's packed host rows and lazily built turns and memory (normjax.runtime.lazy, batch.observe/advance).
 
 * `Memory.select(n)` equals `select_memory` over the first n eagerly built
   records, for every n and many sanction patterns; records are snapshots.
@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 from normjax import constants as C
-from normjax.llm import batch
-from normjax.llm.lazy import Columns, LazyTurn, Memory, others_of
-from normjax.llm.runner import protocol_test_episodes
-from normjax.llm.turns import Other, StepRecord, Turn, select_memory
 from normjax.protocol.metrics import collision_involvement, community_totals
+from normjax.runtime import batch
+from normjax.runtime.lazy import Columns, LazyTurn, Memory, others_of
+from normjax.runtime.runner import protocol_test_episodes
+from normjax.runtime.turns import Other, StepRecord, Turn, select_memory
 
 K = 4
 LAYOUT = batch.obs_layout(K)

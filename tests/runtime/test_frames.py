@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from normjax import constants as C
-from normjax.llm import batch
-from normjax.llm.runner import interaction_episodes, protocol_test_episodes
+from normjax.runtime import batch
+from normjax.runtime.runner import interaction_episodes, protocol_test_episodes
 
 
 def _frames_equal_without_habits(specs, steps):

@@ -4,7 +4,7 @@
                                                       temperature=0.0))
 
 1. ``OUT/judge_prompts.jsonl`` is written again from the finished interaction
-   transcripts (`normjax.llm.judge.export_judge_prompts`; deterministic, so an
+   transcripts (`normjax.analysis.judge.export_judge_prompts`; deterministic, so an
    unchanged run keeps its ids).
 2. Every prompt without a usable score in the scores file (default
    ``OUT/judge_scores.jsonl``) is sent through `normjax.llm.client.ChatClient`
@@ -35,8 +35,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from normjax.llm.client import ChatClient, ClientConfig, EndpointError
-from normjax.llm.judge import (
+from normjax.analysis.judge import (
     JUDGE_FILE,
     SCORES_FILE,
     check_run_dir,
@@ -45,6 +44,7 @@ from normjax.llm.judge import (
     jsonl_records,
     read_scores,
 )
+from normjax.llm.client import ChatClient, ClientConfig, EndpointError
 
 LINE_FIELDS = ("id", "reply", "norm", "belief", "model")
 

@@ -21,7 +21,7 @@ it in both stages keeps one compiled step per batch size.
 
 Batches are padded to a multiple of `PAD` rows (copies of row 0 marked done)
 so that runs of nearby sizes share compilations.  The stage start, `observe`,
-`advance` and the renderer run through `normjax.llm.programs.run`: with the
+`advance` and the renderer run through `normjax.runtime.programs.run`: with the
 command's cache directory they are loaded whole on a repeated command (their
 static arguments are keyword-only, the others positional).
 
@@ -53,10 +53,10 @@ from normjax.env.episode import Episode, episode_step, fixed_action, step_keys
 from normjax.ground.moves import effective_actions
 from normjax.interop.render import render_frame
 from normjax.layouts.tables import world_tables
-from normjax.llm import programs
 from normjax.protocol import imitation as _imitation
 from normjax.protocol.metrics import collision_involvement, community_totals
 from normjax.protocol.scenarios import SCENARIO_COMMUNITY, build_test_episode
+from normjax.runtime import programs
 from normjax.world import tasks
 from normjax.world.state import WorldConfig
 from normjax.world.step import reset_world

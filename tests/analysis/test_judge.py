@@ -1,4 +1,4 @@
-"""Strict judge-score import (normjax.llm.judge) on a hand-made run directory:
+"""Strict judge-score import (normjax.analysis.judge) on a hand-made run directory:
 only the rubric's integer in the documented reply format counts; everything
 else, unknown ids included, is an error listed with its line; the curve covers
 the norms requested, not every norm in the directory."""
@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from normjax.llm.judge import export_judge_prompts, import_judge_scores
-from normjax.llm.transcripts import TRANSCRIPT_FORMAT, TranscriptStore
+from normjax.analysis.judge import export_judge_prompts, import_judge_scores
+from normjax.runtime.transcripts import TRANSCRIPT_FORMAT, TranscriptStore
 
 
 def _interaction(store, norm, beliefs, incomplete=False):

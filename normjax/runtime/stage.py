@@ -1,9 +1,9 @@
-"""One stage of the external-agent runner (`normjax.llm.runner`): episodes on their own clocks.
+"""One stage of the external-agent runner (`normjax.runtime.runner`): episodes on their own clocks.
 
 Each episode (a row of one batch) keeps its own step counter.  The loop:
 the idle rows (no decision pending) are read from their packed int32 rows
-(`normjax.llm.batch.observe` / `advance`); those whose newcomer decides get a
-`Turn` (other agents and memory on first access, `normjax.llm.lazy`), the
+(`normjax.runtime.batch.observe` / `advance`); those whose newcomer decides get a
+`Turn` (other agents and memory on first access, `normjax.runtime.lazy`), the
 others are ready to WAIT.  An async agent gets one task per turn; the loop
 awaits the first reply, then runs `batch.advance` (the step fused with the
 next step's view and packing) for every row that is ready, with a mask that
@@ -40,13 +40,12 @@ import numpy as np
 
 from normjax import constants as C
 from normjax.interop.export import trajectory_records
-from normjax.llm import batch, programs
-from normjax.llm.agents import StepContext, checked
-from normjax.llm.frames import annotated_png
-from normjax.llm.lazy import Columns, LazyTurn, Memory
-from normjax.llm.parse import PROMPT_ACTIONS
-from normjax.llm.transcripts import TranscriptStore, transcript_records
-from normjax.llm.turns import Decision, Turn
+from normjax.runtime import batch, programs
+from normjax.runtime.agents import StepContext, checked
+from normjax.runtime.frames import annotated_png
+from normjax.runtime.lazy import Columns, LazyTurn, Memory
+from normjax.runtime.transcripts import TranscriptStore, transcript_records
+from normjax.runtime.turns import PROMPT_ACTIONS, Decision, Turn
 
 COUNTERS = ("decisions", "errors", "request_errors", "requests", "retries", "tokens_in", "tokens_out", "warnings")
 # An episode in which more than this share of the decisions got no reply from the endpoint is

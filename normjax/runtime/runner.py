@@ -10,7 +10,7 @@ scenarios as `normjax.protocol.evaluate`), each with a fresh memory and the
 norm's final interaction belief and confidence frozen into its prompts.
 
 All episodes of a stage are rows of one batch stepped by one jitted, vmapped
-step (`normjax.llm.batch`; the stage loop is `normjax.llm.stage`), but each
+step (`normjax.runtime.batch`; the stage loop is `normjax.runtime.stage`), but each
 episode advances on its own clock: an async agent (``async def act``, e.g.
 `LLMAgent`) is asked once per turn, and an episode steps as soon as its own
 newcomer's reply is in (with whatever other episodes are ready then; rows
@@ -48,11 +48,15 @@ and raises if it is unusable), and only then is ``run.json`` written, so a
 run that never started leaves no identity behind.  ``results.json`` is
 removed at the start and written only when every requested episode is
 complete; otherwise the result has ``incomplete`` (the names of the
-episodes whose decisions mostly got no reply, `normjax.llm.stage`) and no
+episodes whose decisions mostly got no reply, `normjax.runtime.stage`) and no
 ``results.json`` is written.
 
-Transcripts, resume and the judge export: `normjax.llm.transcripts`,
-`normjax.llm.judge`.
+Transcripts, resume and the judge export: `normjax.runtime.transcripts`,
+`normjax.analysis.judge`.
+
+`normjax play` plays the same episodes (`protocol_episodes`), each test episode with its
+norm's frozen belief (`freeze_beliefs`) and stored ones restored (`restore`), one episode
+per stage, norm by norm.
 """
 
 from __future__ import annotations
@@ -65,12 +69,12 @@ from pathlib import Path
 
 import numpy as np
 
-from normjax.llm.stage import COUNTERS, Episode, Stage
-from normjax.llm.transcripts import TranscriptStore, check_run, write_run
 from normjax.norms import NORMS
 from normjax.protocol.runner import resolve_norms, summarize
 from normjax.protocol.seeds import TEST_STEPS, base_seed, test_episodes
 from normjax.protocol.stamp import protocol_stamp
+from normjax.runtime.stage import COUNTERS, Episode, Stage
+from normjax.runtime.transcripts import TranscriptStore, check_run, write_run
 from normjax.world.habits import check_distractor
 
 INTERACTION_STEPS = 200
@@ -98,10 +102,40 @@ def protocol_test_episodes(norm_ids, seed: int = 0) -> list[dict]:
     return [dict(e, name=f"{e['norm']}/{e['condition']}_{e['episode']}") for e in test_episodes(norm_ids, seed)]
 
 
-def _stored(e: Episode, header: dict) -> Episode:
+def protocol_episodes(norm_ids, seed: int = 0, interaction: bool = True) -> tuple[list[Episode], list[Episode]]:
+    """(interaction episodes, test episodes) of the protocol: one interaction episode per norm
+    (none when `interaction` is false: the phase is skipped), then every norm's test episodes,
+    in protocol order.  The runner plays them stage by stage, `normjax play` norm by norm."""
+    inter = [Episode(s) for s in interaction_episodes(norm_ids, seed)] if interaction else []
+    return inter, [Episode(s) for s in protocol_test_episodes(norm_ids, seed)]
+
+
+def freeze_beliefs(tests: list[Episode], inter: list[Episode]) -> None:
+    """Give each test episode its norm's final interaction belief and confidence (None, None
+    without one), frozen into its prompts."""
+    belief = {e.spec["norm_id"]: (e.belief, e.confidence) for e in inter}
+    for e in tests:
+        e.belief, e.confidence = belief.get(e.spec["norm_id"], (None, None))
+
+
+def restore(e: Episode, header: dict) -> Episode:
+    """Mark `e` finished with the result (and final belief) its stored transcript's header holds."""
     e.result, e.done = header["result"], True
     e.belief, e.confidence = e.result["llm"]["belief"], e.result["llm"]["confidence"]
     return e
+
+
+def unfinished(episodes: list[Episode], load: Callable) -> list[Episode]:
+    """The episodes still to run; each of the others (`load(name)` gives its stored transcript's
+    header) is restored from it (`restore`)."""
+    todo = []
+    for e in episodes:
+        header = load(e.name)
+        if header is None:
+            todo.append(e)
+        else:
+            restore(e, header)
+    return todo
 
 
 async def run_protocol_async(
@@ -128,7 +162,7 @@ async def run_protocol_async(
     `out`: a run directory for transcripts, frames, ``run.json`` and
     ``results.json``; None keeps everything in memory.  `settings` (model, prompt
     mode, ...) are stored in ``run.json`` and checked on resume (`allow_mixed_endpoint`:
-    `normjax.llm.transcripts.check_run`).  `distractor` / `distractor_share`: see the
+    `normjax.runtime.transcripts.check_run`).  `distractor` / `distractor_share`: see the
     module docstring (default off).  `lockstep`: every episode of a stage waits for the
     whole step's replies (same results for the same replies; a simpler schedule to reason about).
     """
@@ -151,20 +185,14 @@ async def run_protocol_async(
     load = (lambda name: store.load(name)) if store is not None else (lambda name: None)
     t0 = time.perf_counter()
 
-    inter = [Episode(s) for s in interaction_episodes(ids, seed)]
-    tests = [Episode(s) for s in protocol_test_episodes(ids, seed)]
-    pending = any(load(e.name) is None for e in (inter if interaction_steps > 0 else []) + tests)
+    inter, tests = protocol_episodes(ids, seed, interaction=interaction_steps > 0)
+    pending = any(load(e.name) is None for e in inter + tests)
     if pending and hasattr(agent, "preflight"):
         await agent.preflight()
     if out is not None:
         write_run(out, run_json)
-    todo = []
-    for e in inter if interaction_steps > 0 else []:
-        header = load(e.name)
-        if header is not None:
-            _stored(e, header)
-            continue
-        todo.append(e)
+    todo = unfinished(inter, load)
+    for e in todo:
         for t in tests:  # their frozen belief would come from a new interaction
             if t.spec["norm_id"] == e.spec["norm_id"] and store is not None:
                 store.discard(t.name)
@@ -185,20 +213,13 @@ async def run_protocol_async(
         )
         await stage.run()
         timing["interaction"] = stage.timing
-    belief = {e.spec["norm_id"]: (e.belief, e.confidence) for e in inter}
-    todo = []
-    for e in tests:
-        header = load(e.name)
-        if header is not None:
-            _stored(e, header)
-            continue
-        e.belief, e.confidence = belief.get(e.spec["norm_id"], (None, None))
-        todo.append(e)
+    freeze_beliefs(tests, inter)  # a stored test episode's own header overrides it (`restore`)
+    todo = unfinished(tests, load)
     if todo:
         stage = Stage(agent, todo, TEST_STEPS, TEST_STEPS, capacity, store, settings, cell_px, progress, on, lockstep)
         await stage.run()
         timing["test"] = stage.timing
-    result = assemble(tests, inter if interaction_steps > 0 else [])
+    result = assemble(tests, inter)
     result["meta"] = dict(
         settings,
         norms=[NORMS[n].name for n in ids],
@@ -247,8 +268,12 @@ def assemble(tests: list[Episode], inter: list[Episode]) -> dict:
 __all__ = [
     "INTERACTION_STEPS",
     "assemble",
+    "freeze_beliefs",
     "interaction_episodes",
+    "protocol_episodes",
     "protocol_test_episodes",
+    "restore",
+    "unfinished",
     "run_protocol",
     "run_protocol_async",
 ]

@@ -1,7 +1,7 @@
 """The external-agent runner's programs through the executable cache (`normjax.cache`).
 
 `normjax llm-eval` and `normjax play` step their episodes with the jitted
-programs of `normjax.llm.batch` (a stage's start, the packed view, the fused
+programs of `normjax.runtime.batch` (a stage's start, the packed view, the fused
 step and the frame renderer).  With a cache directory configured (the
 command line's default), `run` gets each program from
 `normjax.cache.compiled`, so a repeated command loads it whole instead of

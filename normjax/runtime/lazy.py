@@ -1,7 +1,7 @@
 """Host-side turn and memory objects of the runner, built from packed rows on demand.
 
 The runner keeps, per step, one packed int32 array [B, F] of what the host
-needs (`normjax.llm.batch.obs_layout`).  Building every newcomer's `Turn`
+needs (`normjax.runtime.batch.obs_layout`).  Building every newcomer's `Turn`
 with all other agents, and every remembered `StepRecord`, as Python objects
 each step costs more than the whole device step at hundreds of episodes,
 and an agent that acts on the state (or a scripted one) never reads them.
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 
-from normjax.llm.turns import EARLIER_SANCTIONED, RECENT_STEPS, Other, StepRecord, Turn
+from normjax.runtime.turns import EARLIER_SANCTIONED, RECENT_STEPS, Other, StepRecord, Turn
 
 LAZY_FIELDS = ("others", "memory", "earlier")
 

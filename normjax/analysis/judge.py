@@ -4,7 +4,7 @@ during Learning", Figure 4b, and appendix "LLM Judge and Human Agreement").
 The paper's judge receives, for every interaction step, the agent's current
 belief and the ground-truth norm's description, and returns an integer score
 from 1 to 7 (`RUBRIC`).  This module does not call a judge itself
-(``normjax llm-judge``, `normjax.llm.judge_run`, does):
+(``normjax llm-judge``, `normjax.analysis.judge_run`, does):
 
 * `export_judge_prompts(out)` reads a run's interaction transcripts and writes
   ``OUT/judge_prompts.jsonl``: one line per distinct belief of a norm, with an
@@ -40,8 +40,8 @@ import json
 from pathlib import Path
 
 from normjax.llm.parse import find_objects
-from normjax.llm.transcripts import TranscriptStore
 from normjax.norms import NORMS, get_norm
+from normjax.runtime.transcripts import TranscriptStore
 
 RUBRIC = """Score how accurately the belief captures the ground-truth norm, as one integer from 1 to 7:
 7 = the same rule, expressed in different words;
@@ -61,7 +61,7 @@ FAMILY_GLOSS = {
 }
 CORRECT_SCORE = 6
 JUDGE_FILE = "judge_prompts.jsonl"
-SCORES_FILE = "judge_scores.jsonl"  # what normjax llm-judge writes (normjax.llm.judge_run)
+SCORES_FILE = "judge_scores.jsonl"  # what normjax llm-judge writes (normjax.analysis.judge_run)
 
 
 def judge_messages(norm_id: int, belief: str) -> list[dict]:

@@ -1,4 +1,4 @@
-"""The belief analysis (normjax.llm.belief_analysis, `normjax llm-beliefs`; paper Figure 4b / 4c) on a
+"""The belief analysis (normjax.analysis.belief_analysis, `normjax llm-beliefs`; paper Figure 4b / 4c) on a
 hand-built run whose events, beliefs and scores are known, against numbers computed by hand; the
 event definitions against what the prompts of a real llm-eval run showed (slow tier)."""
 
@@ -8,10 +8,10 @@ import json
 
 import pytest
 
+from normjax.analysis.belief_analysis import analyse_beliefs, step_evidence
+from normjax.analysis.judge import export_judge_prompts, import_judge_scores
 from normjax.cli import main
-from normjax.llm.belief_analysis import analyse_beliefs, step_evidence
-from normjax.llm.judge import export_judge_prompts, import_judge_scores
-from normjax.llm.transcripts import TranscriptStore
+from normjax.runtime.transcripts import TranscriptStore
 from tests.support.belief_runs import agent, llm, write_interaction, write_results
 
 ZONE, RING = "forbidden_zone_q", "clockwise_circulation"  # access, procedure
@@ -235,7 +235,7 @@ def test_the_analysis_needs_no_http_client():
 
     code = (
         "import sys; sys.modules['httpx'] = None\n"
-        "import normjax.llm.belief_analysis, normjax.llm.belief_figures\nprint('imported')\n"
+        "import normjax.analysis.belief_analysis, normjax.analysis.belief_figures\nprint('imported')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "imported", out.stderr

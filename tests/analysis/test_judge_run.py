@@ -9,8 +9,8 @@ import json
 
 import pytest
 
+from normjax.analysis.judge import import_judge_scores
 from normjax.cli import build_parser, main
-from normjax.llm.judge import import_judge_scores
 from normjax.testing.fake_openai import FakeOpenAI, Reply
 from tests.support.belief_runs import (
     belief_only_steps,

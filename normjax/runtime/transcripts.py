@@ -3,7 +3,7 @@
 Layout of a run directory ``OUT`` (`TranscriptStore`):
 
     OUT/run.json                                the run's settings (checked on resume)
-    OUT/results.json                            the results (`normjax.llm.runner`)
+    OUT/results.json                            the results (`normjax.runtime.runner`)
     OUT/transcripts/<norm>/interaction.jsonl    one file per episode ...
     OUT/transcripts/<norm>/seen_<e>.jsonl       ... e = 0, 1, 2 (protocol order)
     OUT/transcripts/<norm>/unseen_<e>.jsonl

@@ -4,7 +4,7 @@ The paper's prompt asks the model to take "other agents' arrows" into account
 (appendix, ReAct procedure): the frame shows each agent's intended next move.
 `normjax.interop.render.render_frame` already draws the public sanctions of
 the last step (a red cross on the agent), the newcomer's gold star and the
-status badges (`normjax.llm.batch.render` leaves out the distractor-habit
+status badges (`normjax.runtime.batch.render` leaves out the distractor-habit
 badges: hidden state that the community cannot see); this module adds, on
 the host (numpy / PIL):
 
@@ -12,7 +12,7 @@ the host (numpy / PIL):
   intended moves (intents 0-3; a WAIT, or a move blocked by a wall, draws
   none).  The intents are the community's planned actions for the step,
   computed with the step's own community key, reduced to effective actions
-  (`normjax.llm.batch.view`); the newcomer has no arrow, since its move is
+  (`normjax.runtime.batch.view`); the newcomer has no arrow, since its move is
   what the model decides;
 * a margin with row numbers on the left and column numbers on top, so that
   the image and the prompt's (row, column) positions line up.
@@ -71,7 +71,7 @@ def annotate(frame, others, cell_px: int, margin: bool = True):
     """A PIL image: `frame` [11*px, 15*px, 3] uint8 with arrows (and a coordinate margin).
 
     `others` is a sequence of objects with `pos` (row, col) and `intent`
-    (an action id or None), e.g. `normjax.llm.turns.Other`.
+    (an action id or None), e.g. `normjax.runtime.turns.Other`.
     """
     from PIL import Image, ImageDraw
 

@@ -5,7 +5,7 @@
 **Correctness over the interaction (Figure 4b).**  Per interaction step t,
 over the run's norms (overall and per norm family): ``mean_score`` (with its
 standard error across norms) and ``correct_share`` (score >= 6) of the belief
-held after step t, exactly as `normjax.llm.judge.import_judge_scores` counts
+held after step t, exactly as `normjax.analysis.judge.import_judge_scores` counts
 them (a step before the first belief scores 1), and ``violations``, the mean
 number of the newcomer's own sanctions up to and including step t.
 
@@ -46,7 +46,7 @@ import json
 import math
 from pathlib import Path
 
-from normjax.llm.judge import (
+from normjax.analysis.judge import (
     CORRECT_SCORE,
     SCORES_FILE,
     check_run_dir,
@@ -57,8 +57,8 @@ from normjax.llm.judge import (
     scored_beliefs,
     step_scores,
 )
-from normjax.llm.transcripts import TranscriptStore
 from normjax.norms import FAMILIES, get_norm
+from normjax.runtime.transcripts import TranscriptStore
 
 EVENT_TYPES = ("own_violation", "others_violation", "compliant_move")
 
@@ -292,7 +292,7 @@ def analyse_beliefs(
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         if figures:
-            from normjax.llm.belief_figures import change_figure, correctness_figure
+            from normjax.analysis.belief_figures import change_figure, correctness_figure
 
             result["figures"] = [
                 str(correctness_figure(result, out / "belief_correctness.png")),

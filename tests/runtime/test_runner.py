@@ -1,4 +1,4 @@
-"""normjax.llm.runner end to end.
+"""normjax.runtime.runner end to end.
 
 * The oracle and blind state policies, wrapped as external agents, reproduce
   the protocol's per-episode numbers exactly (the same seeds, groups,
@@ -30,16 +30,17 @@ import numpy as np
 import pytest
 
 from normjax import constants as C
+from normjax.analysis.judge import export_judge_prompts, import_judge_scores
 from normjax.env import blind_policy, oracle_policy, random_policy
-from normjax.llm import batch
-from normjax.llm.agents import LLMAgent, StatePolicyAgent
-from normjax.llm.batch import policy_actions
+from normjax.llm.agents import LLMAgent
 from normjax.llm.client import PREFLIGHT_PROMPT, ChatClient, ClientConfig
-from normjax.llm.judge import export_judge_prompts, import_judge_scores
-from normjax.llm.runner import run_protocol, run_protocol_async
-from normjax.llm.transcripts import TranscriptStore
-from normjax.llm.turns import Decision
 from normjax.protocol.runner import format_table, summarize
+from normjax.runtime import batch
+from normjax.runtime.agents import StatePolicyAgent
+from normjax.runtime.batch import policy_actions
+from normjax.runtime.runner import run_protocol, run_protocol_async
+from normjax.runtime.transcripts import TranscriptStore
+from normjax.runtime.turns import Decision
 from normjax.testing.fake_openai import ERROR_CATEGORIES, FakeOpenAI, category, chaos, prompt_text
 from tests.support.shared_protocol import reference
 
@@ -376,8 +377,8 @@ def test_distractors_reproduce_evaluate(name, policy, habit, tmp_path):
 
 def test_distractors_in_the_interaction_phase():
     from normjax.env import phase_params
-    from normjax.llm import batch
-    from normjax.llm.runner import INTERACTION_STEPS, interaction_episodes
+    from normjax.runtime import batch
+    from normjax.runtime.runner import INTERACTION_STEPS, interaction_episodes
     from normjax.world.state import WorldConfig
     from tests.support.world_helpers import RESET
 
@@ -403,7 +404,7 @@ def test_distractors_in_the_interaction_phase():
 @pytest.mark.parametrize("distractor", [None, "move1_wait1"])
 def test_interaction_transcript_equals_the_exported_episode(tmp_path, distractor):
     """The runner's 200-step interaction episode is `normjax export`'s (the same reset, key splits and
-    community), step by step (tests/llm/test_slow.py: the same against a direct scan of `env_step`)."""
+    community), step by step (tests/runtime/test_slow.py: the same against a direct scan of `env_step`)."""
     from normjax.interop.export import rollout, trajectory_records
     from normjax.protocol.seeds import base_seed
 
