@@ -150,8 +150,8 @@ def test_two_processes_equal_one_process_uninterrupted_and_resumed(tmp_path):
     `normjax train --distributed` with two processes, the same command in one process on two
     devices, and two processes stopped after the first block (as if killed) then started
     again.  All end with the same parameters, metrics, validation and (through the command)
-    final tests.  The runs share their compiled programs through the persistent cache, so
-    the stopped and resumed runs compile almost nothing."""
+    final tests; the resumed run's whole carry equals a one-process run's.  The runs share
+    their compiled programs through the persistent cache, so the later ones compile little."""
     cli = [sys.executable, "-m", "normjax.cli", "train", "--config", "configs/test_tiny", "--no-progress"]
 
     def distributed(port):
@@ -170,15 +170,19 @@ def test_two_processes_equal_one_process_uninterrupted_and_resumed(tmp_path):
     assert _same_npz(two / "final_params.npz", one / "final_params.npz")
     assert sorted(p.name for p in (two / "checkpoints").iterdir() if p.name.isdigit()) == ["16", "8"]
 
-    def worker(port):
-        return lambda i: [sys.executable, "-c", WORKER, str(i), "2", str(port), str(tmp_path / "resumed"), *TWO_BLOCKS]
+    def worker(n, port, out):
+        return lambda i: [sys.executable, "-c", WORKER, str(i), str(n), str(port), str(tmp_path / out), *TWO_BLOCKS]
 
-    stopped = _launch(worker(_port()), n=2, devices=1, STOP_AFTER="8")
+    stopped = _launch(worker(2, _port(), "resumed"), n=2, devices=1, STOP_AFTER="8")
     assert all("resumed" not in out for out in stopped)
-    resumed = _launch(worker(_port()), n=2, devices=1)
+    resumed = _launch(worker(2, _port(), "resumed"), n=2, devices=1)
     assert "resumed from checkpoint at 8 transitions" in resumed[0]
     for i, out in enumerate(resumed):
         assert f"PROCESS {i} 2 2 1" in out  # process i of 2, 2 devices in all, one shard of the runs here
+    # The whole carry (networks, optimiser, replay, environments), gathered, against one process.
+    (single,) = _launch(worker(1, 0, "single"), n=1, devices=2)
+    assert "PROCESS 0 1 2 2" in single
+    assert _same_npz(tmp_path / "resumed" / "carry.npz", tmp_path / "single" / "carry.npz")
     assert _same_npz(tmp_path / "resumed" / "final_params.npz", one / "final_params.npz")
     for name in ("metrics.jsonl", "validation.jsonl"):
         assert (tmp_path / "resumed" / name).read_text() == (one / name).read_text(), name
