@@ -262,6 +262,14 @@ def test_vlm_frames(tmp_path):
     assert result["llm"]["requests"] == len({e["prompt"] for e in log})  # one request per prompt (retries aside)
 
 
+def _fake_llm_eval(srv, out, *extra) -> list[str]:
+    """`normjax llm-eval` on NORM against a fake server: short timeouts, 20 interaction steps
+    (the protocol's 200 add nothing here but wall time)."""
+    base = ["llm-eval", "--base-url", srv.base_url, "--model", "fake", "--norms", NORM, "--text-only"]
+    limits = ["--timeout", "0.5", "--max-retries", "2", "--concurrency", "8"]
+    return [*base, *limits, "--out", str(out), *extra, "--interaction-steps", "20"]
+
+
 def test_cli_llm_eval(tmp_path, capsys):
     from normjax.cli import build_parser, main
 
@@ -294,26 +302,7 @@ def test_cli_llm_eval(tmp_path, capsys):
         == 2
     )
     with FakeOpenAI(chaos(transport_errors=False)) as srv:  # the CLI's back-off is seconds long
-        argv = [
-            "llm-eval",
-            "--base-url",
-            srv.base_url,
-            "--model",
-            "fake",
-            "--norms",
-            NORM,
-            "--text-only",
-            "--timeout",
-            "0.5",
-            "--max-retries",
-            "2",
-            "--concurrency",
-            "8",
-            "--out",
-            str(out),
-            "--interaction-steps",
-            "20",
-        ]  # the protocol's 200 add nothing here but wall time
+        argv = _fake_llm_eval(srv, out)
         assert main(argv) == 0
         text = capsys.readouterr().out
         assert "seen     overall" in text and "llm: {" in text
@@ -466,28 +455,7 @@ def test_cli_llm_eval_distractor_flags_reach_both_stages(tmp_path, capsys):
 
     out = tmp_path / "cli"
     with FakeOpenAI(chaos(transport_errors=False)) as srv:  # the flags reach both stages and the results
-        argv = [
-            "llm-eval",
-            "--base-url",
-            srv.base_url,
-            "--model",
-            "fake",
-            "--norms",
-            NORM,
-            "--text-only",
-            "--timeout",
-            "0.5",
-            "--max-retries",
-            "2",
-            "--concurrency",
-            "8",
-            "--out",
-            str(out),
-            "--distractor",
-            "move1_wait1",
-            "--interaction-steps",
-            "20",
-        ]
+        argv = _fake_llm_eval(srv, out, "--distractor", "move1_wait1")
         assert main(argv) == 0
         assert "seen     overall" in capsys.readouterr().out
     result = json.loads((out / "results.json").read_text())
