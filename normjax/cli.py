@@ -199,6 +199,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="save no checkpoints (and resume from none): for throwaway or timing runs",
     )
     t.add_argument(
+        "--stop-after",
+        type=int,
+        default=None,
+        metavar="TRANSITIONS",
+        help="stop once the block that reaches TRANSITIONS per run is done, with a checkpoint "
+        "(exit 0); the same command without it resumes there: a job within a time limit",
+    )
+    t.add_argument(
         "--distributed",
         action="store_true",
         help="one process of a multi-process run (jax.distributed; docs/distributed.md)",

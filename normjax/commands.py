@@ -107,6 +107,11 @@ def cmd_render(args) -> int:
 
 
 def cmd_train(args) -> int:
+    if args.stop_after is not None and (args.stop_after < 1 or args.no_checkpoints):
+        raise ValueError(
+            f"--stop-after={args.stop_after} is invalid; allowed: a positive number of transitions, "
+            "with checkpoints (the run resumes from the one saved where it stops)"
+        )
     if args.no_checkpoints:
         args.checkpoint_every, args.no_resume = None, True
     elif args.checkpoint_every < 1:
@@ -131,7 +136,12 @@ def cmd_train(args) -> int:
     # One population (and run directory) per capacity K: <out> itself, or <out>/K6, K8, K10.
     out = Path(args.out) if args.out else Path("runs") / config.name
     results = train_capacities(
-        config, out, resume=not args.no_resume, progress=not args.no_progress, checkpoint_every=args.checkpoint_every
+        config,
+        out,
+        resume=not args.no_resume,
+        progress=not args.no_progress,
+        checkpoint_every=args.checkpoint_every,
+        stop_after=args.stop_after,
     )
     if is_primary():
         print(report(out))

@@ -232,7 +232,8 @@ def train_population(
     The population holds every (architecture, reward condition, norm, seed)
     run of the config; the returned `carry` is a tuple with one
     (runners, replay) pair per architecture (`train.dqn.Population`).
-    stop_after: stop (as if killed) once this many transitions are done.
+    stop_after: stop once this many transitions are done (as if killed, but with a
+    checkpoint there whatever `checkpoint_every` says); training again resumes from it.
     checkpoint_every: save a checkpoint every this many blocks and at the end; None:
     no checkpoints at all (nothing to resume from; e.g. a timing run whose replay
     memory would take long to save).
@@ -384,12 +385,16 @@ def _train_population(
                     for lay in config.validation_layouts + (ALL,)
                 )
             )
-        if ckpt is not None and (blocks_done % checkpoint_every == 0 or step >= config.total_steps):
+        stopping = stop_after is not None and stop_after <= step < config.total_steps
+        if ckpt is not None and (blocks_done % checkpoint_every == 0 or step >= config.total_steps or stopping):
             ckpt.save(step, args=ocp.args.StandardSave(carry))
             ckpt.wait_until_finished()
-        if stop_after is not None and step >= stop_after and step < config.total_steps:
+        if stopping:
             if bar is not None:
                 bar.close()
+            log(
+                f"stopped at {step:,} transitions" + (", checkpoint saved: training again resumes here" if ckpt else "")
+            )
             return {"stopped_at": step, "carry": carry}
     train_s = time.perf_counter() - t_start
     if bar is not None:

@@ -5,7 +5,7 @@ distributed run (CPU collectives over Gloo); the population of two runs is
 sharded over the two processes' devices.  Their parameters (gathered across
 processes), metrics and files equal a single-process run of the same config
 on two forced CPU devices, through the command line (with validation and the
-final tests) and after a stop and resume.
+final tests), across a stop (`--stop-after`) and resume.
 """
 
 from __future__ import annotations
@@ -35,34 +35,12 @@ TINY = [
     "validation_at=",
     "progress_every=4",
 ]
-# Two blocks of 8 transitions with validation between them: a run to stop and resume.
-TWO_BLOCKS = [a for a in TINY if not a.startswith(("total_steps", "validation_at"))] + [
-    "total_steps=16",
+# Three blocks of 8 transitions, validation after the first: a run to stop after one block
+# and resume for two (so block follows block both before and after a restore).
+THREE_BLOCKS = [a for a in TINY if not a.startswith(("total_steps", "validation_at"))] + [
+    "total_steps=24",
     "validation_at=8",
 ]
-
-WORKER = textwrap.dedent(
-    """
-    import os, sys
-    import jax
-    pid, n, port, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-    stop = int(os.environ.get("STOP_AFTER", "0")) or None
-    if n > 1:
-        from normjax.train.multihost import initialize
-        initialize(f"127.0.0.1:{port}", n, pid)
-    import numpy as np
-    from normjax.train.config import load_config
-    from normjax.train.multihost import is_primary, to_host
-    from normjax.train.run import train_population
-    cfg = load_config("configs/test_tiny.json", sys.argv[5:])
-    result = train_population(cfg, out, progress=False, final_test=False, log=print, stop_after=stop)
-    leaves = jax.tree.leaves(to_host(result["carry"]))  # a collective: every process calls it
-    local = result["carry"][0][0].step
-    print("PROCESS", jax.process_index(), jax.process_count(), jax.device_count(), len(local.addressable_shards))
-    if is_primary():
-        np.savez(out + "/carry.npz", *leaves)
-    """
-)
 
 
 def _port() -> int:
@@ -144,48 +122,68 @@ def test_distributed_flags(capsys):
     assert "--process-id=2 is invalid" in capsys.readouterr().err
 
 
-@pytest.mark.distributed
-def test_two_processes_equal_one_process_uninterrupted_and_resumed(tmp_path):
-    """One config (two blocks of 8 transitions, validation after the first) run four ways:
-    `normjax train --distributed` with two processes, the same command in one process on two
-    devices, and two processes stopped after the first block (as if killed) then started
-    again.  All end with the same parameters, metrics, validation and (through the command)
-    final tests; the resumed run's whole carry equals a one-process run's.  The runs share
-    their compiled programs through the persistent cache, so the later ones compile little."""
-    cli = [sys.executable, "-m", "normjax.cli", "train", "--config", "configs/test_tiny", "--no-progress"]
+def _checkpoint(path: Path) -> list[np.ndarray]:
+    """A checkpoint's whole carry (networks, optimiser, replay, environments) as host arrays,
+    whatever devices and processes saved it."""
+    import jax
+    import orbax.checkpoint as ocp
 
-    def distributed(port):
-        return ["--distributed", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id"]
+    ckptr = ocp.PyTreeCheckpointer()
+    tree = ckptr.metadata(path).item_metadata
+    return jax.tree.leaves(
+        ckptr.restore(path, restore_args=jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), tree))
+    )
+
+
+@pytest.mark.distributed
+def test_two_processes_stopped_and_resumed_equal_one_process(tmp_path):
+    """One config (three blocks of 8 transitions, validation after the first) through the
+    command two ways: `normjax train --distributed` with two processes, stopped after the first
+    block (`--stop-after`, as if killed) and started again, and the same command in one process
+    on two devices.  Both end with the same parameters, metrics, validation, final tests and
+    whole carry (the last checkpoint, restored to host arrays); the files are written once.
+    The one-process run loads the programs the other compiled where they are the same
+    (the persistent cache)."""
+    cli = [sys.executable, "-m", "normjax.cli", "train", "--config", "configs/test_tiny", "--no-progress"]
+    two, one = tmp_path / "two", tmp_path / "one"
+
+    def distributed(i):
+        return [
+            *cli,
+            "--out",
+            str(two),
+            "--distributed",
+            "--coordinator",
+            f"127.0.0.1:{port}",
+            "--num-processes",
+            "2",
+            "--process-id",
+            str(i),
+            *THREE_BLOCKS,
+        ]
 
     port = _port()
-    _launch(lambda i: cli + ["--out", str(tmp_path / "two"), *distributed(port), str(i), *TWO_BLOCKS], n=2, devices=1)
-    _launch(lambda i: cli + ["--out", str(tmp_path / "one"), *TWO_BLOCKS], n=1, devices=2)
-    one, two = tmp_path / "one", tmp_path / "two"
+    stopped = _launch(lambda i: [*distributed(i), "--stop-after", "8"], n=2, devices=1)
+    assert "stopped at 8 transitions, checkpoint saved" in stopped[0] and "resumed" not in stopped[0]
+    assert not (two / "results.json").exists()
+    # process 0 of 2 logs for both: two devices in two processes, one shard of the runs each
+    assert "devices: 2 in 2 processes, sharded over mesh {'runs': 2}" in stopped[0], stopped[0]
+    assert "population:" not in stopped[1] and "stopped at" not in stopped[1], stopped[1]  # process 1 logs nothing
+    port = _port()
+    resumed = _launch(distributed, n=2, devices=1)
+    assert "resumed from checkpoint at 8 transitions" in resumed[0], resumed[0]
+    _launch(lambda i: [*cli, "--out", str(one), *THREE_BLOCKS], n=1, devices=2)
     for name in ("metrics.jsonl", "validation.jsonl", "config.json", "population.json"):
         assert (two / name).read_text() == (one / name).read_text(), name
-    assert len((one / "metrics.jsonl").read_text().splitlines()) == 4  # 2 blocks x 2 runs, written once
+    assert len((one / "metrics.jsonl").read_text().splitlines()) == 6  # 3 blocks x 2 runs, written once
     a, b = (json.loads((d / "results.json").read_text()) for d in (two, one))
     a.pop("train_seconds"), b.pop("train_seconds")
     assert a == b
     assert _same_npz(two / "final_params.npz", one / "final_params.npz")
-    assert sorted(p.name for p in (two / "checkpoints").iterdir() if p.name.isdigit()) == ["16", "8"]
-
-    def worker(n, port, out):
-        return lambda i: [sys.executable, "-c", WORKER, str(i), str(n), str(port), str(tmp_path / out), *TWO_BLOCKS]
-
-    stopped = _launch(worker(2, _port(), "resumed"), n=2, devices=1, STOP_AFTER="8")
-    assert all("resumed" not in out for out in stopped)
-    resumed = _launch(worker(2, _port(), "resumed"), n=2, devices=1)
-    assert "resumed from checkpoint at 8 transitions" in resumed[0]
-    for i, out in enumerate(resumed):
-        assert f"PROCESS {i} 2 2 1" in out  # process i of 2, 2 devices in all, one shard of the runs here
-    # The whole carry (networks, optimiser, replay, environments), gathered, against one process.
-    (single,) = _launch(worker(1, 0, "single"), n=1, devices=2)
-    assert "PROCESS 0 1 2 2" in single
-    assert _same_npz(tmp_path / "resumed" / "carry.npz", tmp_path / "single" / "carry.npz")
-    assert _same_npz(tmp_path / "resumed" / "final_params.npz", one / "final_params.npz")
-    for name in ("metrics.jsonl", "validation.jsonl"):
-        assert (tmp_path / "resumed" / name).read_text() == (one / name).read_text(), name
+    assert sorted(p.name for p in (two / "checkpoints").iterdir() if p.name.isdigit()) == ["16", "24"]
+    carry_two, carry_one = (_checkpoint(d / "checkpoints" / "24" / "default") for d in (two, one))
+    assert len(carry_two) == len(carry_one) > 50
+    assert all(np.array_equal(x, y) for x, y in zip(carry_two, carry_one))
 
 
 PER_DEVICE_CHUNKS = textwrap.dedent(

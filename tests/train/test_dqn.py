@@ -387,6 +387,9 @@ def test_train_cli_rejects_bad_options_before_compiling(tmp_path, capsys):
 
     assert main(["train", "--config", "configs/test_tiny", "--out", str(tmp_path), "--checkpoint-every", "0"]) == 2
     assert "--checkpoint-every=0 is invalid" in capsys.readouterr().err
+    for stop in (["--stop-after", "0"], ["--stop-after", "8", "--no-checkpoints"]):
+        assert main(["train", "--config", "configs/test_tiny", "--out", str(tmp_path), *stop]) == 2
+        assert f"--stop-after={stop[1]} is invalid; allowed: a positive number" in capsys.readouterr().err
     assert main(["train", "--config", "configs/test_tiny", "--out", str(tmp_path), "gamm=0.9"]) == 2
     assert "unknown config key(s) gamm" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing was written, nothing trained
