@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from normjax.cli_names import DEFAULT_SHARE, DISTRACTORS, OBSERVER_NAMES
-from normjax.llm.settings import client_settings
+from normjax.llm.settings import client_config
 
 
 def _distractor(args) -> dict:
@@ -315,15 +315,14 @@ def cmd_export(args) -> int:
 def cmd_llm_eval(args) -> int:
     norms = _norm_list(args.norms)  # before any tracing
     distractor = _distractor(args)
-    client = client_settings(args)
+    config = client_config(args)
     from normjax.llm.client import EndpointError
     from normjax.llm.evaluate import RunIncomplete, llm_eval
     from normjax.protocol import format_table
 
     try:
         result = llm_eval(
-            args.base_url,
-            args.model,
+            config,
             args.out,
             norms,
             text_only=args.text_only,
@@ -332,7 +331,6 @@ def cmd_llm_eval(args) -> int:
             interaction_steps=args.interaction_steps,
             allow_mixed_endpoint=args.allow_mixed_endpoint,
             judge_scores=args.judge_scores,
-            **client,
             **distractor,
         )
     except (EndpointError, RunIncomplete) as e:  # a failed endpoint is never a result
@@ -359,9 +357,10 @@ def cmd_llm_eval(args) -> int:
 def cmd_llm_judge(args) -> int:
     """Exit 0: every belief scored; 1: some judge replies unusable; 3: the endpoint failed."""
     from normjax.analysis.judge_run import JudgeIncomplete, judge_run
-    from normjax.llm.client import ClientConfig, EndpointError
 
-    config = ClientConfig(base_url=args.base_url, model=args.model, **client_settings(args))
+    config = client_config(args)
+    from normjax.llm.client import EndpointError
+
     try:
         summary = judge_run(args.run, config, args.out)
     except EndpointError as e:

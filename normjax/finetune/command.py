@@ -9,7 +9,7 @@ from pathlib import Path
 
 from normjax.cli_names import FAMILIES, FINETUNE_SPLITS, FINETUNE_TASKS, HARVEST_POLICIES
 from normjax.constants import INTERACTION_STEPS
-from normjax.llm.settings import client_settings
+from normjax.llm.settings import client_config
 
 
 def add_parsers(sub, parents: list, client: argparse.ArgumentParser) -> None:
@@ -152,9 +152,10 @@ def cmd_finetune_data(args) -> int:
 def cmd_finetune_eval(args) -> int:
     from normjax.finetune.baselines import table
     from normjax.finetune.evaluate import finetune_eval
-    from normjax.llm.client import ClientConfig, EndpointError
 
-    config = ClientConfig(base_url=args.base_url, model=args.model, **client_settings(args))
+    config = client_config(args)
+    from normjax.llm.client import EndpointError
+
     try:
         result = finetune_eval(args.data, config, args.out)
     except EndpointError as e:

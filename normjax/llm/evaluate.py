@@ -1,7 +1,7 @@
 """``normjax llm-eval``: an OpenAI-compatible model through the whole protocol.
 
-    result = llm_eval(base_url="http://127.0.0.1:8000/v1", model="Qwen/Qwen3-VL-8B-Instruct",
-                      norms=None, out="runs/llm/qwen3vl")
+    config = ClientConfig(base_url="http://127.0.0.1:8000/v1", model="Qwen/Qwen3-VL-8B-Instruct")
+    result = llm_eval(config, out="runs/llm/qwen3vl", norms=None)
 
 Builds the client (`normjax.llm.client`) and the paper's LLM newcomer
 (`normjax.llm.agents.LLMAgent`), runs (or resumes) the protocol into `out`
@@ -29,10 +29,14 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from normjax.cache import cache_stats, persistent
 from normjax.runtime.programs import programs_line
 from normjax.runtime.runner import INTERACTION_STEPS, run_protocol_async
+
+if TYPE_CHECKING:  # the client needs the `llm` extra; the command imports it when it runs
+    from normjax.llm.client import ClientConfig
 
 INVOCATIONS = "invocations.jsonl"
 
@@ -77,23 +81,12 @@ def _record_invocation(out, entry: dict) -> list[dict]:
 
 
 def llm_eval(
-    base_url: str,
-    model: str,
+    config: ClientConfig,
     out,
     norms=None,
     *,
     text_only: bool = False,
     known_norm: bool = False,
-    concurrency: int = 64,
-    timeout: float = 120.0,
-    max_retries: int = 4,
-    temperature: float = 0.7,
-    max_tokens: int = 4048,
-    token_param: str = "max_tokens",
-    send_temperature: bool = True,
-    extra_body: dict | None = None,
-    max_error_rate: float = 0.2,
-    error_window: int = 100,
     allow_mixed_endpoint: bool = False,
     seed: int = 0,
     capacity: int = 10,
@@ -103,29 +96,18 @@ def llm_eval(
     distractor: str | None = None,
     distractor_share: float = 0.0,
 ) -> dict:
-    """Run or resume the protocol for one model; returns the results dict (also in OUT/results.json)."""
+    """Run or resume the protocol for one model; returns the results dict (also in OUT/results.json).
+
+    `config` is the endpoint and its request settings, as `llm-judge` and `finetune-eval` take
+    them (`normjax.llm.settings.client_config` builds it from the command's options)."""
     import asyncio
 
     from normjax.analysis.judge import export_judge_prompts, import_judge_scores
     from normjax.llm.agents import LLMAgent
-    from normjax.llm.client import ChatClient, ClientConfig
+    from normjax.llm.client import ChatClient
 
     # The distractor settings are validated by run_protocol_async, before anything is traced.
-    extra_body = dict(extra_body or {})
-    config = ClientConfig(
-        base_url=base_url,
-        model=model,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        concurrency=concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        token_param=token_param,
-        send_temperature=send_temperature,
-        extra_body=extra_body,
-        max_error_rate=max_error_rate,
-        error_window=error_window,
-    )
+    base_url, model = config.base_url, config.model
     if judge_scores is not None and not Path(judge_scores).is_file():
         raise ValueError(f"--judge-scores file not found: {judge_scores}")
     settings = dict(
@@ -133,14 +115,14 @@ def llm_eval(
         base_url=base_url,
         text_only=bool(text_only),
         known_norm=bool(known_norm),
-        temperature=temperature if send_temperature else None,
-        max_tokens=max_tokens,
-        token_param=token_param,
-        send_temperature=bool(send_temperature),
-        extra_body=extra_body,
+        temperature=config.temperature if config.send_temperature else None,
+        max_tokens=config.max_tokens,
+        token_param=config.token_param,
+        send_temperature=bool(config.send_temperature),
+        extra_body=dict(config.extra_body),
     )
     started, t0 = time.strftime("%Y-%m-%dT%H:%M:%S%z"), time.perf_counter()
-    client_settings = dict(concurrency=concurrency, timeout=timeout, max_retries=max_retries)
+    client_settings = dict(concurrency=config.concurrency, timeout=config.timeout, max_retries=config.max_retries)
     stats: dict = {}
 
     async def main():

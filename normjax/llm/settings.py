@@ -37,3 +37,13 @@ def client_settings(args) -> dict:
         max_error_rate=args.max_error_rate,
         error_window=args.error_window,
     )
+
+
+def client_config(args):
+    """The `normjax.llm.client.ClientConfig` of the parsed endpoint options (`--base-url`,
+    `--model` and the request settings): built once, the same for every command that sends
+    requests.  The options are checked (`client_settings`) before the client is imported."""
+    settings = client_settings(args)
+    from normjax.llm.client import ClientConfig
+
+    return ClientConfig(base_url=args.base_url, model=args.model, **settings)
