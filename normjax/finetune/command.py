@@ -189,6 +189,18 @@ def cmd_sft(args) -> int:
     if args.split != ["train"]:
         raise ValueError("--task sft uses the training norms only (paper Table A4): give --split train")
     families = expand(args.family, ALL_FAMILIES, "family")
+    other = [
+        o
+        for o, on in (
+            ("--episodes", args.episodes is not None),
+            ("--unbalanced", args.unbalanced),
+            ("--balance-actions", args.balance_actions),
+            ("--states-from", args.states_from),
+        )
+        if on
+    ]
+    if other:
+        raise ValueError(f"--task sft does not take {', '.join(other)}")
     if args.runs is not None:
         if args.n is not None or args.policy == "oracle" or args.states_from is not None:
             raise ValueError(

@@ -199,10 +199,25 @@ def test_bad_runs_are_refused_before_any_work(tmp_path, capsys):
     assert "training norms only" in capsys.readouterr().err
     assert main(args) == 2  # neither --runs nor --policy oracle
     assert "--runs RUN_DIR" in capsys.readouterr().err
+    assert main([*args, "--runs", str(good), "--examples", "3"]) == 2
+    assert "no --examples" in capsys.readouterr().err
+    assert main([*args, "--runs", str(good), "--episodes", "3"]) == 2
+    assert "does not take --episodes" in capsys.readouterr().err
+    assert main([*args[:2], "sft", "norm_judgment", *args[3:], "--runs", str(good)]) == 2
+    assert "the SFT corpus alone" in capsys.readouterr().err
+    plain = ["finetune-data", "--task", "norm_judgment", "--family", "access", "--split", "train", "--out", str(out)]
+    assert main(plain) == 2  # the other tasks still need --examples
+    assert "--examples N is required" in capsys.readouterr().err
     # every episode dropped: an empty corpus is an error, not an empty file
     empty = make_run(tmp_path / "empty", {"forbidden_zone_q/seen_0": (dict(goals=2, sanctions=3), {0: _turn(0)})})
     assert main([*args, "--runs", str(empty)]) == 1
     assert "corpus is empty" in capsys.readouterr().err and not out.exists()
+
+
+def test_cli_name_is_the_task():
+    from normjax.finetune.command import SFT
+
+    assert SFT == sft.TASK
 
 
 def _oracle_record(norm: int, seed: int, t: int, action: int, allowed: list[int]) -> dict:
