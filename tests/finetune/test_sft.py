@@ -320,3 +320,33 @@ def test_no_norm_in_any_prompt(tmp_path):
     leak = {"forbidden_zone_q/seen_0": (OK_TEST, {0: dict(_turn(0), messages=_real_messages(0, "seen_0", True))})}
     with pytest.raises(ValueError, match="the system prompt states the norm"):
         sft.from_runs([make_run(tmp_path / "k", leak)], "access")
+
+
+@pytest.mark.slow
+def test_a_real_llm_eval_run(tmp_path):
+    """`llm-eval` against the scripted fake server (norm-blind navigator, some malformed replies),
+    then `--task sft --runs`: the kept test episodes are the run's joint successes, the kept
+    interaction episodes those without a newcomer sanction, and every kept reply parses."""
+    from normjax.cli import main
+    from normjax.llm.parse import parse_reply
+    from normjax.testing.fake_openai import FakeOpenAI, chaos
+
+    norms = ["forbidden_zone_q", "all_exit_bottom", "no_bottom_left_seats", "bottom_door_forbidden"]
+    run, out = tmp_path / "run", tmp_path / "data"
+    with FakeOpenAI(chaos(transport_errors=False)) as srv:
+        argv = ["llm-eval", "--base-url", srv.base_url, "--model", "fake", "--norms", *norms, "--text-only"]
+        argv += ["--timeout", "0.5", "--max-retries", "2", "--out", str(run), "--interaction-steps", "60"]
+        assert main(argv) == 0
+    args = ["finetune-data", "--task", "sft", "--family", "access", "--split", "train", "--runs", str(run)]
+    assert main([*args, "--out", str(out)]) == 0
+    result = json.loads((run / "results.json").read_text())
+    want = {f"0:{e['norm']}/{e['condition']}_{e['episode']}" for e in result["episodes"] if e["joint"]}
+    want |= {f"0:{i['norm']}/interaction" for i in result["interaction"] if i["newcomer_sanctions"] == 0}
+    want = {w for w in want if not NORMS[[s.name for s in NORMS].index(w[2:].split("/")[0])].held_out}
+    rows = [json.loads(x) for f in ("train", "validation") for x in (out / f"sft_access_{f}.jsonl").open()]
+    assert {r["episode"] for r in rows} == want
+    for r in rows:
+        stage = "interaction" if r["episode"].endswith("/interaction") else "test"
+        assert parse_reply(r["messages"][-1]["content"], stage).error is None
+    man = json.loads((out / "sft_access.manifest.json").read_text())
+    assert man["counts"]["dropped"]["held_out_norm"] == 7 and man["counts"]["turns_dropped"]["unparsable"] > 0
