@@ -152,8 +152,12 @@ def test_cli_writes_files_loadable_by_datasets(tmp_path, capsys):
     assert man["validation"]["episodes"] == 1 and man["examples"] == 7  # ceil(0.05 * 7) = 1: one episode
     assert man["counts"]["dropped"]["held_out_norm"] == 1 and man["sources"][0]["model"] == "m"
     datasets = pytest.importorskip("datasets")
+    from normjax.finetune.schema import sft_features
+
     ds = datasets.load_dataset("json", data_files=str(train), split="train")
     assert len(ds) == len(rows) and ds[0]["messages"][2]["role"] == "assistant"
+    both = datasets.load_dataset("json", data_files=[str(train), str(val)], features=sft_features(), split="train")
+    assert len(both) == man["examples"] and both.features == sft_features()
 
 
 def test_frames_are_copied_in_the_finetune_layout(tmp_path):
@@ -171,6 +175,12 @@ def test_frames_are_copied_in_the_finetune_layout(tmp_path):
     assert ex["messages"][1]["content"] == [{"type": "text", "text": "Current step: 0."}, {"type": "image"}]
     assert ex["messages"][0]["content"] == [{"type": "text", "text": "You are a newcomer."}]
     assert (tmp_path / "out" / ex["images"][0]).read_bytes() == PNG
+    datasets = pytest.importorskip("datasets")
+    from normjax.finetune.schema import sft_features
+
+    path = str(tmp_path / "out" / "sft_access_train.jsonl")
+    ds = datasets.load_dataset("json", data_files=path, features=sft_features(frames=True), split="train")
+    assert ds[0]["messages"][1]["content"][1] == {"type": "image", "text": None} and ds[0]["images"] == ex["images"]
 
 
 def test_bad_runs_are_refused_before_any_work(tmp_path, capsys):
