@@ -202,9 +202,10 @@ def cmd_sft(args) -> int:
     if other:
         raise ValueError(f"--task sft does not take {', '.join(other)}")
     if args.runs is not None:
-        if args.n is not None or args.policy == "oracle" or args.states_from is not None:
+        if args.n is not None or args.policy == "oracle" or args.text_only:
             raise ValueError(
-                "--task sft --runs takes every kept turn of the runs: no --examples, --policy, --states-from"
+                "--task sft --runs takes every kept turn of the runs in their own prompt mode: "
+                "no --examples, --policy or --text-only"
             )
         sft.check_runs(args.runs)  # before any work
     elif args.policy != "oracle" or args.n is None:

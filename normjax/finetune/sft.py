@@ -3,7 +3,7 @@
     corpus = from_runs(["runs/llm/qwen"], "access")        # successful llm-eval episodes
     corpus = from_oracle("access", n=400, steps=200)       # the norm-aware oracle's turns
     train, validation, manifest = split(corpus, seed=0)
-    write("data/", train, validation, manifest)
+    write("data/", train, validation, manifest, corpus["frames"])
 
 **From llm-eval runs** (`from_runs`): every finished, complete episode transcript of each run
 (`normjax.runtime.transcripts.TranscriptStore`) whose norm is a *training* norm of the family
