@@ -7,6 +7,7 @@
 * `normjax.finetune.state`: the structured ``state`` of a record (what its prompt was built from);
 * `normjax.finetune.balance`: judgment records in (violation, compliant) pairs per norm and cue;
 * `normjax.finetune.dataset`: one task's file for one family and split, and its manifest;
+* `normjax.finetune.sft`: the supervised cold-start corpus (chat examples) from `llm-eval` runs or the oracle;
 * `normjax.finetune.schema`: one `datasets` schema for every task's records;
 * `normjax.finetune.baselines`: shortcut and constant baselines of a file (`finetune-baselines`);
 * `normjax.finetune.rewards`: the verifiers, plain Python (no JAX), in the calling

@@ -11,6 +11,8 @@ from normjax.cli_names import FAMILIES, FINETUNE_SPLITS, FINETUNE_TASKS, HARVEST
 from normjax.constants import INTERACTION_STEPS
 from normjax.llm.settings import client_config
 
+SFT = "sft"  # normjax.finetune.sft.TASK (tested equal)
+
 
 def add_parsers(sub, parents: list, client: argparse.ArgumentParser) -> None:
     """`finetune-data` and `finetune-eval` (`client`: the endpoint options of normjax.cli)."""
@@ -40,7 +42,13 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
         help="training / held-out records of the paper's fine-tuning tasks (docs/finetune.md)",
     )
     # several names (or "all") build every task x family x split file in one call, programs compiled once
-    f.add_argument("--task", required=True, nargs="+", choices=FINETUNE_TASKS + ("all",), help="one or more, or all")
+    f.add_argument(
+        "--task",
+        required=True,
+        nargs="+",
+        choices=FINETUNE_TASKS + ("all", SFT),
+        help="one or more, or all (the four tasks); or sft alone: the supervised cold-start corpus (--runs, or --policy oracle)",
+    )
     f.add_argument("--family", required=True, nargs="+", choices=FAMILIES + ("all",), help="one or more, or all")
     f.add_argument(
         "--split",
@@ -49,7 +57,15 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
         choices=FINETUNE_SPLITS + ("all",),
         help="the family's training norms, or its held-out norms (paper Table A4); one or both, or all",
     )
-    f.add_argument("--examples", "--n", dest="n", type=int, required=True, metavar="N", help="number of records")
+    f.add_argument(
+        "--examples",
+        "--n",
+        dest="n",
+        type=int,
+        default=None,
+        metavar="N",
+        help="number of records (required; sft: the oracle's states, not used with --runs)",
+    )
     f.add_argument(
         "--policy",
         choices=HARVEST_POLICIES,
@@ -79,6 +95,13 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
         "transcripts (replayed and checked), instead of --policy's",
     )
     f.add_argument(
+        "--runs",
+        nargs="+",
+        default=None,
+        metavar="RUN_DIR",
+        help="sft: llm-eval run directories whose successful, violation-free training-norm episodes make the corpus",
+    )
+    f.add_argument(
         "--no-progress", action="store_true", help="no progress bar (none either when stderr is not a terminal)"
     )
     f.add_argument(
@@ -106,6 +129,12 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
 def cmd_finetune_data(args) -> int:
     from normjax.finetune.many import build_many, plan
 
+    if SFT in args.task:
+        return cmd_sft(args)
+    if args.runs is not None:
+        raise ValueError("--runs serves --task sft; for compliant_action / norm_selection see --states-from")
+    if args.n is None:
+        raise ValueError("--examples N is required")
     files = plan(args.task, args.family, args.split)  # refusals before tracing
     if args.batch < 1 or args.steps < 1:
         raise ValueError(f"--batch and --steps must be >= 1, got {args.batch} and {args.steps}")
@@ -147,6 +176,61 @@ def cmd_finetune_data(args) -> int:
     for line in short:
         print(f"normjax: error: {line}", file=sys.stderr)
     return 1 if short else 0
+
+
+def cmd_sft(args) -> int:
+    """`--task sft`: the cold-start corpus of each family, from llm-eval runs or the oracle."""
+    from normjax.finetune import sft
+    from normjax.finetune.many import expand
+    from normjax.norms import FAMILIES as ALL_FAMILIES
+
+    if args.task != [SFT]:
+        raise ValueError(f"--task sft builds the SFT corpus alone, not with {[t for t in args.task if t != SFT]}")
+    if args.split != ["train"]:
+        raise ValueError("--task sft uses the training norms only (paper Table A4): give --split train")
+    families = expand(args.family, ALL_FAMILIES, "family")
+    other = [
+        o
+        for o, on in (
+            ("--episodes", args.episodes is not None),
+            ("--unbalanced", args.unbalanced),
+            ("--balance-actions", args.balance_actions),
+            ("--states-from", args.states_from),
+        )
+        if on
+    ]
+    if other:
+        raise ValueError(f"--task sft does not take {', '.join(other)}")
+    if args.runs is not None:
+        if args.n is not None or args.policy == "oracle" or args.text_only:
+            raise ValueError(
+                "--task sft --runs takes every kept turn of the runs in their own prompt mode: "
+                "no --examples, --policy or --text-only"
+            )
+        sft.check_runs(args.runs)  # before any work
+    elif args.policy != "oracle" or args.n is None:
+        raise ValueError("--task sft needs --runs RUN_DIR... (llm-eval runs) or --policy oracle --examples N")
+    elif args.n < 1 or args.batch < 1 or args.steps < 1:
+        raise ValueError(f"--examples, --batch and --steps must be >= 1, got {args.n}, {args.batch}, {args.steps}")
+    for family in families:
+        if args.runs is not None:
+            corpus = sft.from_runs(args.runs, family)
+        else:
+            corpus = sft.from_oracle(
+                family, args.n, seed=args.seed, batch=args.batch, steps=args.steps, frames=not args.text_only
+            )
+        if not corpus["examples"]:
+            print(
+                f"normjax: error: the {family} SFT corpus is empty: no turn passed the filters "
+                f"({json.dumps(corpus['counts'])})",
+                file=sys.stderr,
+            )
+            return 1
+        train, validation, manifest = sft.split(corpus, seed=args.seed)
+        paths = sft.write(args.out, train, validation, manifest, corpus["frames"])
+        print(json.dumps({k: manifest[k] for k in ("examples", "train", "validation", "counts")}))
+        print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
 
 
 def cmd_finetune_eval(args) -> int:

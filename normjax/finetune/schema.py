@@ -66,6 +66,20 @@ COLUMNS = dict(
 )
 
 
+# `finetune-data --task sft` (normjax.finetune.sft): chat examples, the assistant's reply included
+SFT_COLUMNS = dict(
+    task="string",
+    family="string",
+    split="string",
+    norm="string",
+    norm_id="int64",
+    episode_seed="int64",
+    t="int64",
+    episode="string",
+    images=["string"],
+)
+
+
 def load(paths, frames: bool = False):
     """The records of `paths` (any mix of tasks) as one `datasets.Dataset`; with `frames` the
     ``images`` column holds `datasets.Image` values read from the files beside each JSONL file
@@ -103,4 +117,12 @@ def features(frames: bool = False):
     return Features({k: _feature(v) for k, v in spec.items()})
 
 
-__all__ = ["COLUMNS", "features", "load"]
+def sft_features(frames: bool = False):
+    """The `datasets.Features` of an SFT corpus file (text-only, or with frames)."""
+    from datasets import Features
+
+    spec = dict(SFT_COLUMNS, messages=[IMAGE_MESSAGE if frames else TEXT_MESSAGE])
+    return Features({k: _feature(v) for k, v in spec.items()})
+
+
+__all__ = ["COLUMNS", "SFT_COLUMNS", "features", "load", "sft_features"]
