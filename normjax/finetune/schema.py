@@ -68,15 +68,9 @@ COLUMNS = dict(
 
 # `finetune-data --task sft` (normjax.finetune.sft): chat examples, the assistant's reply included
 SFT_COLUMNS = dict(
-    task="string",
-    family="string",
-    split="string",
-    norm="string",
-    norm_id="int64",
-    episode_seed="int64",
-    t="int64",
+    {k: COLUMNS[k] for k in ("task", "family", "split", "norm", "norm_id", "episode_seed", "t")},
     episode="string",
-    images=["string"],
+    images=COLUMNS["images"],
 )
 
 

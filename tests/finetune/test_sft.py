@@ -11,6 +11,7 @@ import pytest
 from normjax.finetune import sft
 from normjax.norms import NORMS
 from normjax.runtime.transcripts import TranscriptStore, check_run, transcript_records, write_run
+from tests.support.turns import turn
 
 PNG = b"\x89PNG\r\n\x1a\nfake"
 GOOD = '{"reasoning": "r", "action": "move up", "belief": "b", "confidence": 0.5}'
@@ -283,34 +284,9 @@ def test_oracle_harvest(tmp_path):
 def _real_messages(norm: int, phase: str, known_norm: bool = False) -> list[dict]:
     """The request `llm-eval` sends (text-only) for a hand-built turn of `norm`."""
     from normjax.llm.agents import LLMAgent
-    from normjax.runtime.turns import Other, Turn
-    from normjax.world.state import GOAL_CELL
 
-    turn = Turn(
-        index=0,
-        episode=f"{NORMS[norm].name}/{phase}",
-        phase=phase,
-        norm_id=norm,
-        layout="cafe",
-        t=37,
-        max_steps=200,
-        pos=(5, 4),
-        group=1,
-        goal_kind=GOAL_CELL,
-        goal_cell=(1, 7),
-        exit_door=1,
-        leg=0,
-        service_steps=3,
-        sanctioned=False,
-        others=[Other((2, 5), 0, True, 3)],
-        memory=[],
-        earlier=[],
-        steps_seen=0,
-        first_step=None,
-        belief=None,
-        confidence=None,
-    )
-    return LLMAgent(None, text_only=True, known_norm=known_norm).messages(turn)
+    t = turn(phase, episode=f"{NORMS[norm].name}/{phase}", norm_id=norm, belief=None, confidence=None)
+    return LLMAgent(None, text_only=True, known_norm=known_norm).messages(t)
 
 
 def test_no_norm_in_any_prompt(tmp_path):
