@@ -5,7 +5,7 @@ one file, text-only) is written by the CLI, loaded with `normjax.finetune.schema
 trained on for a few RLOO updates with `normjax.finetune.rewards.reward_funcs` as the reward.
 The model and tokenizer are built here with random weights (no download, HF_HUB_OFFLINE=1).
 Slow tier: the data's harvest program compiles for about 110 s on a 2-core VM; the training
-itself takes a few seconds.
+itself about 15 s (three updates on 8 completions each).
 """
 
 from __future__ import annotations
@@ -71,40 +71,26 @@ def test_rloo_trains_on_a_mixed_task_file(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    monkeypatch.setenv("WANDB_DISABLED", "true")
-    from normjax.cli import main
+    monkeypatch.chdir(tmp_path)
+    tok = tiny_tokenizer()
+    model = tiny_model(tok)
 
-    data = tmp_path / "data"
-    argv = ["finetune-data", "--task", "action_judgment", "--family", "access", "--split", "train"]
-    argv += ["--examples", "16", "--text-only", "--batch", "4", "--steps", "60", "--no-progress", "--out", str(data)]
-    assert main(argv) == 0
-
-    # The docs' snippet (docs/finetune.md, "With TRL"), model and tokenizer built above.
+    # docs/finetune.md's "With TRL" block, call for call
     from trl import RLOOConfig, RLOOTrainer
 
-    from normjax.finetune import rewards
+    from normjax.cli import main
     from normjax.finetune.rewards import reward_funcs
     from normjax.finetune.schema import load
 
-    train = load([data / "action_judgment_access_train.jsonl"])  # the file as written, any mix of tasks
-    tok = tiny_tokenizer()
-    model = tiny_model(tok)
-    args = RLOOConfig(
-        output_dir=str(tmp_path / "out"),
-        num_generations=4,
-        per_device_train_batch_size=8,  # two prompts per step, four completions each
-        max_completion_length=2,
-        max_steps=3,
-        learning_rate=0.05,
-        beta=0.0,  # no reference model
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        seed=0,
-        disable_tqdm=True,
-    )
+    main(["finetune-data", "--task", "action_judgment", "--family", "access", "--split", "train",
+          "--examples", "16", "--text-only", "--batch", "4", "--steps", "60", "--no-progress", "--out", "data"])  # fmt: skip
+    train = load(["data/action_judgment_access_train.jsonl"])  # the file as written, any mix of tasks
+    args = RLOOConfig(output_dir="out", num_generations=4, per_device_train_batch_size=8, max_completion_length=2,
+                      max_steps=3, learning_rate=0.05, beta=0.0, logging_steps=1, save_strategy="no",
+                      report_to="none", use_cpu=True, seed=0, disable_tqdm=True)  # fmt: skip
     trainer = RLOOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=train, processing_class=tok)
+
+    from normjax.finetune import rewards
 
     graded = []  # (task, completion text, reward) of every call reward_funcs makes
 
@@ -114,7 +100,7 @@ def test_rloo_trains_on_a_mixed_task_file(tmp_path, monkeypatch):
         return value
 
     real = rewards.reward
-    monkeypatch.setattr(rewards, "reward", spy)
+    monkeypatch.setattr(rewards, "reward", spy)  # reward_funcs grades each completion through `reward`
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
     trainer.train()
 
