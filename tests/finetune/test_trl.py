@@ -4,8 +4,8 @@ A mixed-task file (`--task action_judgment`: Compliant Action and Norm Judgment 
 one file, text-only) is written by the CLI, loaded with `normjax.finetune.schema.load`, and
 trained on for a few RLOO updates with `normjax.finetune.rewards.reward_funcs` as the reward.
 The model and tokenizer are built here with random weights (no download, HF_HUB_OFFLINE=1).
-Slow tier: the data's harvest program compiles for about 110 s on a 2-core VM; the training
-itself about 15 s (three updates on 8 completions each).
+Slow tier: 142 s on a 2-core VM with an empty JAX compilation cache (74 s with the tests'
+cache filled), of which the harvest program's compile is most; TRL's part about 20 s.
 """
 
 from __future__ import annotations
@@ -15,10 +15,6 @@ import json
 import pytest
 
 pytestmark = pytest.mark.slow
-pytest.importorskip("datasets", reason="needs the [finetune] extra")
-torch = pytest.importorskip("torch", reason="needs the [finetune-train] extra")
-pytest.importorskip("transformers", reason="needs the [finetune-train] extra")
-pytest.importorskip("trl", reason="needs the [finetune-train] extra")
 
 # Whole replies as single tokens of the tiny vocabulary, so that a randomly initialised model
 # samples parseable, gradable answers often: rewards then differ within a group of
@@ -49,6 +45,7 @@ def tiny_tokenizer():
 
 def tiny_model(tok):
     """A one-layer Llama with random weights (a few thousand parameters)."""
+    import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
@@ -68,6 +65,11 @@ def tiny_model(tok):
 
 
 def test_rloo_trains_on_a_mixed_task_file(tmp_path, monkeypatch):
+    # skipped inside the test, not at collection: importing trl costs seconds in the default tier too
+    pytest.importorskip("datasets", reason="needs the [finetune] extra")
+    torch = pytest.importorskip("torch", reason="needs the [finetune-train] extra")
+    pytest.importorskip("transformers", reason="needs the [finetune-train] extra")
+    pytest.importorskip("trl", reason="needs the [finetune-train] extra")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
