@@ -175,6 +175,68 @@ def test_every_task_family_and_split(family):
                 assert man["counts"] == {"compliant_action": 4, "norm_judgment": 4}
 
 
+def test_rloo_trains_on_a_mixed_task_file(tmp_path, monkeypatch):
+    """TRL's RLOO trainer takes a mixed-task file (Compliant Action and Norm Judgment records,
+    text-only, as `finetune-data --task action_judgment` writes it) unchanged: a few updates of
+    a tiny random model (tests/support/tiny_lm.py; nothing downloaded) with normjax's
+    `reward_funcs` as the reward (docs/finetune.md, "With TRL", call for call).  The records
+    are those of `test_every_task_family_and_split[access]` (its compiled harvest)."""
+    # skipped inside the test, not at collection: importing trl costs seconds in the default tier too
+    pytest.importorskip("datasets", reason="needs the [finetune] extra")
+    torch = pytest.importorskip("torch", reason="needs the [finetune-train] extra")
+    pytest.importorskip("transformers", reason="needs the [finetune-train] extra")
+    pytest.importorskip("trl", reason="needs the [finetune-train] extra")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    monkeypatch.chdir(tmp_path)
+    from tests.support.tiny_lm import tiny_model, tiny_tokenizer
+
+    tok = tiny_tokenizer()
+    model = tiny_model(tok)
+
+    # docs/finetune.md's "With TRL" block, call for call
+    from trl import RLOOConfig, RLOOTrainer
+
+    from normjax.finetune.rewards import reward_funcs
+    from normjax.finetune.schema import load
+
+    records, manifest = D.build(
+        "action_judgment", "access", "train", 8, seed=3, batch=BATCH, steps=STEPS, max_episodes=16
+    )
+    path, _ = D.write("data", records, manifest)  # what `finetune-data` writes
+    train = load([path])  # the file as written, any mix of tasks
+    args = RLOOConfig(output_dir="out", num_generations=4, per_device_train_batch_size=8, max_completion_length=2,
+                      max_steps=3, learning_rate=0.05, beta=0.0, logging_steps=1, save_strategy="no",
+                      report_to="none", use_cpu=True, seed=0, disable_tqdm=True)  # fmt: skip
+    trainer = RLOOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=train, processing_class=tok)
+
+    from normjax.finetune import rewards
+
+    graded = []  # (task, completion text, reward) of every call reward_funcs makes
+
+    def spy(completion, record):
+        value = real(completion, record)
+        graded.append((record["task"], rewards.completion_text(completion), value))
+        return value
+
+    real = rewards.reward
+    monkeypatch.setattr(rewards, "reward", spy)  # reward_funcs grades each completion through `reward`
+    before = {k: v.detach().clone() for k, v in model.named_parameters()}
+    trainer.train()
+
+    assert trainer.state.global_step == 3
+    assert len(graded) == 3 * 8
+    assert {t for t, _, _ in graded} == {"compliant_action", "norm_judgment"}  # both tasks of the file
+    assert all(-0.1 <= r <= 1.1 for _, _, r in graded)  # the documented range (docs/finetune.md, Rewards)
+    assert len({r for _, _, r in graded}) > 1
+    logged = [h for h in trainer.state.log_history if "reward" in h]
+    assert len(logged) == 3 and all(-0.1 <= h["reward"] <= 1.1 for h in logged)
+    assert any(k.startswith("rewards/reward_funcs") for k in logged[0])
+    changed = [k for k, v in model.named_parameters() if not torch.equal(v.detach(), before[k])]
+    assert changed, "no parameter moved in three updates"
+
+
 def test_deterministic_and_loadable_by_datasets(tmp_path):
     a, man = D.build("action_judgment", "access", "train", 10, seed=5, batch=BATCH, steps=STEPS, frames=True)
     b, _ = D.build("action_judgment", "access", "train", 10, seed=5, batch=BATCH, steps=STEPS, frames=True)
