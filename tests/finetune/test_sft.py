@@ -225,12 +225,6 @@ def test_bad_runs_are_refused_before_any_work(tmp_path, capsys):
     assert "corpus is empty" in capsys.readouterr().err and not out.exists()
 
 
-def test_cli_name_is_the_task():
-    from normjax.finetune.command import SFT
-
-    assert SFT == sft.TASK
-
-
 def _oracle_record(norm: int, seed: int, t: int, action: int, allowed: list[int]) -> dict:
     prompt = [{"role": "system", "content": "S"}, {"role": "user", "content": f"Current step: {t}."}]
     return dict(
