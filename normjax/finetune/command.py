@@ -210,6 +210,8 @@ def cmd_sft(args) -> int:
         raise ValueError("--task sft needs --runs RUN_DIR... (llm-eval runs) or --policy oracle --examples N")
     elif args.n < 1 or args.batch < 1 or args.steps < 1:
         raise ValueError(f"--examples, --batch and --steps must be >= 1, got {args.n}, {args.batch}, {args.steps}")
+    # every family's corpus first: an empty one fails the call before any file is written
+    built = []
     for family in families:
         if args.runs is not None:
             corpus = sft.from_runs(args.runs, family)
@@ -220,10 +222,12 @@ def cmd_sft(args) -> int:
         if not corpus["examples"]:
             print(
                 f"normjax: error: the {family} SFT corpus is empty: no turn passed the filters "
-                f"({json.dumps(corpus['counts'])})",
+                f"({json.dumps(corpus['counts'])}); no file written",
                 file=sys.stderr,
             )
             return 1
+        built.append(corpus)
+    for corpus in built:
         train, validation, manifest = sft.split(corpus, seed=args.seed)
         paths = sft.write(args.out, train, validation, manifest, corpus["frames"])
         print(json.dumps({k: manifest[k] for k in ("examples", "train", "validation", "counts")}))
