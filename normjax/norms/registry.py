@@ -3,8 +3,8 @@
 Each norm is a `NormSpec`: its id (0..49, docs/world.md §7 order), its paper name, its
 family, the paper's one-line description (Table A2, "Permissible behavior"),
 its formal permissibility condition as text (docs/world.md §7 wording), whether it is in
-the paper's held-out split (Table A4 as listed in docs/world.md §7), and its unseen
-layout (docs/world.md §1.5, 9): an explicit entry per norm name in
+the paper's held-out split (Table A4 as listed in docs/world.md §7: `normjax.norms.held_out`),
+and its unseen layout (docs/world.md §1.5, 9): an explicit entry per norm name in
 `normjax.norms.unseen_layouts` (docs/world.md §1 leaves the assignment open).
 
 The permissibility predicates themselves live in `normjax.norms.predicates`;
@@ -18,6 +18,7 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 
+from normjax.norms.held_out import HELD_OUT_NAMES
 from normjax.norms.unseen_layouts import assign
 
 FAMILIES = ("access", "procedure", "coordination", "allocation")
@@ -321,29 +322,6 @@ _TABLE = (
         "Seats are filled column by column from right to left and top to bottom.",
         _ORDER_RULE.format("right to left"),
     ),
-)
-
-# Table A4 held-out split, as listed in docs/world.md §7.
-HELD_OUT_NAMES = frozenset(
-    {
-        "all_exit_bottom",
-        "right_door_forbidden",
-        "bottom_right_seats_only",
-        "no_bottom_right_seats",
-        "counterclockwise_circulation",
-        "even_turns_only",
-        "no_turns_1_mod_3",
-        "move2_wait1",
-        "zigzag_left_2",
-        "bend_right_2",
-        "square_left",
-        "staircase_right",
-        "l_shape_left",
-        "zone_r_capacity_2",
-        "group_doors_cab",
-        "group_seating_rot2",
-        "seats_in_order_r2l",
-    }
 )
 
 _UNSEEN = assign([row[0] for row in _TABLE])  # ValueError naming the norm on a missing or bad entry
