@@ -14,6 +14,8 @@ TOKEN_PARAMS = ("max_tokens", "max_completion_tokens")
 FINETUNE_TASKS = ("compliant_action", "norm_judgment", "norm_selection", "action_judgment")
 FAMILIES = ("access", "procedure", "coordination", "allocation")
 HARVEST_POLICIES = ("oracle", "blind", "mixture", "epsilon_blind")
+# `finetune-data --task sft`: the supervised cold-start corpus (normjax.finetune.sft.TASK is this name).
+SFT_TASK = "sft"
 # The family's training norms or its held-out norms (paper Table A4; normjax.finetune.dataset).
 FINETUNE_SPLITS = ("train", "heldout")
 # `normjax table` (normjax.results): its views besides the Table 1 layout, and its output formats.

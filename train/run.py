@@ -2,8 +2,8 @@
 
 `train_population(config, out_dir)` runs the population of `train.dqn` in
 fixed-size compiled blocks of chunks.  Between blocks (outside the compiled
-program) it writes metrics as JSON lines, runs validation at the configured
-transition counts, and saves the whole runner state (networks, optimiser,
+program) it writes metrics as JSON lines (their rows: `train.run_log`), runs
+validation at the configured transition counts, and saves the whole runner state (networks, optimiser,
 replay memory, environments, keys, counters) with orbax.  A killed run
 resumes from its last checkpoint and, because every block is the same pure
 function of the carried state, ends with exactly the parameters and metrics
@@ -35,7 +35,6 @@ import numpy as np
 import orbax.checkpoint as ocp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from normjax.norms import NORMS
 from normjax.protocol.stamp import protocol_stamp
 from normjax.train import evaluate as ev
 from normjax.train import probes as pb
@@ -46,11 +45,11 @@ from normjax.train.first_layer import replay_width, resumed_first_layer
 from normjax.train.multihost import is_multiprocess, is_primary, local_value, to_global, to_host
 from normjax.train.params import load_final_params, run_config, save_final_params
 from normjax.train.programs import cached, stores_programs
+from normjax.train.run_log import append_jsonl, metric_rows, probe_rows, validation_rows, validation_summary
 from normjax.world.observation import obs_size
 from normjax.xla_cpu import configured
 
 VALIDATION_SEEDS = (101, 102, 103, 104)  # 4 x 3 seen episodes = 12 per norm and layout
-ALL = "all"  # the `layout` of the validation row that pools a run's layouts
 
 
 def population_mesh(n_runs: int):
@@ -99,90 +98,9 @@ def block_size(config: DQNConfig, max_chunks: int = 2_500) -> int:
     return best
 
 
-def _metric_rows(rows, runners, step, offset=0):
-    """One row per run of a member; `run` indexes the whole population."""
-    m = to_host(runners.metrics)
-    out = []
-    for i, r in enumerate(rows):
-        steps = max(float(m.steps[i]), 1.0)
-        upd = max(float(m.updates[i]), 1.0)
-        out.append(
-            dict(
-                step=int(step),
-                run=offset + i,
-                arch=r["arch"],
-                norm=NORMS[r["norm_id"]].name,
-                family=NORMS[r["norm_id"]].family,
-                reward_condition=r["reward_condition"],
-                seed=r["seed"],
-                td_loss=float(m.loss[i]) / upd if m.updates[i] else None,
-                q_mean=float(m.q_mean[i]) / upd if m.updates[i] else None,
-                reward_per_step=float(m.reward[i]) / steps,
-                sanctions_per_step=float(m.sanctions[i]) / steps,
-                collisions_per_step=float(m.collisions[i]) / steps,
-                goals_per_step=float(m.goals[i]) / steps,
-                wait_share=float(m.waits[i]) / steps,
-                episodes=int(m.episodes[i]),
-                episode_return=(float(m.episode_return[i]) / float(m.episodes[i])) if m.episodes[i] else None,
-            )
-        )
-    return out
-
-
-def _run_fields(r: dict, step: int, run: int) -> dict:
-    return dict(
-        step=int(step),
-        run=run,
-        arch=r["arch"],
-        norm=NORMS[r["norm_id"]].name,
-        family=NORMS[r["norm_id"]].family,
-        reward_condition=r["reward_condition"],
-    )
-
-
-def _validation_rows(rows, step, offset, per_run, raw) -> list[dict]:
-    """Per run: one row per validation layout, then one over all its layouts (`layout` = "all").
-
-    task = mean goals / 2, joint = share of episodes with both goals and no sanction.
-    """
-    out = []
-    for i, r in enumerate(rows):
-        task = raw["goals"][i] / 2.0
-        joint = (raw["goals"][i] == 2) & (raw["sanctions"][i] == 0)
-        names = [e["layout"] for e in per_run[i]]
-        for lay in list(dict.fromkeys(names)) + [ALL]:
-            sel = np.array([lay in (ALL, n) for n in names])
-            out.append(
-                dict(
-                    _run_fields(r, step, offset + i),
-                    layout=lay,
-                    episodes=int(sel.sum()),
-                    task=float(task[sel].mean()),
-                    joint=float(joint[sel].mean()),
-                )
-            )
-    return out
-
-
-def _probe_rows(rows, step, offset, loss, max_q) -> list[dict]:
-    loss, max_q = np.asarray(to_host(loss)), np.asarray(to_host(max_q))
-    return [
-        dict(
-            _run_fields(r, step, offset + i), seed=r["seed"], probe_td_loss=float(loss[i]), probe_max_q=float(max_q[i])
-        )
-        for i, r in enumerate(rows)
-    ]
-
-
 def _params(q_params):
     """Parameters for the evaluation programs: gathered to every process when spread over several."""
     return to_host(q_params) if is_multiprocess() else q_params
-
-
-def _append_jsonl(path: Path, rows):
-    with path.open("a") as f:
-        for r in rows:
-            f.write(json.dumps(r) + "\n")
 
 
 def _zero_metrics(runners):
@@ -356,17 +274,17 @@ def _train_population(
             bar.update(step - last["step"])
             last["step"] = step
         for (_, rows, offset), (runners, _) in zip(members, carry):
-            rows_out = _metric_rows(rows, runners, step, offset)  # a collective across processes
+            rows_out = metric_rows(rows, runners, step, offset)  # a collective across processes
             if primary:
-                _append_jsonl(out / "metrics.jsonl", rows_out)
+                append_jsonl(out / "metrics.jsonl", rows_out)
         carry = tuple((_zero_metrics(runners), rb) for runners, rb in carry)
         if probe_sets is not None:
             rows_out = []
             for (m, rows, offset), (runners, _), stats, probe in zip(members, carry, probe_stats, probe_sets):
                 loss, max_q = stats(_params(m.q_dense(runners)), _params(m.target_dense(runners)), probe)
-                rows_out += _probe_rows(rows, step, offset, loss, max_q)
+                rows_out += probe_rows(rows, step, offset, loss, max_q)
             if primary:
-                _append_jsonl(out / "probes.jsonl", rows_out)
+                append_jsonl(out / "probes.jsonl", rows_out)
         if step in config.validation_at:
             val = []
             for (m, rows, offset), (runners, _) in zip(members, carry):
@@ -374,17 +292,10 @@ def _train_population(
                     [r["norm_id"] for r in rows], VALIDATION_SEEDS, config.validation_layouts
                 )
                 raw = ev.run_population(m, _params(m.q_dense(runners)), per_run)
-                val += _validation_rows(rows, step, offset, per_run, raw)
+                val += validation_rows(rows, step, offset, per_run, raw)
             if primary:
-                _append_jsonl(out / "validation.jsonl", val)
-            log(
-                f"validation at {step:,}: "
-                + "; ".join(
-                    f"{lay} task {100 * np.mean([v['task'] for v in val if v['layout'] == lay]):.1f}% "
-                    f"joint {100 * np.mean([v['joint'] for v in val if v['layout'] == lay]):.1f}%"
-                    for lay in config.validation_layouts + (ALL,)
-                )
-            )
+                append_jsonl(out / "validation.jsonl", val)
+            log(validation_summary(val, step, config.validation_layouts))
         stopping = stop_after is not None and stop_after <= step < config.total_steps
         if ckpt is not None and (blocks_done % checkpoint_every == 0 or step >= config.total_steps or stopping):
             ckpt.save(step, args=ocp.args.StandardSave(carry))

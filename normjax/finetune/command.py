@@ -7,11 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from normjax.cli_names import FAMILIES, FINETUNE_SPLITS, FINETUNE_TASKS, HARVEST_POLICIES
+from normjax.cli_names import FAMILIES, FINETUNE_SPLITS, FINETUNE_TASKS, HARVEST_POLICIES, SFT_TASK
 from normjax.constants import INTERACTION_STEPS
 from normjax.llm.settings import client_config
-
-SFT = "sft"  # normjax.finetune.sft.TASK (tested equal)
 
 
 def add_parsers(sub, parents: list, client: argparse.ArgumentParser) -> None:
@@ -46,7 +44,7 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
         "--task",
         required=True,
         nargs="+",
-        choices=FINETUNE_TASKS + ("all", SFT),
+        choices=FINETUNE_TASKS + ("all", SFT_TASK),
         help="one or more, or all (the four tasks); or sft alone: the supervised cold-start corpus (--runs, or --policy oracle)",
     )
     f.add_argument("--family", required=True, nargs="+", choices=FAMILIES + ("all",), help="one or more, or all")
@@ -129,7 +127,7 @@ def add_parser(sub, parents: list) -> argparse.ArgumentParser:
 def cmd_finetune_data(args) -> int:
     from normjax.finetune.many import build_many, plan
 
-    if SFT in args.task:
+    if SFT_TASK in args.task:
         return cmd_sft(args)
     if args.runs is not None:
         raise ValueError("--runs serves --task sft; for compliant_action / norm_selection see --states-from")
@@ -184,8 +182,8 @@ def cmd_sft(args) -> int:
     from normjax.finetune.many import expand
     from normjax.norms import FAMILIES as ALL_FAMILIES
 
-    if args.task != [SFT]:
-        raise ValueError(f"--task sft builds the SFT corpus alone, not with {[t for t in args.task if t != SFT]}")
+    if args.task != [SFT_TASK]:
+        raise ValueError(f"--task sft builds the SFT corpus alone, not with {[t for t in args.task if t != SFT_TASK]}")
     if args.split != ["train"]:
         raise ValueError("--task sft uses the training norms only (paper Table A4): give --split train")
     families = expand(args.family, ALL_FAMILIES, "family")
@@ -212,6 +210,8 @@ def cmd_sft(args) -> int:
         raise ValueError("--task sft needs --runs RUN_DIR... (llm-eval runs) or --policy oracle --examples N")
     elif args.n < 1 or args.batch < 1 or args.steps < 1:
         raise ValueError(f"--examples, --batch and --steps must be >= 1, got {args.n}, {args.batch}, {args.steps}")
+    # every family's corpus first: an empty one fails the call before any file is written
+    built = []
     for family in families:
         if args.runs is not None:
             corpus = sft.from_runs(args.runs, family)
@@ -222,10 +222,12 @@ def cmd_sft(args) -> int:
         if not corpus["examples"]:
             print(
                 f"normjax: error: the {family} SFT corpus is empty: no turn passed the filters "
-                f"({json.dumps(corpus['counts'])})",
+                f"({json.dumps(corpus['counts'])}); no file written",
                 file=sys.stderr,
             )
             return 1
+        built.append(corpus)
+    for corpus in built:
         train, validation, manifest = sft.split(corpus, seed=args.seed)
         paths = sft.write(args.out, train, validation, manifest, corpus["frames"])
         print(json.dumps({k: manifest[k] for k in ("examples", "train", "validation", "counts")}))

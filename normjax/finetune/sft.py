@@ -36,11 +36,11 @@ import math
 import shutil
 from pathlib import Path
 
+from normjax.cli_names import SFT_TASK as TASK
 from normjax.norms import NORMS
 from normjax.runtime.transcripts import RUN_FORMAT, TranscriptStore
 from normjax.runtime.turns import PROMPT_ACTIONS
 
-TASK = "sft"
 VALIDATION_SHARE = 0.05
 FORMAT = "normjax.sft/1"
 EPISODE_DROPS = (

@@ -25,12 +25,12 @@ from normjax.norms.registry import (
     NORMS,
     PROCEDURE_IDS,
     QUEUE_IDS,
-    UNSEEN_LAYOUTS,
     NormSpec,
     family_of,
     get_norm,
     norm_id,
 )
+from normjax.norms.unseen_layouts import UNSEEN_LAYOUTS
 
 __all__ = [
     "ACCESS_IDS",

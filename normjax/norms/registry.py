@@ -3,12 +3,9 @@
 Each norm is a `NormSpec`: its id (0..49, docs/world.md §7 order), its paper name, its
 family, the paper's one-line description (Table A2, "Permissible behavior"),
 its formal permissibility condition as text (docs/world.md §7 wording), whether it is in
-the paper's held-out split (Table A4 as listed in docs/world.md §7), and its unseen
-layout (docs/world.md §1, 9).
-
-Unseen-layout rule (docs/world.md §1 leaves the assignment open): norm id i is tested on
-``UNSEEN_LAYOUTS[i % 9]``, the nine non-cafe layouts in docs/world.md §1 order.  Every
-layout is thus used five or six times and the 50 norms cover all nine.
+the paper's held-out split (Table A4 as listed in docs/world.md §7: `normjax.norms.held_out`),
+and its unseen layout (docs/world.md §1.5, 9): an explicit entry per norm name in
+`normjax.norms.unseen_layouts` (docs/world.md §1 leaves the assignment open).
 
 The permissibility predicates themselves live in `normjax.norms.predicates`;
 the row order of their `[50, K]` masks is the id order defined here.
@@ -21,14 +18,11 @@ import dataclasses
 import jax.numpy as jnp
 import numpy as np
 
-from normjax.layouts import LAYOUTS
+from normjax.norms.held_out import HELD_OUT_NAMES
+from normjax.norms.unseen_layouts import assign
 
 FAMILIES = ("access", "procedure", "coordination", "allocation")
 ACCESS, PROCEDURE, COORDINATION, ALLOCATION = range(4)
-
-# The nine non-cafe layouts, in docs/world.md §1 order; norm i's unseen layout is
-# UNSEEN_LAYOUTS[i % 9].
-UNSEEN_LAYOUTS = tuple(name for name in LAYOUTS if name != "cafe")
 
 N_NORMS = 50
 NO_NORM = -1
@@ -330,29 +324,7 @@ _TABLE = (
     ),
 )
 
-# Table A4 held-out split, as listed in docs/world.md §7.
-HELD_OUT_NAMES = frozenset(
-    {
-        "all_exit_bottom",
-        "right_door_forbidden",
-        "bottom_right_seats_only",
-        "no_bottom_right_seats",
-        "counterclockwise_circulation",
-        "even_turns_only",
-        "no_turns_1_mod_3",
-        "move2_wait1",
-        "zigzag_left_2",
-        "bend_right_2",
-        "square_left",
-        "staircase_right",
-        "l_shape_left",
-        "zone_r_capacity_2",
-        "group_doors_cab",
-        "group_seating_rot2",
-        "seats_in_order_r2l",
-    }
-)
-
+_UNSEEN = assign([row[0] for row in _TABLE])  # ValueError naming the norm on a missing or bad entry
 NORMS: tuple[NormSpec, ...] = tuple(
     NormSpec(
         id=i,
@@ -361,7 +333,7 @@ NORMS: tuple[NormSpec, ...] = tuple(
         description=description,
         condition=condition,
         held_out=name in HELD_OUT_NAMES,
-        unseen_layout=UNSEEN_LAYOUTS[i % len(UNSEEN_LAYOUTS)],
+        unseen_layout=_UNSEEN[i],
     )
     for i, (name, family, description, condition) in enumerate(_TABLE)
 )

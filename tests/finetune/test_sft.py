@@ -225,10 +225,18 @@ def test_bad_runs_are_refused_before_any_work(tmp_path, capsys):
     assert "corpus is empty" in capsys.readouterr().err and not out.exists()
 
 
-def test_cli_name_is_the_task():
-    from normjax.finetune.command import SFT
+def test_an_empty_later_family_writes_no_file(tmp_path, capsys):
+    # the standard run keeps access episodes and has no coordination one: access builds first,
+    # then coordination's corpus is empty, and the access files must not have been written
+    from normjax.cli import main
 
-    assert SFT == sft.TASK
+    run = standard_run(tmp_path / "run")
+    out = tmp_path / "data"
+    args = ["finetune-data", "--task", "sft", "--family", "access", "coordination", "--split", "train"]
+    assert main([*args, "--runs", str(run), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "the coordination SFT corpus is empty" in err and "no file written" in err
+    assert not out.exists()
 
 
 def _oracle_record(norm: int, seed: int, t: int, action: int, allowed: list[int]) -> dict:
