@@ -10,7 +10,8 @@ keys and hashes every state, step record and observation, in two groups:
            phase, half in the interaction phase (one norm-blind slot), under
            reward condition i % 3 (sparse_penalty, no_penalty, dense);
   static   the single-layout path (`WorldParams.static_layout`) on three
-           layouts (cafe, the first and the last of the others), norms mixed;
+           layouts (cafe, the first and the last of the others; `--static-layouts`
+           picks others), norms mixed;
   world    the world step alone (`step_world`, which then judges the norm
            itself) under uniformly random joint actions, as `traced`.
 
@@ -119,10 +120,18 @@ def main(argv=None):
     ap.add_argument("--envs", type=int, default=200)
     ap.add_argument("--steps", type=int, default=120)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--static-layouts",
+        default=f"0,1,{len(ALL_LAYOUTS) - 1}",
+        help="comma-separated layout indices (0-%d) of the static group" % (len(ALL_LAYOUTS) - 1),
+    )
     args = ap.parse_args(argv)
+    allowed = [str(i) for i in range(len(ALL_LAYOUTS))]
+    if not all(x.strip() in allowed for x in args.static_layouts.split(",")):
+        ap.error(f"--static-layouts {args.static_layouts!r}: layout indices in 0..{len(ALL_LAYOUTS) - 1}")
+    static_layouts = tuple(int(x) for x in args.static_layouts.split(","))
     traced = rollout(batch_params(args.envs, None), args.envs, args.steps, args.seed)
     print("traced", digest(traced), flush=True)
-    static_layouts = (0, 1, len(ALL_LAYOUTS) - 1)
     per_layout = max(1, args.envs // (2 * len(static_layouts)))
     outs = [
         rollout(batch_params(per_layout, lid), per_layout, args.steps, args.seed + 1 + lid) for lid in static_layouts
