@@ -161,14 +161,15 @@ def test_identify_command_on_one_norm(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_evaluate_bayes_policies_on_two_norms(tmp_path):
+def test_evaluate_bayes_policy_on_two_norms(tmp_path):
     """The whole path: interaction phase, then the 6 test episodes per norm; the command
-    (the same norms, so the same compiled programs) writes what the function returns."""
+    (the same norms, so the same compiled programs) writes what the function returns.
+    bayes_safe only: bayes_map goes through the same runner in the equivalence test above,
+    and each policy compiles its own interaction and test programs."""
     norms = ["even_turns_only", "bend_left_1"]
-    for name in ("bayes_map", "bayes_safe"):
-        res = evaluate(observer_policy(name), norms=norms)
-        assert res["seen"]["overall"]["episodes"] == 6
-        assert res["seen"]["overall"]["task"] > 0
+    res = evaluate(observer_policy("bayes_safe"), norms=norms)
+    assert res["seen"]["overall"]["episodes"] == 6
+    assert res["seen"]["overall"]["task"] > 0
     path = tmp_path / "b.json"
     assert main(["evaluate", "--policy", "bayes_safe", "--norms", *norms, "--out", str(path)]) == 0
     written = json.loads(path.read_text())
