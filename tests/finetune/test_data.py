@@ -158,10 +158,21 @@ def _oracle_reply(rec) -> str:
 
 @pytest.mark.parametrize("family", ["access", "procedure", "coordination", "allocation"])
 def test_every_task_family_and_split(family):
+    """The four tasks of one split read the same episodes (`build(shared=...)`, as `finetune-data`
+    builds them), harvested once; on access, a build that reuses batches equals one that does not."""
     held_out = {n.name for n in NORMS if n.held_out}
     for split in D.SPLITS:
+        shared = {}
         for task in ("compliant_action", "norm_selection", "norm_judgment", "action_judgment"):
-            recs, man = D.build(task, family, split, 8, seed=3, batch=BATCH, steps=STEPS, max_episodes=16)
+            kw = dict(seed=3, batch=BATCH, steps=STEPS, max_episodes=16)
+            recs, man = D.build(task, family, split, 8, shared=shared, **kw)
+            if family == "access" and split == "train" and task == "norm_selection":  # reused compliant_action's
+                alone, man_alone = D.build(task, family, split, 8, **kw)
+                timing = ("wall_s", "records_per_s")
+                assert json.dumps(alone) == json.dumps(recs)
+                assert {k: v for k, v in man_alone.items() if k not in timing} == {
+                    k: v for k, v in man.items() if k not in timing
+                }
             assert len(recs) == 8, man
             assert {r["family"] for r in recs} == {family}
             names = {r["norm"] for r in recs}
