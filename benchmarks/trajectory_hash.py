@@ -123,7 +123,7 @@ def main(argv=None):
     ap.add_argument(
         "--static-layouts",
         default=f"0,1,{len(ALL_LAYOUTS) - 1}",
-        help="comma-separated layout indices (0-%d) of the static group" % (len(ALL_LAYOUTS) - 1),
+        help=f"comma-separated layout indices (0-{len(ALL_LAYOUTS) - 1}) of the static group",
     )
     args = ap.parse_args(argv)
     allowed = [str(i) for i in range(len(ALL_LAYOUTS))]

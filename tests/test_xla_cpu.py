@@ -127,7 +127,17 @@ def test_the_default_tiers_compile_level_gives_the_same_trajectories():
         if flags:
             env["XLA_FLAGS"] = flags
         res = subprocess.run(
-            [sys.executable, "-m", "benchmarks.trajectory_hash", "--envs", "24", "--steps", "60", "--static-layouts", "0"],
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.trajectory_hash",
+                "--envs",
+                "24",
+                "--steps",
+                "60",
+                "--static-layouts",
+                "0",
+            ],
             cwd=repo,
             capture_output=True,
             text=True,

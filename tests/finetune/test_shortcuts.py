@@ -43,11 +43,13 @@ JUDGMENT_LIMIT = 0.55
 @pytest.fixture(scope="module")
 def files():
     """{(task, family): (records, manifest)}, held-out split, every file from blind-newcomer
-    episodes (the judgment policy), so one program serves them all."""
+    episodes (the judgment policy), so one program serves them all, and the three tasks of a
+    family read the same episodes, harvested once (`build(shared=...)`, as `finetune-data` does)."""
     out = {}
     for fam in FAMILIES:
+        shared = {}
         for task, n in (("norm_selection", N_SELECT), ("norm_judgment", N_JUDGE), ("compliant_action", N_ACTION)):
-            out[task, fam] = D.build(task, fam, "heldout", n, seed=3, policy="blind", steps=STEPS)
+            out[task, fam] = D.build(task, fam, "heldout", n, seed=3, policy="blind", steps=STEPS, shared=shared)
     return out
 
 
