@@ -26,11 +26,8 @@ SHARD_SCRIPT = textwrap.dedent(
     import normjax.train.run as run
     from normjax.train.config import load_config
     assert jax.device_count() == 4, jax.devices()
-    # one block of 400 transitions per run: updates from 100, a target copy at 200 and 400,
-    # an episode reset at 200, then validation (the second block of test_tiny repeats them)
     cfg = load_config("configs/test_tiny.json", [
-        "norms=forbidden_zone_q,clockwise_circulation,bend_right_1,zone_r_capacity_1",
-        "total_steps=400", "validation_at=400"])
+        "norms=forbidden_zone_q,clockwise_circulation,bend_right_1,zone_r_capacity_1"])
     out = sys.argv[1]
     sharded = run.train_population(cfg, out + "/sharded", progress=False, final_test=False, log=print)
     leaf = jax.tree.leaves(sharded["carry"][0][0].q_params)[0]
