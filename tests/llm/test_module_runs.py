@@ -29,6 +29,12 @@ from normjax.testing.fake_openai import FakeOpenAI, Reply, navigator_text, promp
 
 NORM = "forbidden_zone_q"
 MODULES = NEWCOMERS[1:]
+STEPS = {  # the module calls of an interaction episode (normjax.llm.modules)
+    "direct_edit": {"edit"},
+    "infer_edit": {"infer", "edit"},
+    "contrastive": {"infer", "edit"},
+    "theory_of_mind": {"encoding", "introspection", "inference", "synthesis", "edit"},
+}
 
 
 @pytest.fixture(autouse=True)
@@ -87,7 +93,12 @@ def test_an_identity_module_reproduces_the_memory_newcomer_and_never_sees_the_no
         ]
     memory = results["memory"]
     assert memory["meta"]["newcomer"] == "memory" and "module_calls" not in memory["llm"]
-    assert not any("module" in json.dumps(row) for row in memory["episodes"])
+    assert not any("module" in json.dumps(row) for row in memory["episodes"] + memory["interaction"])
+    run = json.loads((tmp_path / "memory" / "run.json").read_text())  # the memory run's identity is as before
+    assert not any(k.startswith(("newcomer", "module")) for k in run)
+    lines = [json.loads(x) for x in (tmp_path / "memory" / "transcripts" / NORM / "interaction.jsonl").open()]
+    assert "newcomer" not in lines[0]["run"] and lines[1:]
+    assert not any("module" in (x.get("llm") or {}) for x in lines[1:])
     for kind in MODULES:
         r = results[kind]
         assert _path(r) == _path(memory), kind
@@ -98,6 +109,7 @@ def test_an_identity_module_reproduces_the_memory_newcomer_and_never_sees_the_no
         steps = [json.loads(x) for x in (tmp_path / kind / "transcripts" / NORM / "interaction.jsonl").open()]
         calls = [c for s in steps[1:] if (s.get("llm") or {}).get("module") for c in s["llm"]["module"]["calls"]]
         assert calls and all(c["reply"] and c["messages"] and c["tokens_out"] > 0 for c in calls), kind
+        assert {c["step"] for c in calls} == STEPS[kind]  # the inference / ToM updates ran too
     assert module_prompts
     norm = NORMS[0]
     assert norm.name == NORM
