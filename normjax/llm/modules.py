@@ -24,7 +24,9 @@ as the study's sliding window of 10 debates.  Evidence is only what the newcomer
 member's move is its intended move at step t (the frame's arrow), labelled by whether
 an agent of its group stands on the cell it moved to at step t + 1 with or without a red
 cross (moves not seen at both steps are left out).  The test stage freezes the belief,
-as the protocol does: modules then edit only, with the frozen belief as the rule.
+as the protocol does: modules then edit only, with the frozen belief as the rule.  When an
+edit changes the action, the newcomer's remembered reasoning says so (its next prompts show
+the executed action with the module's reason).
 """
 
 from __future__ import annotations
@@ -207,6 +209,11 @@ class ModuleAgent(LLMAgent):
         if edited.error is not None:
             d.warnings.append(f"module edit unusable ({edited.error}): the proposal stands")
             return d
+        if int(edited.action) != d.action:  # the newcomer's memory says why it did not do what it proposed
+            d.reasoning = (
+                f"{d.reasoning} [The normative module changed my action to {PROMPT_ACTIONS[edited.action]}: "
+                f"{edited.reasoning or '(no reason given)'}]"
+            )
         d.action = int(edited.action)
         if turn.stage == "interaction":
             d.belief = edited.belief or d.belief

@@ -126,6 +126,7 @@ def test_direct_edit_edits_each_decision_after_its_nearest_compliant_examples():
     assert "green agent" not in prompt  # moves followed by a red cross are no examples
     assert "Proposed action: move right" in prompt and "Proposed norm belief: base belief" in prompt
     assert (second.action, second.belief, second.confidence) == (C.WAIT, "edited belief", 0.9)
+    assert second.reasoning == "shortest path [The normative module changed my action to wait: edited]"
     assert second.module["proposal"]["action"] == C.RIGHT and second.module["calls"][0]["step"] == "edit"
     assert second.module["calls"][0]["tokens_in"] > 0 and second.module["calls"][0]["messages"][1]["content"] == prompt
     third = play(agent, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13])[-1]  # at most EXAMPLES, nearest first
