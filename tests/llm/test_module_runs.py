@@ -82,10 +82,15 @@ def _path(result):
 
 def test_an_identity_module_reproduces_the_memory_newcomer_and_never_sees_the_norm(tmp_path):
     results = {}
+    sent = {}  # per kind: the module requests the server received (preflight aside)
     with FakeOpenAI(scripted) as srv:
         for kind in NEWCOMERS:
+            before = len(srv.log)
             assert _cli(srv.base_url, tmp_path / kind, "--newcomer", kind) == 0
             results[kind] = json.loads((tmp_path / kind / "results.json").read_text())
+            sent[kind] = sorted(
+                e["prompt"] for e in srv.log[before:] if "normative module" in e["payload"]["messages"][0]["content"]
+            )
         module_prompts = [
             (e["payload"]["messages"][0]["content"], e["prompt"])
             for e in srv.log
@@ -110,6 +115,14 @@ def test_an_identity_module_reproduces_the_memory_newcomer_and_never_sees_the_no
         calls = [c for s in steps[1:] if (s.get("llm") or {}).get("module") for c in s["llm"]["module"]["calls"]]
         assert calls and all(c["reply"] and c["messages"] and c["tokens_out"] > 0 for c in calls), kind
         assert {c["step"] for c in calls} == STEPS[kind]  # the inference / ToM updates ran too
+        recorded = sorted(  # every module request the server saw is a call of some decision's transcript line
+            c["messages"][-1]["content"]
+            for f in (tmp_path / kind / "transcripts").rglob("*.jsonl")
+            for s in map(json.loads, f.open())
+            if (s.get("llm") or {}).get("module")
+            for c in s["llm"]["module"]["calls"]
+        )
+        assert sent[kind] == recorded and len(recorded) == r["llm"]["module_calls"], kind
     assert module_prompts
     norm = NORMS[0]
     assert norm.name == NORM
