@@ -38,6 +38,7 @@ from normjax.cli_names import (
     DISTRACTORS,
     EVIDENCE_SOURCES,
     EXPORT_PHASES,
+    NEWCOMERS,
     OBSERVER_NAMES,
     POLICY_NAMES,
     TOKEN_PARAMS,
@@ -363,6 +364,20 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
     m.add_argument("--text-only", action="store_true", help="no images: the state as text only")
     m.add_argument("--known-norm", action="store_true", help="state the true norm in the system prompt")
+    m.add_argument(
+        "--newcomer",
+        choices=NEWCOMERS,
+        default="memory",
+        help="memory: the paper's newcomer; the others wrap it with one of the debate study's normative modules "
+        "(docs/llm.md 'Normative modules')",
+    )
+    m.add_argument(
+        "--module-base-url",
+        default=None,
+        help="endpoint of the normative module's model (default: --base-url; API key from NORMJAX_MODULE_API_KEY, "
+        "else the main one's)",
+    )
+    m.add_argument("--module-model", default=None, help="the normative module's model (default: --model)")
     m.add_argument("--seed", type=int, default=0, help="protocol seed (0 = canonical)")
     m.add_argument(
         "--interaction-steps",

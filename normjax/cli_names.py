@@ -21,3 +21,5 @@ FINETUNE_SPLITS = ("train", "heldout")
 # `normjax table` (normjax.results): its views besides the Table 1 layout, and its output formats.
 TABLE_VIEWS = ("family", "norm")
 TABLE_FORMATS = ("markdown", "csv", "latex", "json")
+# `llm-eval --newcomer`: the paper's memory newcomer, or one of the debate study's normative modules (normjax.llm.modules).
+NEWCOMERS = ("memory", "direct_edit", "infer_edit", "theory_of_mind", "contrastive")

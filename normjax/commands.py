@@ -6,6 +6,7 @@ checked before anything is traced (an unknown layout or norm lists the valid one
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -316,8 +317,19 @@ def cmd_llm_eval(args) -> int:
     norms = _norm_list(args.norms)  # before any tracing
     distractor = _distractor(args)
     config = client_config(args)
-    from normjax.llm.client import EndpointError
+    module = {}
+    if args.module_base_url is not None or args.module_model is not None:
+        if args.newcomer == "memory":
+            print(
+                "normjax: error: --module-base-url / --module-model need a normative module "
+                "(--newcomer direct_edit, infer_edit, theory_of_mind or contrastive)",
+                file=sys.stderr,
+            )
+            return 2
+        module = dict(base_url=args.module_base_url or config.base_url, model=args.module_model or config.model)
+    from normjax.llm.client import API_KEY_ENV, EndpointError
     from normjax.llm.evaluate import RunIncomplete, llm_eval
+    from normjax.llm.modules import MODULE_KEY_ENV
     from normjax.protocol import format_table
 
     try:
@@ -331,6 +343,10 @@ def cmd_llm_eval(args) -> int:
             interaction_steps=args.interaction_steps,
             allow_mixed_endpoint=args.allow_mixed_endpoint,
             judge_scores=args.judge_scores,
+            newcomer=args.newcomer,
+            module_config=dataclasses.replace(config, **module, api_key_env=(MODULE_KEY_ENV, *API_KEY_ENV))
+            if module
+            else None,
             **distractor,
         )
     except (EndpointError, RunIncomplete) as e:  # a failed endpoint is never a result

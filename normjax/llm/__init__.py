@@ -6,6 +6,8 @@
 * `parse`: the tolerant reply parser; `client`: the async OpenAI-compatible
   client (needs ``pip install "normjax[llm]"``); `settings`: its settings from
   the endpoint options of ``llm-eval``, ``llm-judge`` and ``finetune-eval``;
+* `modules`: the debate study's normative modules around `LLMAgent`
+  (``llm-eval --newcomer``), their prompts in `module_prompts`;
 * `evaluate`: the ``normjax llm-eval`` pipeline.
 
 The judge and the belief analysis after a run are `normjax.analysis`.

@@ -44,7 +44,8 @@ Token accounting reads ``usage.prompt_tokens`` / ``usage.completion_tokens``
 of successful responses (0 when a server does not report usage).
 
 The API key comes only from the environment: ``NORMJAX_LLM_API_KEY``, else
-``OPENAI_API_KEY``; without one no Authorization header is sent (local
+``OPENAI_API_KEY`` (``api_key_env``: a normative module's client reads
+``NORMJAX_MODULE_API_KEY`` first); without one no Authorization header is sent (local
 servers need none).  It is never a command-line argument and never written to
 transcripts.
 """
@@ -96,6 +97,7 @@ class ClientConfig:
     extra_body: dict = dataclasses.field(default_factory=dict)
     max_error_rate: float = 0.2  # stop once more than this share of the last error_window requests failed
     error_window: int = 100
+    api_key_env: tuple = API_KEY_ENV  # the environment variables the API key is read from, first set wins
 
     def __post_init__(self):
         if not self.base_url.startswith(("http://", "https://")):
@@ -164,9 +166,9 @@ def user_message(text: str, images: list[bytes] | tuple = ()) -> dict:
     return {"role": "user", "content": parts}
 
 
-def api_key() -> str | None:
-    """The API key from the environment (NORMJAX_LLM_API_KEY, then OPENAI_API_KEY)."""
-    for name in API_KEY_ENV:
+def api_key(names=API_KEY_ENV) -> str | None:
+    """The API key from the environment (NORMJAX_LLM_API_KEY, then OPENAI_API_KEY, by default)."""
+    for name in names:
         value = os.environ.get(name)
         if value:
             return value
@@ -240,7 +242,7 @@ class ChatClient:
     async def __aenter__(self) -> ChatClient:
         c = self.config
         headers = {"Content-Type": "application/json"}
-        key = api_key()
+        key = api_key(c.api_key_env)
         if key:
             headers["Authorization"] = f"Bearer {key}"
         limits = httpx.Limits(max_connections=c.concurrency, max_keepalive_connections=c.concurrency)
@@ -352,7 +354,7 @@ class ChatClient:
         if res.error is None:
             return
         hint = {
-            401: "check the API key (NORMJAX_LLM_API_KEY or OPENAI_API_KEY)",
+            401: f"check the API key ({' or '.join(c.api_key_env)})",
             403: "the API key may not use this model",
             404: "check --base-url (most servers need the /v1 suffix) and --model",
             400: "the server refused the request fields (see --max-tokens-field, --no-temperature, --extra-body)",

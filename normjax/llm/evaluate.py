@@ -11,7 +11,10 @@ imports a judge's scores into ``results.json`` as ``belief_accuracy``.  A run
 whose episodes are all finished makes no model request, so importing scores
 later is the same command with ``--judge-scores FILE`` added.  `distractor` /
 `distractor_share` give the background agents a distractor habit
-(docs/world.md §8.5; `normjax.runtime.runner`).
+(docs/world.md §8.5; `normjax.runtime.runner`).  `newcomer` picks the
+newcomer: the paper's memory agent, or one of the debate study's normative
+modules around it (`normjax.llm.modules`), whose calls go to `module_config`;
+``meta.newcomer`` names it, and a run is resumed only with the same one.
 
 A broken endpoint never becomes a result: `llm_eval` raises
 `normjax.llm.client.EndpointError` when the preflight request fails or too
@@ -26,6 +29,7 @@ sums them (`meta.invocations`, `meta.client`, `meta.wall_s_total`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -95,21 +99,33 @@ def llm_eval(
     progress: bool = True,
     distractor: str | None = None,
     distractor_share: float = 0.0,
+    newcomer: str = "memory",
+    module_config: ClientConfig | None = None,
 ) -> dict:
     """Run or resume the protocol for one model; returns the results dict (also in OUT/results.json).
 
     `config` is the endpoint and its request settings, as `llm-judge` and `finetune-eval` take
-    them (`normjax.llm.settings.client_config` builds it from the command's options)."""
+    them (`normjax.llm.settings.client_config` builds it from the command's options).
+    `newcomer` (`normjax.llm.modules.NEWCOMERS`): ``memory`` is the paper's newcomer; the others
+    wrap it with a normative module whose calls go to `module_config` (default: `config`, with
+    the API key read from NORMJAX_MODULE_API_KEY first)."""
     import asyncio
 
     from normjax.analysis.judge import export_judge_prompts, import_judge_scores
     from normjax.llm.agents import LLMAgent
-    from normjax.llm.client import ChatClient
+    from normjax.llm.client import API_KEY_ENV, ChatClient
+    from normjax.llm.modules import MODULE_KEY_ENV, NEWCOMERS, ModuleAgent
 
     # The distractor settings are validated by run_protocol_async, before anything is traced.
     base_url, model = config.base_url, config.model
     if judge_scores is not None and not Path(judge_scores).is_file():
         raise ValueError(f"--judge-scores file not found: {judge_scores}")
+    if newcomer not in NEWCOMERS:
+        raise ValueError(f"newcomer {newcomer!r} is invalid; allowed: {', '.join(NEWCOMERS)}")
+    if newcomer == "memory" and module_config is not None:
+        raise ValueError("--module-model / --module-base-url need a normative module (--newcomer other than memory)")
+    if newcomer != "memory" and module_config is None:
+        module_config = dataclasses.replace(config, api_key_env=(MODULE_KEY_ENV, *API_KEY_ENV))
     settings = dict(
         model=model,
         base_url=base_url,
@@ -121,16 +137,22 @@ def llm_eval(
         send_temperature=bool(config.send_temperature),
         extra_body=dict(config.extra_body),
     )
+    if newcomer != "memory":  # absent for the memory newcomer: its run.json and transcripts are as before
+        settings.update(newcomer=newcomer, module_base_url=module_config.base_url, module_model=module_config.model)
     started, t0 = time.strftime("%Y-%m-%dT%H:%M:%S%z"), time.perf_counter()
     client_settings = dict(concurrency=config.concurrency, timeout=config.timeout, max_retries=config.max_retries)
     stats: dict = {}
+    module_stats: dict = {}
 
     async def main():
-        async with ChatClient(config) as client:
+        async with ChatClient(config) as client, ChatClient(module_config or config) as module_client:
             stats.update(client.stats)
             bar = Progress(client.stats) if progress else None
             try:
-                agent = LLMAgent(client, text_only=text_only, known_norm=known_norm)
+                if newcomer == "memory":
+                    agent = LLMAgent(client, text_only=text_only, known_norm=known_norm)
+                else:
+                    agent = ModuleAgent(client, module_client, newcomer, text_only=text_only, known_norm=known_norm)
                 return await run_protocol_async(
                     agent,
                     norms,
@@ -146,6 +168,8 @@ def llm_eval(
                 )
             finally:
                 stats.update(client.stats)
+                if newcomer != "memory":
+                    module_stats.update(module_client.stats)
                 if bar is not None:
                     bar.close()
 
@@ -158,6 +182,8 @@ def llm_eval(
             outcome=outcome,
             client=dict(stats, **client_settings),
         )
+        if newcomer != "memory":
+            entry.update(newcomer=newcomer, module_client=dict(module_stats))
         if persistent():  # how this invocation got its programs (normjax.runtime.programs)
             s = cache_stats()
             entry["programs"] = dict(
@@ -183,6 +209,11 @@ def llm_eval(
     result["meta"].update(
         client=dict(totals, **client_settings), invocations=runs, wall_s_total=round(sum(r["wall_s"] for r in runs), 3)
     )
+    result["meta"]["newcomer"] = newcomer
+    if newcomer != "memory":
+        result["meta"]["module_client"] = {
+            k: sum(r.get("module_client", {}).get(k, 0) for r in runs) for k in module_stats
+        }
     result["meta"]["judge_prompts"] = str(export_judge_prompts(out))
     if judge_scores is not None:
         result["belief_accuracy"] = import_judge_scores(out, judge_scores, norms=result["meta"]["norms"])

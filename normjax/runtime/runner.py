@@ -75,6 +75,7 @@ from normjax.protocol.seeds import TEST_STEPS, base_seed, test_episodes
 from normjax.protocol.stamp import protocol_stamp
 from normjax.runtime.stage import COUNTERS, Episode, Stage
 from normjax.runtime.transcripts import TranscriptStore, check_run, write_run
+from normjax.runtime.turns import MODULE_COUNTERS
 from normjax.world.habits import check_distractor
 
 INTERACTION_STEPS = 200
@@ -261,6 +262,8 @@ def assemble(tests: list[Episode], inter: list[Episode]) -> dict:
     ]
     every = [e.result["llm"] for e in tests + inter]
     result["llm"] = {k: int(sum(x.get(k, 0) for x in every)) for k in COUNTERS}
+    if any("module_calls" in x for x in every):  # a normative module's calls (normjax.llm.modules)
+        result["llm"].update({k: int(sum(x.get(k, 0) for x in every)) for k in MODULE_COUNTERS})
     result["incomplete"] = [e.name for e in inter + tests if e.result["llm"].get("incomplete")]
     return result
 

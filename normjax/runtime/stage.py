@@ -45,7 +45,7 @@ from normjax.runtime.agents import StepContext, checked
 from normjax.runtime.frames import annotated_png
 from normjax.runtime.lazy import Columns, LazyTurn, Memory
 from normjax.runtime.transcripts import TranscriptStore, transcript_records
-from normjax.runtime.turns import PROMPT_ACTIONS, Decision, Turn
+from normjax.runtime.turns import PROMPT_ACTIONS, Decision, Turn, module_counts
 
 COUNTERS = ("decisions", "errors", "request_errors", "requests", "retries", "tokens_in", "tokens_out", "warnings")
 # An episode in which more than this share of the decisions got no reply from the endpoint is
@@ -176,6 +176,9 @@ class Stage:
                 n["retries"] += d.retries
                 n["tokens_in"] += d.tokens_in
                 n["tokens_out"] += d.tokens_out
+                if d.module is not None:  # a normative module's calls (normjax.llm.modules)
+                    for k, v in module_counts(d).items():
+                        n[k] = n.get(k, 0) + v
             if self.store is None:
                 continue
             rec = dict(
@@ -194,6 +197,8 @@ class Stage:
                     attempt_errors=d.attempt_errors,
                     latency_s=round(d.latency_s, 4),
                 )
+                if d.module is not None:
+                    rec["module"] = d.module
             if interaction:
                 rec.update(belief=e.belief, confidence=e.confidence)
             e.llm[t_prev] = rec

@@ -43,8 +43,9 @@ interaction).  Norms may be added to an existing run directory; results
 always cover the norms requested.
 
 The run's identity (``run.json``) is what it measures, `RUN_KEYS` (prompt
-mode, protocol seed, capacity, interaction length, distractor), which must
-always match, and the endpoint and sampling, `ENDPOINT_KEYS` (base URL,
+mode, protocol seed, capacity, interaction length, distractor, and for a
+normative-module newcomer its kind and module endpoint; a run resumed with
+another ``--newcomer`` is refused naming both), which must always match, and the endpoint and sampling, `ENDPOINT_KEYS` (base URL,
 model, temperature, token limit and its field, extra request fields), which
 must match too unless ``allow_mixed`` is set (``--allow-mixed-endpoint``):
 then ``run.json`` lists every endpoint used under ``endpoints``, and each
@@ -63,7 +64,18 @@ from pathlib import Path
 TRANSCRIPT_FORMAT = "normjax.llm_transcript/1"
 RUN_FORMAT = "normjax.llm_run/1"
 # Settings that change what an episode is or how the model is prompted.
-RUN_KEYS = ("text_only", "known_norm", "seed", "capacity", "interaction_steps", "distractor", "distractor_share")
+RUN_KEYS = (
+    "text_only",
+    "known_norm",
+    "seed",
+    "capacity",
+    "interaction_steps",
+    "distractor",
+    "distractor_share",
+    "newcomer",
+    "module_base_url",
+    "module_model",
+)
 # The model behind the run and how it samples: mixed only on request.
 ENDPOINT_KEYS = ("base_url", "model", "temperature", "max_tokens", "token_param", "send_temperature", "extra_body")
 
@@ -209,6 +221,12 @@ def check_run(out_dir, settings: dict, resume: bool = True, allow_mixed: bool = 
     def details(keys):
         return ", ".join(f"{k}: {old.get(k)!r} -> {settings.get(k)!r}" for k in keys)
 
+    was, now = old.get("newcomer") or "memory", settings.get("newcomer") or "memory"
+    if was != now:  # absent: the memory newcomer (runs from before the modules)
+        raise ValueError(
+            f"{out} holds a run started with --newcomer {was}; this command asks for --newcomer {now}. "
+            f"Resume it with --newcomer {was}, or use a new output directory"
+        )
     diff = [k for k in RUN_KEYS if old.get(k) != settings.get(k)]
     if diff:
         raise ValueError(f"{out} holds a run with other settings ({details(diff)}); use a new output directory")

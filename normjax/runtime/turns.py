@@ -106,6 +106,21 @@ class Decision:
     latency_s: float = 0.0
     failed_request: bool = False  # the error is the endpoint's (no reply), not the model's
     attempt_errors: list = dataclasses.field(default_factory=list)  # why each failed attempt failed
+    module: dict | None = None  # a normative module's proposal and calls (normjax.llm.modules); None without one
+
+
+MODULE_COUNTERS = ("module_calls", "module_errors", "module_tokens_in", "module_tokens_out")
+
+
+def module_counts(decision: Decision) -> dict:
+    """The per-episode counters (`MODULE_COUNTERS`) of one decision's normative-module calls."""
+    calls = decision.module["calls"] if decision.module is not None else []
+    return dict(
+        module_calls=len(calls),
+        module_errors=sum(c["error"] is not None for c in calls),
+        module_tokens_in=sum(c["tokens_in"] for c in calls),
+        module_tokens_out=sum(c["tokens_out"] for c in calls),
+    )
 
 
 def select_memory(
@@ -121,10 +136,12 @@ __all__ = [
     "Cell",
     "Decision",
     "EARLIER_SANCTIONED",
+    "MODULE_COUNTERS",
     "Other",
     "PROMPT_ACTIONS",
     "RECENT_STEPS",
     "StepRecord",
     "Turn",
+    "module_counts",
     "select_memory",
 ]
