@@ -8,6 +8,7 @@ The report reads them back:
     NORMJAX_TEST_TIMING=/tmp/t python -m pytest -q -m slow
     python -m normjax.testing.timing /tmp/t            # the 20 slowest tests, compile vs run
     python -m normjax.testing.timing /tmp/t --by file  # per test file (a worker runs one file)
+    python -m normjax.testing.timing /tmp/t --by program  # per compiled program: compiles, files
     python -m normjax.testing.timing /tmp/t --durations tests/durations.json  # the files' order in a run
 """
 
@@ -29,22 +30,28 @@ DURATIONS = {
     "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
     "/jax/core/compile/backend_compile_duration": "compile_s",
 }
+PROGRAM_MIN_S = 0.5  # the persistent cache's threshold (pytest_plugin): shorter compiles are not worth a row
 COUNTS = {"/jax/compilation_cache/cache_hits": "cache_hits", "/jax/compilation_cache/cache_misses": "cache_misses"}
 
 
 class Recorder:
     """Sums JAX's compile events between `start` and `stop` (one test phase at a time)."""
 
-    def __init__(self, out_dir: str | Path, worker: str):
+    def __init__(self, out_dir: str | Path, worker: str, program_min_s: float = PROGRAM_MIN_S):
+        self.program_min_s = program_min_s
         self.path = Path(out_dir) / f"{worker}.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.current: dict | None = None
         monitoring.register_event_duration_secs_listener(self._duration)
         monitoring.register_event_listener(self._event)
 
-    def _duration(self, event: str, duration: float, **_):
+    def _duration(self, event: str, duration: float, fun_name: str | None = None, **_):
         if self.current is not None and event in DURATIONS:
             self.current[DURATIONS[event]] += duration
+            # Per program: XLA compiles (cache loads included) worth counting, to find the
+            # programs that several tests or files build, each in its own variant.
+            if DURATIONS[event] == "compile_s" and duration >= self.program_min_s:
+                self.current["programs"].append([fun_name or "?", round(duration, 3)])
 
     def _event(self, event: str, **_):
         if self.current is not None and event in COUNTS:
@@ -53,6 +60,7 @@ class Recorder:
     def start(self, nodeid: str, when: str):
         self.current = {"test": nodeid, "when": when, "t0": time.perf_counter()}
         self.current.update(dict.fromkeys([*DURATIONS.values(), *COUNTS.values()], 0))
+        self.current["programs"] = []
 
     def stop(self):
         row, self.current = self.current, None
@@ -61,6 +69,26 @@ class Recorder:
         row["wall_s"] = round(time.perf_counter() - row.pop("t0"), 3)
         with self.path.open("a") as f:
             f.write(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}) + "\n")
+
+
+def programs(out_dir: str | Path, top: int = 20) -> list[dict]:
+    """Compiles per program name, most compile seconds first: how often a program of that name
+    was compiled (each a variant: another shape, constant or level, or a cache miss) and in how
+    many test files, the candidates for sharing one variant across tests."""
+    sums: dict = defaultdict(lambda: {"compile_s": 0.0, "compiles": 0, "files": set()})
+    for path in sorted(Path(out_dir).glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            for name, secs in r.get("programs", []):
+                s = sums[name]
+                s["compile_s"] += secs
+                s["compiles"] += 1
+                s["files"].add(r["test"].split("::")[0])
+    rows = [
+        {"name": k, "compile_s": round(v["compile_s"], 2), "compiles": v["compiles"], "files": len(v["files"])}
+        for k, v in sums.items()
+    ]
+    return sorted(rows, key=lambda r: -r["compile_s"])[:top]
 
 
 def recorder_from_env() -> Recorder | None:
@@ -84,13 +112,18 @@ def summarise(out_dir: str | Path, by: str = "test", top: int = 20) -> list[dict
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dir")
-    ap.add_argument("--by", choices=("test", "file"), default="test")
+    ap.add_argument("--by", choices=("test", "file", "program"), default="test")
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--durations", default=None, metavar="FILE", help="write every file's seconds here (JSON)")
     args = ap.parse_args(argv)
     if args.durations:
         rows = summarise(args.dir, "file", top=10**6)
         Path(args.durations).write_text(json.dumps({r["name"]: r["wall_s"] for r in rows}, indent=1) + "\n")
+    if args.by == "program":
+        print(f"{'compile':>8} {'count':>6} {'files':>6}  program")
+        for r in programs(args.dir, args.top):
+            print(f"{r['compile_s']:8.1f} {r['compiles']:6d} {r['files']:6d}  {r['name']}")
+        return 0
     rows = summarise(args.dir, args.by, args.top)
     print(f"{'wall s':>8} {'compile':>8} {'trace':>7} {'lower':>7} {'hits':>5} {'miss':>5}  {args.by}")
     for r in rows:

@@ -5,18 +5,37 @@ import json
 import jax
 import jax.numpy as jnp
 
-from normjax.testing.timing import Recorder, summarise
+from normjax.testing.timing import Recorder, programs, summarise
 
 
 def test_a_compile_inside_a_phase_is_counted_and_written(tmp_path):
-    rec = Recorder(tmp_path, "gw9")
+    rec = Recorder(tmp_path, "gw9", program_min_s=0.0)
     rec.start("tests/x.py::test_a", "call")
-    jax.jit(lambda x: jnp.sin(x) * 3.0 + 0.123456)(jnp.arange(7.0)).block_until_ready()  # a fresh program
+
+    def sin_times_three(x):
+        return jnp.sin(x) * 3.0 + 0.123456
+
+    jax.jit(sin_times_three)(jnp.arange(7.0)).block_until_ready()  # a fresh program
     rec.stop()
     rec.stop()  # a second stop without a start writes nothing
     (row,) = [json.loads(x) for x in (tmp_path / "gw9.jsonl").read_text().splitlines()]
     assert row["test"] == "tests/x.py::test_a" and row["when"] == "call"
     assert row["compile_s"] > 0 and row["trace_s"] > 0 and row["wall_s"] >= row["compile_s"]
+    assert "jit(sin_times_three)" in [name for name, _ in row["programs"]]  # each compile named
+
+
+def test_program_report_counts_variants_and_files(tmp_path):
+    rows = [
+        dict(test="tests/a.py::t1", programs=[["jit_step", 2.0], ["jit_scan", 1.0]]),
+        dict(test="tests/a.py::t2", programs=[["jit_step", 3.0]]),
+        dict(test="tests/b.py::t3", programs=[["jit_step", 0.5]]),
+        dict(test="tests/b.py::t4"),  # rows written before programs were recorded
+    ]
+    (tmp_path / "gw0.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    assert programs(tmp_path) == [
+        {"name": "jit_step", "compile_s": 5.5, "compiles": 3, "files": 2},
+        {"name": "jit_scan", "compile_s": 1.0, "compiles": 1, "files": 1},
+    ]
 
 
 def test_summary_sums_phases_per_test_and_per_file(tmp_path):
