@@ -184,6 +184,8 @@ def replay(records: list[dict], eps: float = 0.0) -> list[dict]:
     header = records[0]
     if "layout" not in header:
         raise ValueError(f"transcript {header.get('name')!r} has no layout in its header; not a normjax trajectory")
+    if len(records) < 2:
+        return []  # an interaction phase of no steps
     arrays = step_arrays(records)
     masks = seen_masks(arrays)
     xs = dict(arrays, **masks)

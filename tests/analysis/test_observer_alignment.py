@@ -116,6 +116,48 @@ def test_replay_eliminates_the_hand_counted_norms(run):
     assert not any(r["conflict"] for r in rows) and sum(r["bits"] for r in rows) == pytest.approx(math.log2(50), 1e-5)
 
 
+def test_the_full_observer_would_learn_from_the_exit(run):
+    """`normjax.observer.update` on every flag of the same steps: the exit at t3 removes
+    no_turns_0_mod_3 (1 bit), which the newcomer's evidence leaves to t4; the other steps agree."""
+    from typing import NamedTuple
+
+    import jax
+
+    from normjax.analysis.observer_replay import kl_bits
+    from normjax.layouts.tables import world_tables
+    from normjax.observer import init_belief, update
+
+    class Agents(NamedTuple):
+        pos: object
+        active: object
+        group: object
+
+    class State(NamedTuple):
+        t: object
+        agents: Agents
+
+    class Info(NamedTuple):
+        active: object
+        pos: object
+        next_pos: object
+        exited: object
+        sanctioned: object
+        action: object
+
+    a = step_arrays(TranscriptStore(run).read(f"{ZONE}/interaction"))
+    lt = world_tables().at(0)  # the cafe
+    step = jax.jit(lambda b, s, i: update(b, s, i, lt))
+    belief = init_belief(lt, State(a["t"][0], Agents(a["pos"][0], a["active"][0], a["group"][0])))
+    logs = [np.asarray(belief.log_probs)]
+    for i in range(len(a["t"])):
+        state = State(a["t"][i], Agents(a["pos"][i], a["active"][i], a["group"][i]))
+        info = Info(a["active"][i], a["pos"][i], a["next_pos"][i], a["exited"][i], a["sanctioned"][i], a["t"][i] * 0)
+        belief = step(belief, state, info)
+        logs.append(np.asarray(belief.log_probs))
+    bits = kl_bits(np.stack(logs[1:]), np.stack(logs[:-1]))
+    assert bits.tolist() == pytest.approx([OWN_BITS, 0, STEP2_BITS, 1, 0, 0], abs=2e-6)
+
+
 def test_bit_stats_of_hand_rows():
     """Ratio of sums and its delta-method SE; zero-bit events kept apart."""
 
@@ -217,3 +259,49 @@ def test_play_study_pools_its_complete_participants(tmp_path, capsys):
     assert (study / "observer_beliefs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     again = analyse_observer([("p001", study / "p001")], figures=False)
     _check_run_numbers(again)
+
+
+@pytest.mark.slow
+def test_a_scripted_llm_eval_run_end_to_end(tmp_path, capsys):
+    """llm-eval (a scripted navigator that names its belief after the number of sanctions its
+    memory shows), llm-judge (a scripted judge), then llm-beliefs --observer: with eps = 0 the
+    newcomer's evidence never contradicts the true norm, the bits add up to the entropy the
+    observer lost, and the table's numbers are those of the listed events."""
+    import re
+
+    from normjax.testing.fake_openai import FakeOpenAI, Reply, navigator_text
+    from tests.support.belief_runs import judge_belief, score
+
+    mark = "I had a violation mark this step."
+
+    def model(payload, attempt):
+        reply = json.loads(navigator_text(payload)) if payload["messages"][0]["role"] == "system" else None
+        if reply is None or "belief" not in reply:
+            return Reply(navigator_text(payload))
+        k = payload["messages"][-1]["content"].count(mark)
+        return Reply(json.dumps(dict(reply, belief=f"the norm is rule {k}", confidence=min(1.0, 0.2 * k))))
+
+    def judge(payload, attempt):
+        belief = judge_belief(payload)
+        return Reply("OK") if belief is None else Reply(score(1 + min(6, int(re.findall(r"\d+", belief)[-1]))))
+
+    out, norm = tmp_path / "run", "even_turns_only"  # the navigator moves on odd turns too: own violations
+    with FakeOpenAI(model) as srv:
+        args = ["--base-url", srv.base_url, "--model", "fake"]
+        assert (
+            main(["llm-eval", *args, "--norms", norm, "--text-only", "--interaction-steps", "40", "--out", str(out)])
+            == 0
+        )
+    with FakeOpenAI(judge) as srv:
+        assert main(["llm-judge", "--run", str(out), "--base-url", srv.base_url, "--model", "judge"]) == 0
+    capsys.readouterr()
+    assert main(["llm-beliefs", "--run", str(out), "--observer"]) == 0
+    assert "belief change per bit" in capsys.readouterr().out
+    r = json.loads((out / "beliefs" / "observer_beliefs.json").read_text())
+    steps = r["steps"][norm]
+    assert len(steps) == 40 and not any(s["conflict"] for s in steps)
+    assert all(s["p_true_after"] > 0 for s in steps)  # nothing the newcomer saw rules the true norm out
+    assert sum(s["bits"] for s in steps) == pytest.approx(math.log2(50) - steps[-1]["entropy_after"], abs=1e-4)
+    assert r["change"]["overall"] == bit_stats(r["events"])
+    own = [e for e in r["events"] if e["event"] == "own_violation" and e["score_change"] is not None]
+    assert own and any(e["score_change"] > 0 for e in own)  # the next prompt's memory shows one more mark
