@@ -431,14 +431,15 @@ def cmd_llm_beliefs(args) -> int:
         if args.scores is not None:
             raise ValueError("--scores names one run's file; a play study reads each DIR/<id>/judge_scores.jsonl")
         out = Path(args.out) if args.out else Path(args.play_study)
+        participants = _play_participants(args.play_study)
         result = analyse_observer(
-            _play_participants(args.play_study),
+            participants,
             None,
             out,
             replies_after=args.replies_after,
             allow_missing=args.allow_missing,
             eps=args.eps,
-            label=f"play study {args.play_study}",
+            label=f"play study {Path(args.play_study).name} ({len(participants)} participants)",
         )
         print(format_table(result))
         print(f"wrote {out / 'observer_beliefs.json'} and {', '.join(result['figures'])}")

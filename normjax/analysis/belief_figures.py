@@ -149,7 +149,7 @@ def information_figure(result: dict, path) -> Path:
     n = result["replies_after"]
     after = "the next reply" if n == 1 else f"{n} replies later"
     fig.suptitle(
-        f"belief change per bit of evidence ({result['label']}; ideal observer on the newcomer's evidence, "
+        f"belief change per bit of evidence: {result['label']}\n(ideal observer on the newcomer's evidence, "
         f"eps={result['eps']}; belief after {after})",
         fontsize=10,
     )

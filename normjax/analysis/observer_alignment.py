@@ -161,7 +161,7 @@ def analyse_observer(
         f: [s for n, st in steps.items() if get_norm(n.split("/")[-1]).family == f for s in st] for f in fams
     }
     result = dict(
-        label=label or str(loaded[0][1]["run"]),
+        label=label or loaded[0][1]["run"].name,
         runs=[str(run["run"]) for _, run in loaded],
         participants=[who for who, _ in loaded if who],
         eps=eps,
