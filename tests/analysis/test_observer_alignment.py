@@ -114,6 +114,14 @@ def test_replay_eliminates_the_hand_counted_norms(run):
     assert [r["p_true_after"] for r in rows] == pytest.approx([1 / 3, 1 / 3, 0.5, 0.5, 1, 1], abs=1e-5)
     assert [r["entropy_after"] for r in rows] == pytest.approx([math.log2(3), math.log2(3), 1, 1, 0, 0], abs=2e-6)
     assert not any(r["conflict"] for r in rows) and sum(r["bits"] for r in rows) == pytest.approx(math.log2(50), 1e-5)
+    # The newcomer leaves during t4 (slot 0 empty at t5): agent 1's sanction is never shown to it.
+    records = TranscriptStore(run).read(f"{ZONE}/interaction")
+    records[5]["agents"][0]["exited"], records[5]["agents"][0]["next"] = True, None  # records[0] is the header
+    records[6]["agents"][0] = agent(0, None, None, active=False)
+    rows = replay(records)  # the same shapes: no second compile
+    assert [r["event"] for r in rows] == EVENTS[:4] + [None, None]
+    assert [r["bits"] for r in rows] == pytest.approx([OWN_BITS, 0, STEP2_BITS, 0, 0, 0], abs=2e-6)
+    assert [r["survivors"] for r in rows] == [3, 3, 2, 2, 2, 2]
 
 
 def test_the_full_observer_would_learn_from_the_exit(run):
