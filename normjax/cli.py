@@ -424,7 +424,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="belief correctness over the interaction and belief change after events (paper "
         "Figure 4b, 4c; docs/llm.md)",
     )
-    b.add_argument("--run", required=True, metavar="DIR", help="an llm-eval run directory")
+    which = b.add_mutually_exclusive_group(required=True)
+    which.add_argument("--run", metavar="DIR", help="an llm-eval run directory (or one play participant's folder)")
+    which.add_argument(
+        "--play-study",
+        metavar="DIR",
+        help="a normjax play study folder: its complete participants pooled, each scored by llm-judge "
+        "--run DIR/<id> (needs --observer)",
+    )
+    b.add_argument(
+        "--observer",
+        action="store_true",
+        help="also weigh each event by what the ideal observer could learn from it: belief change per bit "
+        "(observer_beliefs.json, observer_beliefs.png; docs/llm.md)",
+    )
+    b.add_argument(
+        "--eps",
+        type=float,
+        default=0.0,
+        metavar="E",
+        help="with --observer: the observer's sanction-flag noise rate, in [0, 0.5)",
+    )
     b.add_argument(
         "--scores",
         default=None,
@@ -432,7 +452,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="judge scores or replies, JSON Lines (default: DIR/judge_scores.jsonl, from llm-judge)",
     )
     b.add_argument(
-        "--out", default=None, metavar="DIR", help="where beliefs.json and the figures go (default: DIR/beliefs)"
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="where beliefs.json and the figures go (default: DIR/beliefs; a play study: its folder)",
     )
     b.add_argument(
         "--replies-after",

@@ -403,13 +403,68 @@ def _mean(values) -> str:
     return f"{sum(values) / len(values):.2f}" if values else "n/a"
 
 
+def _play_participants(study) -> list[tuple[str, str]]:
+    """[(id, folder)] of a play study's complete participants (as `normjax play-export` counts them)."""
+    from normjax.play.export import participant, participant_dirs
+
+    if not Path(study).is_dir():
+        raise ValueError(f"--play-study {study}: not a directory")
+    dirs = participant_dirs(study)
+    if not dirs:
+        raise ValueError(f"--play-study {study}: no play participant in it (folders with a run.json of policy human)")
+    done = [(d.name, str(d)) for d in dirs if participant(d)["status"] == "complete"]
+    if not done:
+        raise ValueError(f"--play-study {study}: none of its {len(dirs)} participant(s) is complete")
+    return done
+
+
 def cmd_llm_beliefs(args) -> int:
     from normjax.analysis.belief_analysis import analyse_beliefs, format_summary
 
+    if args.play_study is not None and not args.observer:
+        raise ValueError("--play-study needs --observer (one participant's Figure 4b / 4c: --run DIR/<id>)")
+    if args.eps != 0.0 and not args.observer:
+        raise ValueError(f"--eps={args.eps} needs --observer")
+    if args.play_study is not None:
+        from normjax.analysis.observer_alignment import analyse_observer, format_table
+
+        if args.scores is not None:
+            raise ValueError("--scores names one run's file; a play study reads each DIR/<id>/judge_scores.jsonl")
+        out = Path(args.out) if args.out else Path(args.play_study)
+        participants = _play_participants(args.play_study)
+        result = analyse_observer(
+            participants,
+            None,
+            out,
+            replies_after=args.replies_after,
+            allow_missing=args.allow_missing,
+            eps=args.eps,
+            label=f"play study {Path(args.play_study).name} ({len(participants)} participants)",
+        )
+        print(format_table(result))
+        print(f"wrote {out / 'observer_beliefs.json'} and {', '.join(result['figures'])}")
+        _print_programs()
+        return 0
+    if args.observer and not 0.0 <= args.eps < 0.5:  # before the Figure 4b / 4c analysis writes anything
+        raise ValueError(f"--eps={args.eps} is invalid; allowed: 0 <= eps < 0.5")
     out = Path(args.out) if args.out else Path(args.run) / "beliefs"
     result = analyse_beliefs(
         args.run, args.scores, out, replies_after=args.replies_after, allow_missing=args.allow_missing
     )
     print(format_summary(result))
     print(f"wrote {out / 'beliefs.json'} and {', '.join(result['figures'])}")
+    if args.observer:
+        from normjax.analysis.observer_alignment import analyse_observer, format_table
+
+        obs = analyse_observer(
+            [("", args.run)],
+            args.scores,
+            out,
+            replies_after=args.replies_after,
+            allow_missing=args.allow_missing,
+            eps=args.eps,
+        )
+        print(format_table(obs))
+        print(f"wrote {out / 'observer_beliefs.json'} and {', '.join(obs['figures'])}")
+        _print_programs()
     return 0

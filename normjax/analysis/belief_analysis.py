@@ -123,7 +123,8 @@ def held_states(records: list[dict]) -> list[dict]:
     return out
 
 
-def _mean_se(values: list[float]) -> tuple[float | None, float | None]:
+def mean_se(values: list[float]) -> tuple[float | None, float | None]:
+    """(mean, standard error of the mean), rounded to 4 places; None where undefined."""
     n = len(values)
     if n == 0:
         return None, None
@@ -177,7 +178,7 @@ def change_stats(events: list[dict]) -> dict:
         used = [e for e in answered if e["score_before"] is not None and e["score_after"] is not None]
         ds = [e["score_after"] - e["score_before"] for e in used]
         dc = [e["confidence_after"] - e["confidence_before"] for e in used]
-        (ms, ses), (mc, sec) = _mean_se(ds), _mean_se(dc)
+        (ms, ses), (mc, sec) = mean_se(ds), mean_se(dc)
         out[kind] = dict(
             n=len(used),
             events=len(rows),
@@ -199,7 +200,7 @@ def correctness(per_norm: dict[str, list[int]], violations: dict[str, list[int]]
     c = curve(per_norm)
     se, cum = [], []
     for t in c["t"]:
-        se.append(_mean_se([v[t] for v in per_norm.values() if t < len(v)])[1])
+        se.append(mean_se([v[t] for v in per_norm.values() if t < len(v)])[1])
         col = [sum(v[: t + 1]) for v in violations.values() if t < len(v)]
         cum.append(round(sum(col) / len(col), 4))
     finals = [v[-1] for v in per_norm.values() if v]
@@ -208,7 +209,7 @@ def correctness(per_norm: dict[str, list[int]], violations: dict[str, list[int]]
         **c,
         se_score=se,
         violations=cum,
-        final_mean_score=_mean_se(finals)[0],
+        final_mean_score=mean_se(finals)[0],
         final_correct_share=round(sum(s >= CORRECT_SCORE for s in finals) / len(finals), 4) if finals else None,
     )
 
@@ -228,12 +229,10 @@ def _stale_lines(path: Path, prompts: list[dict]) -> None:
             )
 
 
-def analyse_beliefs(
-    run_dir, scores=None, out_dir=None, replies_after: int = 1, allow_missing: bool = False, figures: bool = True
-) -> dict:
-    """Figure 4b / 4c numbers of a run (see the module docstring); writes ``beliefs.json`` and figures."""
-    if replies_after < 1:
-        raise ValueError(f"replies_after={replies_after} is invalid; allowed: a positive integer")
+def load_scored_run(run_dir, scores=None, allow_missing: bool = False) -> dict:
+    """A run's norms and judge scores, checked: ``run``, ``scores`` (the file), ``norms`` (those of
+    its table with a finished interaction), ``known`` ({norm: {belief: score}}), ``missing`` (ids
+    without a usable score; refused unless `allow_missing`), ``invalid_lines``, ``store``."""
     run = check_run_dir(run_dir)
     path = Path(scores) if scores is not None else run / SCORES_FILE
     if not path.is_file():
@@ -255,7 +254,26 @@ def analyse_beliefs(
     if results.exists():  # the norms the run's table covers
         wanted = json.loads(results.read_text())["meta"]["norms"]
         norms = [n for n in wanted if n in norms]
-    known = scored_beliefs(prompts, scores_by_id)
+    return dict(
+        run=run,
+        scores=path,
+        norms=norms,
+        known=scored_beliefs(prompts, scores_by_id),
+        missing=missing,
+        invalid_lines=len(errors),
+        store=store,
+    )
+
+
+def analyse_beliefs(
+    run_dir, scores=None, out_dir=None, replies_after: int = 1, allow_missing: bool = False, figures: bool = True
+) -> dict:
+    """Figure 4b / 4c numbers of a run (see the module docstring); writes ``beliefs.json`` and figures."""
+    if replies_after < 1:
+        raise ValueError(f"replies_after={replies_after} is invalid; allowed: a positive integer")
+    loaded = load_scored_run(run_dir, scores, allow_missing)
+    run, path, norms, known, missing = (loaded[k] for k in ("run", "scores", "norms", "known", "missing"))
+    store = loaded["store"]
     family = {n: get_norm(n).family for n in norms}
     per_norm, violations, events = {}, {}, []
     for norm in norms:
@@ -276,7 +294,7 @@ def analyse_beliefs(
         replies_after=replies_after,
         norms=norms,
         missing=missing,
-        invalid_lines=len(errors),
+        invalid_lines=loaded["invalid_lines"],
         correctness=dict(
             overall=correctness(per_norm, violations),
             by_family={f: correctness(subset(per_norm, f), subset(violations, f)) for f in fams},
@@ -329,6 +347,8 @@ __all__ = [
     "correctness",
     "format_summary",
     "held_states",
+    "load_scored_run",
+    "mean_se",
     "norm_events",
     "step_evidence",
 ]

@@ -103,4 +103,57 @@ def change_figure(result: dict, path) -> Path:
     return _finish(fig, axes, path)
 
 
-__all__ = ["change_figure", "correctness_figure"]
+def information_figure(result: dict, path) -> Path:
+    from matplotlib.figure import Figure
+
+    scopes = {"all norms": result["change"]["overall"], **result["change"]["by_family"]}
+    fig = Figure(figsize=(3.2 * len(scopes) + 1, 6.5))
+    axes = fig.subplots(2, len(scopes), squeeze=False)
+    colors = ["tab:red", "tab:orange", "tab:green"]
+    for col, (scope, stats) in enumerate(scopes.items()):
+        kinds = list(stats)  # `belief_analysis.EVENT_TYPES` order
+        x = list(range(len(kinds)))
+        top, bottom = axes[0][col], axes[1][col]
+        top.bar(
+            x,
+            [stats[k]["mean_bits"] or 0.0 for k in kinds],
+            yerr=[stats[k]["se_bits"] or 0.0 for k in kinds],
+            capsize=4,
+            color=colors,
+        )
+        per_bit = [stats[k]["informative"] for k in kinds]
+        bottom.bar(
+            x,
+            [p["score_per_bit"] or 0.0 for p in per_bit],
+            yerr=[p["se_score_per_bit"] or 0.0 for p in per_bit],
+            capsize=4,
+            color=colors,
+        )
+        for i, k in enumerate(kinds):
+            top.annotate(
+                f"n={stats[k]['events']}", (i, 0), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=7
+            )
+            bottom.annotate(
+                f"n={per_bit[i]['n']}\n0 bits: {stats[k]['zero_bit']['n']}",
+                (i, 0),
+                textcoords="offset points",
+                xytext=(0, 4),
+                ha="center",
+                fontsize=7,
+            )
+        top.set_title(f"{scope}: bits per event", fontsize=9)
+        bottom.set_title(f"{scope}: judge-score change per bit", fontsize=9)
+        for ax in (top, bottom):
+            ax.axhline(0, color="black", lw=0.8)
+            ax.set_xticks(x, [EVENT_LABELS[k].replace(" ", "\n", 1) for k in kinds], fontsize=7)
+    n = result["replies_after"]
+    after = "the next reply" if n == 1 else f"{n} replies later"
+    fig.suptitle(
+        f"belief change per bit of evidence: {result['label']}\n(ideal observer on the newcomer's evidence, "
+        f"eps={result['eps']}; belief after {after})",
+        fontsize=10,
+    )
+    return _finish(fig, [a for row in axes for a in row], path)
+
+
+__all__ = ["change_figure", "correctness_figure", "information_figure"]

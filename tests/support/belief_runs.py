@@ -47,13 +47,15 @@ def llm(queried=True, belief=None, confidence=None, sanctioned=False):
     return dict(queried=queried, sanctioned=sanctioned, belief=belief, confidence=confidence)
 
 
-def write_interaction(out, norm, steps, incomplete=False):
-    """`steps`: [(agents, llm record or None), ...] for t = 0, 1, ..."""
+def write_interaction(out, norm, steps, incomplete=False, header_extra=None):
+    """`steps`: [(agents, llm record or None), ...] for t = 0, 1, ...; `header_extra`: more header
+    fields (the observer replay reads ``layout`` and ``norm``)."""
     store = TranscriptStore(out)
     header = {
         "transcript": TRANSCRIPT_FORMAT,
         "name": f"{norm}/interaction",
         "result": {"llm": {"incomplete": incomplete}},
+        **(header_extra or {}),
     }
     lines = [{"t": t, "agents": agents, "llm": rec} for t, (agents, rec) in enumerate(steps)]
     store.finish(f"{norm}/interaction", [header, *lines])
