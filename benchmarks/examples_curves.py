@@ -15,6 +15,7 @@ band, and the two baselines as horizontal lines.
 from __future__ import annotations
 
 import argparse
+import warnings
 import dataclasses
 
 import numpy as np
@@ -45,7 +46,8 @@ def plot(payload: dict, path) -> None:
         curve = np.array([[np.nan if x is None else x for x in row] for row in result["curve"]], float)
         steps = np.array(result["steps"])
         seen = ~np.isnan(curve).all(0)  # points where some seed finished an episode
-        with np.errstate(all="ignore"):
+        with warnings.catch_warnings():  # all-NaN columns (no episode ended yet) are masked by `seen`
+            warnings.simplefilter("ignore", RuntimeWarning)
             mean, lo, hi = np.nanmean(curve, 0), np.nanmin(curve, 0), np.nanmax(curve, 0)
         ax.plot(steps[seen], mean[seen], label=f"{name} (mean of {curve.shape[0]} seeds)")
         ax.fill_between(steps[seen], lo[seen], hi[seen], alpha=0.25, label="min-max over seeds")
@@ -54,7 +56,8 @@ def plot(payload: dict, path) -> None:
         ax.set_title(f"{name}: compile {result['compile_s']:.0f} s, run {result['run_s']:.0f} s", fontsize=9)
         ax.set_xlabel("environment steps per seed")
         ax.legend(fontsize=7, loc="upper left")
-    np.atleast_1d(axes)[0].set_ylabel(f"episodic return ({payload['env_id']}, {payload['reward_condition']})")
+    np.atleast_1d(axes)[0].set_ylabel("episodic return")
+    fig.suptitle(f"{payload['env_id']}, {payload['reward_condition']} reward", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
