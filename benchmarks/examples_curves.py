@@ -15,8 +15,8 @@ band, and the two baselines as horizontal lines.
 from __future__ import annotations
 
 import argparse
-import warnings
 import dataclasses
+import warnings
 
 import numpy as np
 
