@@ -62,8 +62,9 @@ def test_benchmarks_edit_no_sys_path():
 def test_tests_mirror_the_package():
     subpackages = {p.parent.name for p in (ROOT / "normjax").glob("*/__init__.py")}
     folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and p.name != "__pycache__"}
-    # train/ and agents/ install as normjax.train and normjax.agents; support/ holds test helpers.
-    assert folders - subpackages - {"train", "support"} == set()
+    # train/ and agents/ install as normjax.train and normjax.agents; support/ holds test helpers;
+    # examples/ tests the repository's examples/ folder (not installed).
+    assert folders - subpackages - {"train", "support", "examples"} == set()
     assert not [p.name for p in (ROOT / "tests").glob("*.py") if p.name.startswith(("test_llm_", "test_finetune_"))]
 
 

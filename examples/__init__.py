@@ -1,0 +1,1 @@
+"""Training scripts for users (not installed with normjax): docs/ecosystem.md, "Examples"."""
