@@ -18,7 +18,8 @@
     normjax play-export --out runs/study --compare oracle.json runs/llm/NAME
     normjax table    results/cpu_paper_mlp_1m/sparse_penalty oracle.json runs/llm/NAME --paper
 
-Every command is a thin `cmd_*` function over the library (normjax.commands), and every command keeps a
+Every command is a thin `cmd_*` function over the library (normjax.commands; the `llm-*` commands in
+normjax.llm.command, `finetune-*`, `play*` and `table` in their packages' `command` modules), and every command keeps a
 persistent JAX compilation cache (normjax.cache; default ~/.cache/normjax/jax, `--cache-dir
 DIR`, `--no-cache`), so a repeated command loads its programs instead of compiling them.
 
@@ -31,14 +32,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from normjax import constants as C
 from normjax.cli_names import (
     CAPACITIES,
     DEFAULT_SHARE,
     DISTRACTORS,
     EVIDENCE_SOURCES,
     EXPORT_PHASES,
-    NEWCOMERS,
     OBSERVER_NAMES,
     POLICY_NAMES,
     TOKEN_PARAMS,
@@ -49,9 +48,6 @@ from normjax.commands import (  # noqa: F401 (_norm_list re-exported)
     cmd_export,
     cmd_final_test,
     cmd_identify,
-    cmd_llm_beliefs,
-    cmd_llm_eval,
-    cmd_llm_judge,
     cmd_render,
     cmd_report,
     cmd_rollout,
@@ -355,121 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     x.set_defaults(fn=cmd_export)
 
-    m = sub.add_parser(
-        "llm-eval",
-        parents=cache + distract + [_client_options()],
-        formatter_class=_DefaultsFormatter,
-        help="run the protocol with an LLM/VLM newcomer (docs/llm.md)",
-    )
-    m.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="norm names (default: all 50)")
-    m.add_argument("--text-only", action="store_true", help="no images: the state as text only")
-    m.add_argument("--known-norm", action="store_true", help="state the true norm in the system prompt")
-    m.add_argument(
-        "--newcomer",
-        choices=NEWCOMERS,
-        default="memory",
-        help="memory: the paper's newcomer; the others wrap it with one of the debate study's normative modules "
-        "(docs/llm.md 'Normative modules')",
-    )
-    m.add_argument(
-        "--module-base-url",
-        default=None,
-        help="endpoint of the normative module's model (default: --base-url; API key from NORMJAX_MODULE_API_KEY, "
-        "else the main one's)",
-    )
-    m.add_argument("--module-model", default=None, help="the normative module's model (default: --model)")
-    m.add_argument("--seed", type=int, default=0, help="protocol seed (0 = canonical)")
-    m.add_argument(
-        "--interaction-steps",
-        type=int,
-        default=C.INTERACTION_STEPS,
-        metavar="N",
-        help=f"length of the interaction phase, 0-{C.INTERACTION_STEPS} (the protocol's is "
-        f"{C.INTERACTION_STEPS}; shorter for quick checks, 0 skips it)",
-    )
-    m.add_argument(
-        "--allow-mixed-endpoint",
-        action="store_true",
-        help="resume a run directory whose episodes came from another endpoint, model or sampling",
-    )
-    m.add_argument(
-        "--judge-scores",
-        default=None,
-        metavar="FILE",
-        help="import LLM-judge scores (JSONL) for the run's judge_prompts.jsonl",
-    )
-    m.add_argument("--out", required=True, help="run directory (transcripts, results.json); resumes if it exists")
-    m.set_defaults(fn=cmd_llm_eval)
+    from normjax.llm.command import add_parsers as llm_parsers
 
-    judge_client = _client_options(0.0, "sampling temperature of the judge (0: its most likely score)")
-    j = sub.add_parser(
-        "llm-judge",
-        parents=cache + [judge_client],
-        formatter_class=_DefaultsFormatter,
-        help="score a run's interaction beliefs with an LLM judge (docs/llm.md)",
-    )
-    j.add_argument("--run", required=True, metavar="DIR", help="an llm-eval run directory")
-    j.add_argument(
-        "--out",
-        default=None,
-        metavar="FILE",
-        help="the judge's replies, JSON Lines; resumed if it exists (default: DIR/judge_scores.jsonl)",
-    )
-    j.set_defaults(fn=cmd_llm_judge)
-
-    b = sub.add_parser(
-        "llm-beliefs",
-        parents=cache,
-        formatter_class=_DefaultsFormatter,
-        help="belief correctness over the interaction and belief change after events (paper "
-        "Figure 4b, 4c; docs/llm.md)",
-    )
-    which = b.add_mutually_exclusive_group(required=True)
-    which.add_argument("--run", metavar="DIR", help="an llm-eval run directory (or one play participant's folder)")
-    which.add_argument(
-        "--play-study",
-        metavar="DIR",
-        help="a normjax play study folder: its complete participants pooled, each scored by llm-judge "
-        "--run DIR/<id> (needs --observer)",
-    )
-    b.add_argument(
-        "--observer",
-        action="store_true",
-        help="also weigh each event by what the ideal observer could learn from it: belief change per bit "
-        "(observer_beliefs.json, observer_beliefs.png; docs/llm.md)",
-    )
-    b.add_argument(
-        "--eps",
-        type=float,
-        default=0.0,
-        metavar="E",
-        help="with --observer: the observer's sanction-flag noise rate, in [0, 0.5)",
-    )
-    b.add_argument(
-        "--scores",
-        default=None,
-        metavar="FILE",
-        help="judge scores or replies, JSON Lines (default: DIR/judge_scores.jsonl, from llm-judge)",
-    )
-    b.add_argument(
-        "--out",
-        default=None,
-        metavar="DIR",
-        help="where beliefs.json and the figures go (default: DIR/beliefs; a play study: its folder)",
-    )
-    b.add_argument(
-        "--replies-after",
-        type=int,
-        default=1,
-        metavar="N",
-        help="compare the belief before an event with the one after the N-th reply that follows it",
-    )
-    b.add_argument(
-        "--allow-missing",
-        action="store_true",
-        help="analyse although some beliefs have no usable score (they are listed; see docs/llm.md)",
-    )
-    b.set_defaults(fn=cmd_llm_beliefs)
+    llm_parsers(sub, cache, distract, _client_options, _DefaultsFormatter)
 
     from normjax.finetune.command import add_parsers as finetune_parsers
 

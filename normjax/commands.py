@@ -6,14 +6,12 @@ checked before anything is traced (an unknown layout or norm lists the valid one
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import time
 from pathlib import Path
 
 from normjax.cli_names import DEFAULT_SHARE, DISTRACTORS, OBSERVER_NAMES
-from normjax.llm.settings import client_config
 
 
 def _distractor(args) -> dict:
@@ -310,161 +308,4 @@ def cmd_export(args) -> int:
             indent=2,
         )
     )
-    return 0
-
-
-def cmd_llm_eval(args) -> int:
-    norms = _norm_list(args.norms)  # before any tracing
-    distractor = _distractor(args)
-    config = client_config(args)
-    module = {}
-    if args.module_base_url is not None or args.module_model is not None:
-        if args.newcomer == "memory":
-            print(
-                "normjax: error: --module-base-url / --module-model need a normative module "
-                "(--newcomer direct_edit, infer_edit, theory_of_mind or contrastive)",
-                file=sys.stderr,
-            )
-            return 2
-        module = dict(base_url=args.module_base_url or config.base_url, model=args.module_model or config.model)
-    from normjax.llm.client import API_KEY_ENV, EndpointError
-    from normjax.llm.evaluate import RunIncomplete, llm_eval
-    from normjax.llm.modules import MODULE_KEY_ENV
-    from normjax.protocol import format_table
-
-    try:
-        result = llm_eval(
-            config,
-            args.out,
-            norms,
-            text_only=args.text_only,
-            known_norm=args.known_norm,
-            seed=args.seed,
-            interaction_steps=args.interaction_steps,
-            allow_mixed_endpoint=args.allow_mixed_endpoint,
-            judge_scores=args.judge_scores,
-            newcomer=args.newcomer,
-            module_config=dataclasses.replace(config, **module, api_key_env=(MODULE_KEY_ENV, *API_KEY_ENV))
-            if module
-            else None,
-            **distractor,
-        )
-    except (EndpointError, RunIncomplete) as e:  # a failed endpoint is never a result
-        print(f"normjax: error: {e}", file=sys.stderr)
-        return 3
-    print(format_table(result))
-    print(f"llm: {json.dumps(result['llm'])}; wrote {Path(args.out) / 'results.json'}")
-    judged = result.get("belief_accuracy")
-    if judged and not judged["complete"]:  # an imported curve with gaps is no result: say so, exit 1
-        where = (
-            f"line {judged['errors'][0]['line']}: {judged['errors'][0]['error']}"
-            if judged["errors"]
-            else f"{len(judged['missing'])} belief(s) and {len(judged['missing_norms'])} norm(s) without a score"
-        )
-        print(
-            f"normjax: error: the judge scores are incomplete ({len(judged['errors'])} unusable line(s); {where}); "
-            "belief_accuracy in results.json is marked complete: false",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
-
-
-def cmd_llm_judge(args) -> int:
-    """Exit 0: every belief scored; 1: some judge replies unusable; 3: the endpoint failed."""
-    from normjax.analysis.judge_run import JudgeIncomplete, judge_run
-
-    config = client_config(args)
-    from normjax.llm.client import EndpointError
-
-    try:
-        summary = judge_run(args.run, config, args.out)
-    except EndpointError as e:
-        print(f"normjax: error: {e}", file=sys.stderr)
-        return 3
-    except JudgeIncomplete as e:
-        for err in e.summary["errors"][:10]:
-            print(f"normjax: {e.summary['scores']} line {err['line']} ({err['id']}): {err['error']}", file=sys.stderr)
-        print(f"normjax: error: {e}", file=sys.stderr)
-        return 1
-    acc = summary["belief_accuracy"]
-    print(
-        f"judged {summary['requested']} belief(s) now, {summary['skipped']} already scored; {summary['usable']} of "
-        f"{summary['prompts']} usable; final mean score {_mean(acc['final_score'].values())} over "
-        f"{len(acc['norms'])} norm(s)"
-    )
-    where = summary["results"] or "no results.json in the run: not stored"
-    print(f"wrote {summary['scores']}; belief_accuracy: {where}")
-    return 0
-
-
-def _mean(values) -> str:
-    values = list(values)
-    return f"{sum(values) / len(values):.2f}" if values else "n/a"
-
-
-def _play_participants(study) -> list[tuple[str, str]]:
-    """[(id, folder)] of a play study's complete participants (as `normjax play-export` counts them)."""
-    from normjax.play.export import participant, participant_dirs
-
-    if not Path(study).is_dir():
-        raise ValueError(f"--play-study {study}: not a directory")
-    dirs = participant_dirs(study)
-    if not dirs:
-        raise ValueError(f"--play-study {study}: no play participant in it (folders with a run.json of policy human)")
-    done = [(d.name, str(d)) for d in dirs if participant(d)["status"] == "complete"]
-    if not done:
-        raise ValueError(f"--play-study {study}: none of its {len(dirs)} participant(s) is complete")
-    return done
-
-
-def cmd_llm_beliefs(args) -> int:
-    from normjax.analysis.belief_analysis import analyse_beliefs, format_summary
-
-    if args.play_study is not None and not args.observer:
-        raise ValueError("--play-study needs --observer (one participant's Figure 4b / 4c: --run DIR/<id>)")
-    if args.eps != 0.0 and not args.observer:
-        raise ValueError(f"--eps={args.eps} needs --observer")
-    if args.play_study is not None:
-        from normjax.analysis.observer_alignment import analyse_observer, format_table
-
-        if args.scores is not None:
-            raise ValueError("--scores names one run's file; a play study reads each DIR/<id>/judge_scores.jsonl")
-        out = Path(args.out) if args.out else Path(args.play_study)
-        participants = _play_participants(args.play_study)
-        result = analyse_observer(
-            participants,
-            None,
-            out,
-            replies_after=args.replies_after,
-            allow_missing=args.allow_missing,
-            eps=args.eps,
-            label=f"play study {Path(args.play_study).name} ({len(participants)} participants)",
-        )
-        print(format_table(result))
-        print(f"wrote {out / 'observer_beliefs.json'} and {', '.join(result['figures'])}")
-        _print_programs()
-        return 0
-    if args.observer and not 0.0 <= args.eps < 0.5:  # before the Figure 4b / 4c analysis writes anything
-        raise ValueError(f"--eps={args.eps} is invalid; allowed: 0 <= eps < 0.5")
-    out = Path(args.out) if args.out else Path(args.run) / "beliefs"
-    result = analyse_beliefs(
-        args.run, args.scores, out, replies_after=args.replies_after, allow_missing=args.allow_missing
-    )
-    print(format_summary(result))
-    print(f"wrote {out / 'beliefs.json'} and {', '.join(result['figures'])}")
-    if args.observer:
-        from normjax.analysis.observer_alignment import analyse_observer, format_table
-
-        obs = analyse_observer(
-            [("", args.run)],
-            args.scores,
-            out,
-            replies_after=args.replies_after,
-            allow_missing=args.allow_missing,
-            eps=args.eps,
-        )
-        print(format_table(obs))
-        print(f"wrote {out / 'observer_beliefs.json'} and {', '.join(obs['figures'])}")
-        _print_programs()
     return 0

@@ -2,7 +2,7 @@
 
 LAYERS names normjax's units from the bottom up.  A unit is a subpackage (`normjax.norms`),
 a top-level module (`normjax.constants`), or a module named in full (the command line's
-`normjax.finetune.command`, which belongs to the CLI layer, not to `normjax.finetune`; the
+`normjax.finetune.command` and `normjax.llm.command`, which belong to the CLI layer, not to their packages; the
 ``llm-eval`` pipeline `normjax.llm.evaluate`, which sits above the analysis it runs); a
 module belongs to the longest unit name it starts with.  The order is the import graph's own
 (each unit sits one above the highest unit it imports; the base modules, of which
@@ -59,6 +59,7 @@ LAYERS = (
         "normjax.cli",
         "normjax.commands",
         "normjax.finetune.command",
+        "normjax.llm.command",
         "normjax.play.command",
         "normjax.results.command",
     ),  # the command line
