@@ -21,8 +21,10 @@ JSON Lines file: ``images/<task>/<norm>_s<episode seed>_t<step>.png``
 
 from __future__ import annotations
 
+import functools
+from concurrent.futures import ThreadPoolExecutor
+
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from normjax.finetune.text import Episode, newcomer_turn
@@ -56,20 +58,34 @@ def arrows(ep: Episode, i: int, k: int | None = None) -> list[Other]:
 
 
 def _stack(trees: list):
-    return jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *trees)
+    """One device array per leaf, stacked on the host: the render calls then read a resident batch
+    (stacking leaf by leaf on the device cost a dispatch per state and leaf)."""
+    return jax.device_put(jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *trees))
+
+
+@functools.cache
+def _params(norm_id: int):
+    """A norm's interaction parameters as host arrays, built once per process."""
+    return jax.device_get(interaction_params(norm_id))
 
 
 def record_frames(items: list[tuple], cell_px: int = CELL_PX) -> list[bytes]:
     """PNG bytes of each (episode, step index[, judged slot])'s state, drawn as the runner's VLM newcomer sees it."""
-    out = []
-    for lo in range(0, len(items), CHUNK):
-        chunk = items[lo : lo + CHUNK]
-        padded = chunk + [chunk[0]] * (CHUNK - len(chunk))
-        states = _stack([it[0].state(it[1]) for it in padded])
-        params = _stack([interaction_params(it[0].norm_id) for it in padded])
-        frames = batch.render(states, params, np.arange(len(chunk)), cell_px)
-        out += [annotated_png(f, arrows(*it), cell_px) for f, it in zip(frames, chunk)]
-    return out
+    pngs = []
+    # PNG encoding runs beside the next render (Pillow's encoder and XLA both release the GIL);
+    # the bytes are the same as encoding in turn.
+    with ThreadPoolExecutor(max_workers=1) as encoder:
+        for lo in range(0, len(items), CHUNK):
+            chunk = items[lo : lo + CHUNK]
+            padded = chunk + [chunk[0]] * (CHUNK - len(chunk))
+            states = _stack([it[0].state(it[1]) for it in padded])
+            params = _stack([_params(int(it[0].norm_id)) for it in padded])
+            step = batch.render_chunk()
+            for r in range(0, len(chunk), step):
+                frames = batch.render(states, params, np.arange(r, min(r + step, len(chunk))), cell_px)
+                for f, it in zip(frames, chunk[r : r + step]):
+                    pngs.append(encoder.submit(annotated_png, f, arrows(*it), cell_px))
+        return [p.result() for p in pngs]
 
 
 __all__ = ["CELL_PX", "arrows", "image_path", "record_frames"]
