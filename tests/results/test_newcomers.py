@@ -1,10 +1,16 @@
-"""normjax table: runs of one model with several newcomer kinds as rows of one table, from tiny
-hand-built llm-eval runs (no JAX run, no LLM)."""
+"""normjax table --newcomers: runs of one model with several newcomer kinds as rows of one table,
+and the comparison's cells (over-imitation, judge belief correctness, evidence use, cost) checked
+against values computed by hand from tiny hand-built llm-eval runs (no JAX run, no LLM)."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
+from normjax.cli import main
 from normjax.results.readers import read, read_all
-from normjax.results.table import table_text
+from normjax.results.table import build, table_text
 from tests.results.test_table import _rows, _write
 
 NORMS3 = (("forbidden_zone_q", "access", 0), ("one_way_aisle", "procedure", 12), ("group_doors_cab", "allocation", 44))
@@ -66,3 +72,83 @@ def test_the_newcomer_kind_is_part_of_a_rows_identity(tmp_path):
     assert [r.label for r in rows] == ["m", "m (contrastive)", "m (theory_of_mind)"]
     text = table_text([str(memory), str(contrastive)], n_resamples=RESAMPLES)
     assert "| m | seen |" in text and "| m (contrastive) | seen |" in text
+
+
+def test_the_comparisons_cells_computed_by_hand(tmp_path):
+    memory = llm_run(tmp_path)
+    contrastive = llm_run(
+        tmp_path,
+        "contrastive",
+        joint_of=lambda n, c, e: True,
+        judge=_judge([7, 6, 2]),
+        observer=_observer(
+            dict(own_violation=(0.5, 0.25, 4), others_violation=(None, None, 0), compliant_move=(0.125, None, 1))
+        ),
+    )
+    t = build([str(memory), str(contrastive)], newcomers=True, n_resamples=RESAMPLES)
+    m, c = t["newcomers"]
+    assert (m["newcomer"], c["newcomer"]) == ("memory", "contrastive")
+    # belief: final scores 7, 6, 2 -> 2 of 3 norms correct (>= 6), mean score 5
+    assert c["belief"]["correct"]["mean"] == pytest.approx(200 / 3)
+    assert c["belief"]["score"]["mean"] == pytest.approx(5.0)
+    assert c["belief"]["score"]["low"] <= 5.0 <= c["belief"]["score"]["high"]
+    assert c["evidence"]["own_violation"] == dict(per_bit=0.5, se=0.25, n=4)
+    # cost per episode: tokens in + out; a memory run has no module, so 0 calls (not missing)
+    assert c["cost"]["test"] == dict(calls=4.0, module_tokens=330.0, errors=0.0, tokens=110.0)
+    assert c["cost"]["interaction"] == dict(calls=50.0, module_tokens=5400.0, errors=1.0, tokens=2200.0)
+    assert m["cost"]["test"] == dict(calls=0.0, module_tokens=0.0, errors=0.0, tokens=110.0)
+    # the module row is paired with its model's memory row: joint seen 100 - 100, unseen 100 - 0
+    diffs = {
+        (d["a"], d["b"], d["condition"], d["metric"]): d["diff"] for d in t["comparisons"] if d["group"] == "overall"
+    }
+    assert diffs[("m (contrastive)", "m", "seen", "joint")] == 0.0
+    assert diffs[("m (contrastive)", "m", "unseen", "joint")] == 100.0
+    text = table_text([str(memory), str(contrastive)], newcomers=True, n_resamples=RESAMPLES)
+    assert "| m (contrastive) | contrastive | unseen | 100.0 [" in text
+    assert "| m | memory | unseen | 0.0 [" in text
+    assert "| m (contrastive) | contrastive | 3 | 66.7 [" in text
+    assert "0.500 ± 0.250 (n=4) | — (n=0) | 0.125 ± — (n=1) |" in text
+    assert "| m (contrastive) | contrastive | 2,200.0 | 50.0 | 5,400.0 | 110.0 | 4.0 | 330.0 |" in text
+    assert "| m | memory | 2,200.0 | 0.0 | 0.0 | 110.0 | 0.0 | 0.0 |" in text
+    assert "| m (contrastive) - m | seen | overall | joint |" in text
+
+
+def test_missing_inputs_read_dash_with_the_command_that_makes_them(tmp_path):
+    sources = [str(llm_run(tmp_path)), str(llm_run(tmp_path, "infer_edit", judge=_judge([7, 7, 7], complete=False)))]
+    t = build(sources, newcomers=True, n_resamples=RESAMPLES)
+    m, i = t["newcomers"]
+    assert m["belief"] is None and "normjax llm-judge" in m["notes"]["belief"]
+    assert i["belief"] is None and "incomplete" in i["notes"]["belief"]
+    assert m["evidence"] is None and "llm-beliefs --run DIR --observer" in m["notes"]["evidence"]
+    assert m["over_imitation"] is None and "--distractor" in m["notes"]["over_imitation"]
+    text = table_text(sources, newcomers=True, n_resamples=RESAMPLES)
+    assert "| m | memory | seen | 100.0 [" in text and " | — |" in text
+    assert "- — m (infer_edit), belief correctness: the imported judge scores are incomplete" in text
+    assert "- — m, over-imitation: no distractors in the run (llm-eval --distractor" in text
+
+
+def test_over_imitation_of_runs_with_distractors(tmp_path):
+    d = dict(distractor="move1_wait1", distractor_share=0.5)
+    sources = [str(llm_run(tmp_path, **d)), str(llm_run(tmp_path, "direct_edit", **d))]
+    m, _ = build(sources, newcomers=True, n_resamples=RESAMPLES)["newcomers"]
+    # per norm the rates 0, 0.1, 0.2 (seen) and 0.3, 0.4, 0.5 (unseen): means 10% and 40%
+    assert m["over_imitation"]["seen"]["mean"] == pytest.approx(10.0)
+    assert m["over_imitation"]["unseen"]["mean"] == pytest.approx(40.0)
+    assert "over_imitation" not in m["notes"]
+
+
+def test_formats_the_command_line_and_the_refusal(tmp_path, capsys):
+    sources = [str(llm_run(tmp_path)), str(llm_run(tmp_path, "contrastive", judge=_judge([7, 6, 2])))]
+    assert main(["table", *sources, "--newcomers", "--format", "json", "--resamples", "100"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert [r["newcomer"] for r in payload["rows"]] == ["memory", "contrastive"]
+    assert [r["label"] for r in payload["newcomers"]] == ["m", "m (contrastive)"]
+    assert payload["newcomers"][1]["belief"]["correct"]["clusters"] == 3
+    for fmt, marker in (("csv", "# Newcomer comparison: cost per episode"), ("latex", r"\begin{tabular}")):
+        text = table_text(sources, fmt=fmt, newcomers=True, n_resamples=RESAMPLES)
+        assert marker in text and "m (contrastive)" in text
+    oracle = _write(tmp_path / "oracle.json", dict(episodes=_rows(norms=NORMS3), meta=dict(policy="oracle", seed=0)))
+    with pytest.raises(
+        ValueError, match=r"--newcomers compares llm-eval runs; these results hold none \(kinds: evaluate\)"
+    ):
+        build([str(oracle)], newcomers=True, n_resamples=RESAMPLES)
