@@ -96,18 +96,18 @@ def evidence_use(result: Result) -> tuple[dict | None, str | None]:
     path = Path(result.sources[0]) / OBSERVER_FILE
     if not path.is_file():
         return None, f"no {OBSERVER_FILE} ({OBSERVER_HINT})"
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if sorted(data["norms"]) != result.norms:
-        return None, f"{path} covers norms {sorted(data['norms'])}, the row {result.norms}"
-    overall = data["change"]["overall"]
-    return {
-        k: dict(
-            per_bit=overall[k]["informative"]["score_per_bit"],
-            se=overall[k]["informative"]["se_score_per_bit"],
-            n=overall[k]["informative"]["n"],
-        )
-        for k in EVENT_TYPES
-    }, None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        norms, overall = sorted(data["norms"]), data["change"]["overall"]
+        per_class = {k: overall[k]["informative"] for k in EVENT_TYPES}
+        values = {k: dict(per_bit=i["score_per_bit"], se=i["se_score_per_bit"], n=i["n"]) for k, i in per_class.items()}
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ValueError(
+            f"{path}: not an observer_beliefs.json of llm-beliefs --observer ({type(e).__name__}: {e})"
+        ) from None
+    if norms != result.norms:
+        return None, f"{path} covers norms {norms}, the row {result.norms}"
+    return values, None
 
 
 def _mean(rows: list[dict], fields, no_module: bool) -> float | None:
