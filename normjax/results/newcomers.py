@@ -34,7 +34,7 @@ from normjax.results.cells import cell_rng
 from normjax.results.records import CONDITIONS, Result
 
 OBSERVER_FILE = Path("beliefs") / "observer_beliefs.json"
-MEMORY = "memory"  # the paper's newcomer: no normative module, so no module calls (not a missing value)
+MEMORY = "memory"  # the paper's newcomer: no normative module
 STAGES = ("interaction", "test")
 
 JUDGE_HINT = "normjax llm-judge --run DIR (or llm-eval --judge-scores FILE)"
@@ -110,30 +110,33 @@ def evidence_use(result: Result) -> tuple[dict | None, str | None]:
     return values, None
 
 
-def _mean(rows: list[dict], fields, no_module: bool) -> float | None:
-    """Mean over `rows` of the sum of `fields`; None where a row lacks one (a memory run: 0)."""
+def _mean(rows: list[dict], fields, absent_is_zero: bool) -> float | None:
+    """Mean over `rows` of the sum of `fields`; None where a row lacks one, unless `absent_is_zero`."""
     if not rows:
         return None
-    if any(f not in r for r in rows for f in fields):
-        return 0.0 if no_module else None
-    return float(np.mean([sum(r[f] for f in fields) for r in rows]))
+    if not absent_is_zero and any(f not in r for r in rows for f in fields):
+        return None
+    return float(np.mean([sum(r.get(f, 0) for f in fields) for r in rows]))
 
 
 def cost(result: Result, runs: list[dict]) -> tuple[dict, str | None]:
-    """{stage: {calls, module_tokens, tokens, errors}} per episode (the row's norms)."""
+    """{stage: {calls, module_tokens, errors, tokens}} per episode (the row's norms).
+
+    The runner counts a module's calls in an episode only once the module was consulted there
+    (`normjax.runtime.stage`), and the memory newcomer has none: an absent module counter is 0.
+    The newcomer's own tokens are counted in every episode: absent, they are missing."""
     keep = set(result.norms)
-    no_module = result.newcomer == MEMORY
     out = {}
     for stage, key in zip(STAGES, ("interaction", "episodes")):
         rows = [r for run in runs for r in run.get(key, []) if r["norm"] in keep]
         out[stage] = dict(
-            calls=_mean(rows, ("module_calls",), no_module),
-            module_tokens=_mean(rows, ("module_tokens_in", "module_tokens_out"), no_module),
-            errors=_mean(rows, ("module_errors",), no_module),
+            calls=_mean(rows, ("module_calls",), True),
+            module_tokens=_mean(rows, ("module_tokens_in", "module_tokens_out"), True),
+            errors=_mean(rows, ("module_errors",), True),
             tokens=_mean(rows, ("tokens_in", "tokens_out"), False),
         )
     lacking = any(v is None for s in out.values() for v in s.values())
-    return out, "some episodes record no token or module counters (an older run)" if lacking else None
+    return out, "some episodes record no token counts (a run from before they were recorded)" if lacking else None
 
 
 def newcomer_row(result: Result, seed: int, n_resamples: int) -> dict:

@@ -154,7 +154,7 @@ def test_formats_the_command_line_and_the_refusal(tmp_path, capsys):
         build([str(oracle)], newcomers=True, n_resamples=RESAMPLES)
 
 
-def test_norms_filter_counters_missing_and_a_broken_observer_file(tmp_path):
+def test_norms_filter_absent_counters_and_a_broken_observer_file(tmp_path):
     observer = _observer({k: (0.5, 0.1, 3) for k in ("own_violation", "others_violation", "compliant_move")})
     run = llm_run(tmp_path, "direct_edit", judge=_judge([7, 6, 2]), observer=observer)
     # --norms keeps two of the three norms: the judge's share is over those (7, 6: both correct);
@@ -162,14 +162,17 @@ def test_norms_filter_counters_missing_and_a_broken_observer_file(tmp_path):
     (row,) = build([str(run)], newcomers=True, norms=NAMES[:2], n_resamples=RESAMPLES)["newcomers"]
     assert row["belief"]["correct"]["mean"] == 100.0 and row["belief"]["score"]["mean"] == 6.5
     assert row["evidence"] is None and "covers norms" in row["notes"]["evidence"]
-    # a module run whose episodes lack the module counters: missing, not zero
+    # an episode without module counters never consulted the module (the runner counts from the
+    # first call): 0; an episode without the newcomer's token counts is from an older run: missing
     data = json.loads((run / "results.json").read_text())
-    for r in data["episodes"]:
+    for r in data["episodes"][:9]:
         del r["module_calls"]
+    del data["interaction"][0]["tokens_in"]
     (run / "results.json").write_text(json.dumps(data))
     (row,) = build([str(run)], newcomers=True, n_resamples=RESAMPLES)["newcomers"]
-    assert row["cost"]["test"]["calls"] is None and row["cost"]["test"]["module_tokens"] == 330.0
-    assert "older run" in row["notes"]["cost"]
+    assert row["cost"]["test"]["calls"] == 2.0 and row["cost"]["test"]["module_tokens"] == 330.0  # 4 x 9/18
+    assert row["cost"]["interaction"]["tokens"] is None and row["cost"]["test"]["tokens"] == 110.0
+    assert "no token counts" in row["notes"]["cost"]
     (run / "beliefs" / "observer_beliefs.json").write_text(json.dumps(dict(norms=NAMES)))
     with pytest.raises(ValueError, match=r"observer_beliefs.json: not an observer_beliefs.json .*KeyError"):
         build([str(run)], newcomers=True, n_resamples=RESAMPLES)
