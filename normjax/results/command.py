@@ -39,6 +39,12 @@ def add_parser(sub, parents: list, formatter: type) -> None:
     tb.add_argument(
         "--allow-mixed", action="store_true", help="tabulate results of different protocols, their rows marked *"
     )
+    tb.add_argument(
+        "--newcomers",
+        action="store_true",
+        help="also compare the llm-eval rows' newcomer kinds: over-imitation, belief correctness, evidence use, "
+        "cost; each module row paired with its model's memory row (docs/results.md)",
+    )
     tb.add_argument("--norms", nargs="+", default=None, metavar="NAME", help="only these norms' episodes, in every row")
     tb.add_argument("--figures", default=None, metavar="DIR", help="also write the figures into DIR")
     tb.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and the sign flips")
@@ -65,6 +71,7 @@ def cmd_table(args) -> int:
         seed=args.seed,
         n_resamples=args.resamples,
         norms=args.norms,
+        newcomers=args.newcomers,
     )
     print(text)
     if args.out:

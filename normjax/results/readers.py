@@ -9,7 +9,8 @@
   one result per architecture, reward condition and K; the training seeds of
   ``population.json`` are the level below the norm;
 * an ``llm-eval`` run directory (``run.json`` + ``results.json`` with
-  ``meta.model``);
+  ``meta.model``); a run with a normative module (``meta.newcomer``) is
+  labelled ``model (kind)``, one without (the memory newcomer) ``model``;
 * a ``finetune-eval`` output (``metrics.json`` + ``replies.jsonl``): a Table A5
   row (`normjax.results.table_a5`), not a Table 1 one;
 * a ``play`` study directory (participant folders ``<id>/run.json`` with
@@ -117,11 +118,14 @@ def read_llm(path: Path, data: dict) -> Result:
     meta = data.get("meta") or {}
     if data.get("incomplete"):
         raise ValueError(f"{path}: the llm-eval run is incomplete ({len(data['incomplete'])} episodes)")
-    label = str(meta.get("model", path.name))
-    label += " (known norm)" if meta.get("known_norm") else ""
-    label += " (text only)" if meta.get("text_only") else ""
+    model = str(meta.get("model", path.name))
+    model += " (known norm)" if meta.get("known_norm") else ""
+    model += " (text only)" if meta.get("text_only") else ""
+    # runs from before normative modules have no meta.newcomer: the memory newcomer, labelled as before
+    newcomer = str(meta.get("newcomer") or "memory")
+    label = model if newcomer == "memory" else f"{model} ({newcomer})"
     fp = _fingerprint(meta, interaction=meta.get("interaction_steps"))
-    return Result(label, "llm", [str(path)], fp, [record(r) for r in data["episodes"]])
+    return Result(label, "llm", [str(path)], fp, [record(r) for r in data["episodes"]], newcomer=newcomer, model=model)
 
 
 def _participants(path: Path) -> list[Path]:

@@ -52,6 +52,10 @@ class Result:
     fingerprint: dict
     records: list[dict]
     notes: list[str] = field(default_factory=list)
+    # llm-eval rows: the newcomer kind (`normjax.llm.modules.NEWCOMERS`) and the label without it,
+    # which names the same model's runs of every kind (`normjax.results.newcomers` pairs them)
+    newcomer: str = ""
+    model: str = ""
 
     def column(self, name: str) -> np.ndarray:
         if name in ("norm", "family", "condition", "unit"):
@@ -84,7 +88,7 @@ def record(row: dict, unit: str = "") -> dict:
         joint=float(bool(row["joint"])),
         task=float(row["task"]),
     )
-    for name in SECONDARY:
+    for name in SECONDARY + ("over_imitation",):  # over_imitation: runs with distractors only
         v = row.get(name)
         out[name] = None if v is None else float(v)
     return out
@@ -107,10 +111,10 @@ def merge(results: list[Result]) -> list[Result]:
             continue
         for other in group[1:]:
             diff = [k for k in COMPARED if first.fingerprint.get(k) != other.fingerprint.get(k)]
-            if other.kind != first.kind or diff:
+            if other.kind != first.kind or other.newcomer != first.newcomer or diff:
                 raise ValueError(
                     f"results labelled {label!r} cannot be pooled: {first.sources[0]} and {other.sources[0]} "
-                    f"differ in {', '.join(diff) or 'kind'}; give them their own labels (LABEL=PATH)"
+                    f"differ in {', '.join(diff) or 'kind or newcomer'}; give them their own labels (LABEL=PATH)"
                 )
         records, seen = [], set()
         for r in group:
@@ -125,7 +129,9 @@ def merge(results: list[Result]) -> list[Result]:
                 records.append(rec)
         sources = [s for r in group for s in r.sources]
         notes = list(dict.fromkeys(n for r in group for n in r.notes))
-        out.append(Result(label, first.kind, sources, dict(first.fingerprint), records, notes))
+        out.append(
+            Result(label, first.kind, sources, dict(first.fingerprint), records, notes, first.newcomer, first.model)
+        )
     return out
 
 

@@ -193,7 +193,7 @@ def render(grids: list[dict], fmt: str, notes: list[str] = ()) -> str:
     raise ValueError(f"format {fmt!r}: allowed markdown, csv, latex, json")
 
 
-def to_json(results, cells, comparisons, marks, notes, finetune=(), a5=()) -> str:
+def to_json(results, cells, comparisons, marks, notes, finetune=(), a5=(), newcomers=()) -> str:
     payload = dict(
         rows=[
             dict(
@@ -205,6 +205,7 @@ def to_json(results, cells, comparisons, marks, notes, finetune=(), a5=()) -> st
                 units=r.units,
                 mixed=r.label in marks,
                 notes=r.notes,
+                **(dict(newcomer=r.newcomer, model=r.model) if r.kind == "llm" else {}),
             )
             for r in results
         ],
@@ -212,6 +213,7 @@ def to_json(results, cells, comparisons, marks, notes, finetune=(), a5=()) -> st
         comparisons=comparisons,
         finetune=[dict(label=r.label, sources=r.sources, records=len(r.hit)) for r in finetune],
         finetune_cells=list(a5),
+        **(dict(newcomers=list(newcomers)) if newcomers else {}),  # normjax.results.newcomers.newcomer_row
         notes=list(notes),
     )
     return json.dumps(_nan_to_none(payload), indent=1)  # NaN (a metric never defined) as null
