@@ -26,6 +26,7 @@ from normjax.norms import NORMS
 from normjax.runtime.transcripts import TranscriptStore
 from normjax.runtime.turns import MODULE_COUNTERS
 from normjax.testing.fake_openai import FakeOpenAI, Reply, navigator_text, prompt_text
+from tests.support.killer import Killer
 
 NORM = "forbidden_zone_q"
 MODULES = NEWCOMERS[1:]
@@ -131,24 +132,6 @@ def test_an_identity_module_reproduces_the_memory_newcomer_and_never_sees_the_no
         assert NORM not in text and norm.description not in text and "social norm applies" not in text
 
 
-class _Killer:
-    """Raises (like a killed process) on the n-th test-stage act call of the wrapped agent."""
-
-    def __init__(self, agent, n):
-        self.agent, self.n, self.calls = agent, n, 0
-        self.wants_frames, self.wants_intents = agent.wants_frames, agent.wants_intents
-
-    async def preflight(self):
-        await self.agent.preflight()
-
-    async def act(self, turns, ctx):
-        if turns[0].phase != "interaction":
-            self.calls += 1
-            if self.calls == self.n:
-                raise RuntimeError("simulated kill")
-        return await self.agent.act(turns, ctx)
-
-
 @pytest.mark.parametrize("kind", MODULES)
 def test_every_module_resumes_after_a_kill(kind, tmp_path, monkeypatch):
     import normjax.llm.modules as modules
@@ -156,7 +139,7 @@ def test_every_module_resumes_after_a_kill(kind, tmp_path, monkeypatch):
     out, real = tmp_path / "run", modules.ModuleAgent
     with FakeOpenAI(scripted) as srv:
         with monkeypatch.context() as m:  # llm_eval imports the class when it runs
-            m.setattr(modules, "ModuleAgent", lambda *a, **k: _Killer(real(*a, **k), 20))
+            m.setattr(modules, "ModuleAgent", lambda *a, **k: Killer(real(*a, **k), 20))
             with pytest.raises(RuntimeError, match="simulated kill"):
                 _cli(srv.base_url, out, "--newcomer", kind, steps=10)
         finished = TranscriptStore(out).episodes()

@@ -42,6 +42,7 @@ from normjax.runtime.runner import run_protocol, run_protocol_async
 from normjax.runtime.transcripts import TranscriptStore
 from normjax.runtime.turns import Decision
 from normjax.testing.fake_openai import ERROR_CATEGORIES, FakeOpenAI, category, chaos, prompt_text
+from tests.support.killer import Killer
 from tests.support.shared_protocol import reference
 
 SUBSET = [0, 12, 23, 39, 44]  # one or two norms per family
@@ -184,27 +185,11 @@ def test_judge_export_and_import(chaos_run, tmp_path):
     assert acc["curve"]["correct_share"] == [float(s >= 6) for s in want]
 
 
-class _Killer:
-    """Wraps an agent and raises (like a killed process) on its n-th test-stage call (one call per
-    turn: episodes advance independently)."""
-
-    def __init__(self, agent, n):
-        self.agent, self.n, self.calls = agent, n, 0
-        self.wants_frames, self.wants_intents = agent.wants_frames, agent.wants_intents
-
-    async def act(self, turns, ctx):
-        if turns[0].phase != "interaction":
-            self.calls += 1
-            if self.calls == self.n:
-                raise RuntimeError("simulated kill")
-        return await self.agent.act(turns, ctx)
-
-
 def test_resume_after_a_kill(tmp_path):
     out = tmp_path / "run"
     with FakeOpenAI(chaos()) as srv:
         with pytest.raises(RuntimeError, match="simulated kill"):
-            _run(srv.base_url, out, agent_wrap=lambda a: _Killer(a, 30), interaction_steps=10)
+            _run(srv.base_url, out, agent_wrap=lambda a: Killer(a, 30), interaction_steps=10)
         store = TranscriptStore(out)
         finished = store.episodes()
         assert finished[0] == f"{NORM}/interaction" and len(finished) < 7
