@@ -250,6 +250,8 @@ def cmd_llm_beliefs(args) -> int:
         raise ValueError("--play-study needs --observer (one participant's Figure 4b / 4c: --run DIR/<id>)")
     if args.eps != 0.0 and not args.observer:
         raise ValueError(f"--eps={args.eps} needs --observer")
+    if not 0.0 <= args.eps < 0.5:  # before anything is read or written, for a run and a study alike
+        raise ValueError(f"--eps={args.eps} is invalid; allowed: 0 <= eps < 0.5")
     if args.play_study is not None:
         from normjax.analysis.observer_alignment import analyse_observer, format_table
 
@@ -270,8 +272,6 @@ def cmd_llm_beliefs(args) -> int:
         print(f"wrote {out / 'observer_beliefs.json'} and {', '.join(result['figures'])}")
         _print_programs()
         return 0
-    if args.observer and not 0.0 <= args.eps < 0.5:  # before the Figure 4b / 4c analysis writes anything
-        raise ValueError(f"--eps={args.eps} is invalid; allowed: 0 <= eps < 0.5")
     out = Path(args.out) if args.out else Path(args.run) / "beliefs"
     result = analyse_beliefs(
         args.run, args.scores, out, replies_after=args.replies_after, allow_missing=args.allow_missing
